@@ -1,0 +1,1 @@
+//! Ethos-U85 backend.

@@ -1,0 +1,1 @@
+//! Ethos-U85 weight ordering, weight streams and scale/bias streams.

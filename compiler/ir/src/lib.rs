@@ -1,0 +1,1 @@
+//! Graph IR, operator set, quantization and reference interpreter.

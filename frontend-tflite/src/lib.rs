@@ -1,0 +1,1 @@
+//! TFLite flatbuffer reader and lowering to the npuc IR.

@@ -1,0 +1,1 @@
+//! TOSA 1.0 flatbuffer reader and lowering to the npuc IR.
