@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Compile every models/tflite/*.tflite with Arm's Vela for the Ethos-U85.
+
+For each configuration directory models/vela/<cfg>/ it writes
+  <name>_vela.tflite  (or <name>_vela.npz for --output-format raw)
+  <name>.cmd.txt      Vela's --verbose-register-command-stream listing, taken
+                      verbatim from its stdout (only the trailing "Network
+                      summary" block, which every run prints, is cut off)
+  <name>.perf.txt     Vela's whole stdout with --verbose-performance
+
+    python compile_vela.py [--vela PATH] [NAME ...]
+
+Vela runs twice per model and configuration (once per verbose flag); the two
+compiled models are checked to be identical.  Vela's stderr (the warnings about
+default system configuration / memory mode) is not kept.
+"""
+import argparse
+import glob
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import TFLITE_DIR, VELA_DIR  # noqa: E402
+
+U85_256 = ["--accelerator-config", "ethos-u85-256"]
+U85_2048 = ["--accelerator-config", "ethos-u85-2048"]
+
+# (config dir, vela flags, models (None = all), output format)
+CONFIGS = [
+    ("u85_256", U85_256, None, "tflite"),
+    ("u85_2048", U85_2048, None, "tflite"),
+    (
+        "u85_256_sram_only",
+        U85_256 + ["--system-config", "Ethos_U85_SYS_Flash_High", "--memory-mode", "Sram_Only"],
+        None,
+        "tflite",
+    ),
+    ("u85_256_cop2", U85_256 + ["--cop-format", "COP2"], ["conv2d_3x3_relu", "mobilenet_tiny"], "tflite"),
+    ("u85_256_raw", U85_256 + ["--output-format", "raw"], ["conv2d_3x3_relu"], "raw"),
+]
+
+SUMMARY_MARK = "Network summary for "
+
+
+def register_listing(stdout):
+    """The register command stream part of Vela's stdout: everything from the
+    first 'Register command stream:' line up to (not including) the 'Network
+    summary for' block that Vela prints at the end of every run."""
+    lines = stdout.splitlines(keepends=True)
+    start = next((i for i, l in enumerate(lines) if l.startswith("Register command stream:")), None)
+    if start is None:
+        return ""
+    end = len(lines)
+    for i in range(start, len(lines)):
+        if lines[i].startswith(SUMMARY_MARK):
+            end = i
+            break
+    out = lines[start:end]
+    while out and not out[-1].strip():  # the blank line before the summary
+        out.pop()
+    return "".join(out)
+
+
+def run_vela(vela, model_path, flags, verbose_flag, workdir):
+    """Run vela in workdir with --output-dir out; return (stdout, output files)."""
+    out = os.path.join(workdir, "out")
+    shutil.rmtree(out, ignore_errors=True)
+    # relative paths, so that what Vela prints does not depend on where we are
+    name = os.path.basename(model_path)
+    shutil.copyfile(model_path, os.path.join(workdir, name))
+    cmd = [vela, *flags, verbose_flag, "--output-dir", "out", name]
+    p = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.stderr.write(p.stdout[-5000:] + p.stderr[-5000:])
+        raise SystemExit(f"vela failed ({p.returncode}): {' '.join(cmd)}")
+    return p.stdout, p.stderr, out
+
+
+def normalise_npz(src, dst):
+    """numpy.savez stamps the zip entries with the current time; rewrite the
+    archive with a fixed timestamp (same entries, same bytes, same order) so
+    reruns give identical files."""
+    with zipfile.ZipFile(src) as zin:
+        entries = [(i, zin.read(i.filename)) for i in zin.infolist()]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zout:
+        for info, data in entries:
+            zi = zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0))
+            zi.compress_type = info.compress_type
+            zi.external_attr = info.external_attr
+            zout.writestr(zi, data)
+    with open(dst, "wb") as f:
+        f.write(buf.getvalue())
+
+
+def compile_one(vela, name, cfg, flags, fmt, workdir):
+    model_path = os.path.join(TFLITE_DIR, name + ".tflite")
+    dst_dir = os.path.join(VELA_DIR, cfg)
+    os.makedirs(dst_dir, exist_ok=True)
+    ext = "npz" if fmt == "raw" else "tflite"
+    produced = f"{name}_vela.{ext}"
+
+    so_cmd, se_cmd, out = run_vela(vela, model_path, flags, "--verbose-register-command-stream", workdir)
+    with open(os.path.join(out, produced), "rb") as f:
+        blob_a = f.read()
+    if fmt == "raw":
+        normalise_npz(os.path.join(out, produced), os.path.join(dst_dir, produced))
+    else:
+        shutil.copyfile(os.path.join(out, produced), os.path.join(dst_dir, produced))
+    listing = register_listing(so_cmd)
+    with open(os.path.join(dst_dir, name + ".cmd.txt"), "w") as f:
+        f.write(listing)
+
+    so_perf, _, out = run_vela(vela, model_path, flags, "--verbose-performance", workdir)
+    with open(os.path.join(out, produced), "rb") as f:
+        blob_b = f.read()
+    with open(os.path.join(dst_dir, name + ".perf.txt"), "w") as f:
+        f.write(so_perf)
+    if fmt != "raw" and blob_a != blob_b:
+        print(f"  WARNING: {cfg}/{produced} differs between the two vela runs", flush=True)
+
+    n_streams = listing.count("Register command stream:")
+    cpu = next((l.strip() for l in so_cmd.splitlines() if l.startswith("CPU operators")), "")
+    print(f"  {cfg:18s} {name:20s} {len(blob_a):7d} bytes  {n_streams} stream(s)  {cpu}", flush=True)
+    return n_streams
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--vela", default=os.path.join(os.path.dirname(sys.executable), "vela"))
+    ap.add_argument("names", nargs="*")
+    a = ap.parse_args()
+    vela = a.vela if os.path.exists(a.vela) else shutil.which("vela")
+    if not vela:
+        raise SystemExit("vela not found; run setup_venv.sh")
+    ver = subprocess.run([vela, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"vela {ver}")
+
+    all_names = sorted(os.path.basename(p)[: -len(".tflite")] for p in glob.glob(os.path.join(TFLITE_DIR, "*.tflite")))
+    names = a.names or all_names
+    with tempfile.TemporaryDirectory(prefix="npuc-vela-") as workdir:
+        for cfg, flags, only, fmt in CONFIGS:
+            for name in names:
+                if only is not None and name not in only:
+                    continue
+                compile_one(vela, name, cfg, flags, fmt, workdir)
+
+
+if __name__ == "__main__":
+    main()
