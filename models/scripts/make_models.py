@@ -71,13 +71,19 @@ def init_depthwise(layer, rng, kind="laplace", gain=1.5, bias_std=0.2):
     layer.set_weights(w)
 
 
+# float range of the calibration data (default [-1, 1]); the golden inputs span
+# the whole integer range, i.e. this float range
+INPUT_RANGE = {"softmax": 4.0}
+
+
 def calib_data(name, model):
-    """N_CALIB seeded samples per model input, float32 in [-1, 1]."""
+    """N_CALIB seeded samples per model input, float32 in [-r, r]."""
     rng = rng_for(name, "calibration")
+    r = INPUT_RANGE.get(name, 1.0)
     data = []
     for inp in model.inputs:
         shape = tuple(inp.shape)
-        data.append(np.concatenate([structured_sample(rng, shape) for _ in range(N_CALIB)], axis=0))
+        data.append(r * np.concatenate([structured_sample(rng, shape) for _ in range(N_CALIB)], axis=0))
     return data
 
 
@@ -165,16 +171,18 @@ def _(name, rng):
 
 @model("add_broadcast")
 def _(name, rng):
-    a = inp((1, 6, 7, 5), "a")
-    b = inp((1, 1, 1, 5), "b")
-    m = keras.Model([a, b], layers.Add()([a, b]))
+    a = inp((1, 6, 7, 5), "x0")
+    b = inp((1, 1, 1, 5), "x1")
+    # tf.add, not keras' Add layer: that one squeezes b with a RESHAPE first
+    add = layers.Lambda(lambda t: tf.add(t[0], t[1]), output_shape=(6, 7, 5))
+    m = keras.Model([a, b], add([a, b]))
     return m, "int8"
 
 
 @model("mul")
 def _(name, rng):
-    a = inp((1, 7, 6, 3), "a")
-    b = inp((1, 7, 6, 3), "b")
+    a = inp((1, 7, 6, 3), "x0")
+    b = inp((1, 7, 6, 3), "x1")
     m = keras.Model([a, b], layers.Multiply()([a, b]))
     return m, "int8"
 
@@ -195,8 +203,8 @@ def _(name, rng):
 
 @model("concat")
 def _(name, rng):
-    a = inp((1, 5, 6, 3), "a")
-    b = inp((1, 5, 6, 5), "b")
+    a = inp((1, 5, 6, 3), "x0")
+    b = inp((1, 5, 6, 5), "x1")
     # a conv on one branch gives the two concatenated tensors different scales
     conv = layers.Conv2D(5, 1)
     m = keras.Model([a, b], layers.Concatenate(axis=-1)([a, conv(b)]))
@@ -214,8 +222,7 @@ def _(name, rng):
 @model("softmax")
 def _(name, rng):
     x = inp((1, 10))
-    # scale the logits so the softmax is neither flat nor one-hot
-    m = keras.Model(x, layers.Softmax()(layers.Rescaling(3.0)(x)))
+    m = keras.Model(x, layers.Softmax()(x))
     return m, "int8"
 
 
