@@ -1,1 +1,11 @@
-//! Ethos-U85 backend.
+//! The Ethos-U85 backend of npuc.
+//!
+//! - [`isa`]: the instruction set from one table — typed commands, encoding, decoding,
+//!   disassembly, the register file.
+//! - [`arch`]: the five U85 configurations (128..2048 MACs/cycle) and their limits.
+//! - [`cop`]: the command-stream payloads Vela puts in its `ethos-u` custom operators
+//!   (COP1 and COP2 headers).
+
+pub mod arch;
+pub mod cop;
+pub mod isa;
