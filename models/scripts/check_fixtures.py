@@ -18,6 +18,7 @@ import struct
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
 import numpy as np  # noqa: E402
 
@@ -81,16 +82,24 @@ def decode_payload(buf):
         assert tag & 0xFF == 2, hex(tag)
         n = ((tag >> 8) & 0xFF) << 16 | (tag >> 16)
         words = w[i + 1 : i + 1 + n]
-        assert len(words) == n
+        assert len(words) == n and len(buf) == 4 * (i + 1 + n), "COP1 payload has trailing bytes"
         return {"format": "COP1", "config": config, "id": ident, "words": [int(x) for x in words], "start": 4 * (i + 1)}
     if magic == b"COP2":
-        major, minor, rest = struct.unpack_from("<HHQ", buf, 4)
+        # "COP2", u16 major, u16 minor, u64 bytes after this field;
+        # entry: u32 type (1 = command stream), u32 bytes after this field =
+        # u32 metadata length (36) + metadata + stream;
+        # metadata: "VEUM", u16 1, u16 0, u32 20, CONFIG, ID, u32 features,
+        # u64 staging bytes, 0xFF padding; the stream starts at byte 64.
+        major, minor, total = struct.unpack_from("<HHQ", buf, 4)
+        assert (major, minor) == (1, 0) and total == len(buf) - 16, (major, minor, total)
         etype, elen = struct.unpack_from("<II", buf, 16)
+        assert etype == 1 and elen == len(buf) - 24, (etype, elen)
         mlen, veum = struct.unpack_from("<I4s", buf, 24)
         assert veum == b"VEUM", veum
         config, ident = struct.unpack_from("<II", buf, 40)
-        start = 64
-        words = np.frombuffer(buf[start : start + elen], dtype="<u4")
+        start = 28 + mlen
+        assert start == 64, start
+        words = np.frombuffer(buf[start : 24 + elen], dtype="<u4")
         return {"format": "COP2", "config": config, "id": ident, "words": [int(x) for x in words], "start": start}
     raise ValueError(f"unknown payload magic {magic!r}")
 

@@ -3,6 +3,7 @@
 #   tflite/   models            (make_models.py)
 #   vela/     Vela 5.2 outputs  (compile_vela.py)
 #   golden/   reference I/O     (make_goldens.py)
+# then checks that Vela's listings match its payloads (check_fixtures.py).
 #
 #   models/scripts/make_all.sh [VENV_DIR]
 #
@@ -23,4 +24,5 @@ rm -rf ../tflite ../vela ../golden
 "$py" make_models.py
 "$py" compile_vela.py --vela "$venv/bin/vela"
 "$py" make_goldens.py
+"$py" check_fixtures.py
 du -sh ../tflite ../vela ../golden

@@ -18,6 +18,6 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -r "$here/requirements.txt"
-"$venv/bin/python" -c "import tensorflow as tf, numpy; print('tensorflow', tf.__version__, 'numpy', numpy.__version__)"
+TF_CPP_MIN_LOG_LEVEL=3 "$venv/bin/python" -c "import tensorflow as tf, numpy; print('tensorflow', tf.__version__, 'numpy', numpy.__version__)"
 "$venv/bin/vela" --version | sed 's/^/ethos-u-vela /'
 echo "venv ready: $venv"
