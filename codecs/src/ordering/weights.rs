@@ -1,0 +1,118 @@
+//! The OHWI weight tensor the ordering reads.
+
+use super::OrderingError;
+
+/// Dimensions of a weight tensor in the TRM's `weight[ofm][ky][kx][ifm]` layout.
+///
+/// Kernel sizes are undilated (the tensor's own size, not `KERNEL_*_M1 + 1`).
+/// Depthwise weights use `ifm_depth == 1` and one "OFM channel" per channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct WeightShape {
+    /// Output channels (O).
+    pub ofm_depth: usize,
+    /// Kernel height (H).
+    pub kernel_height: usize,
+    /// Kernel width (W).
+    pub kernel_width: usize,
+    /// Input channels (I); 1 for depthwise.
+    pub ifm_depth: usize,
+}
+
+impl WeightShape {
+    /// Number of weights.
+    pub fn len(&self) -> usize {
+        self.ofm_depth * self.kernel_height * self.kernel_width * self.ifm_depth
+    }
+
+    /// True if any dimension is zero.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Flat C-order index of `[o][y][x][i]`.
+    pub fn index(&self, o: usize, y: usize, x: usize, i: usize) -> usize {
+        ((o * self.kernel_height + y) * self.kernel_width + x) * self.ifm_depth + i
+    }
+}
+
+/// Weight values (zero point already subtracted, -255..=255) in OHWI order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OhwiWeights {
+    shape: WeightShape,
+    values: Vec<i16>,
+}
+
+impl OhwiWeights {
+    /// Wraps `values` in C order over `shape` (`[O][H][W][I]`).
+    ///
+    /// # Errors
+    /// [`OrderingError::ShapeMismatch`] if `values.len()` differs from the shape's size.
+    pub fn new(shape: WeightShape, values: Vec<i16>) -> Result<Self, OrderingError> {
+        if values.len() != shape.len() {
+            return Err(OrderingError::ShapeMismatch {
+                expected: shape.len(),
+                actual: values.len(),
+            });
+        }
+        Ok(Self { shape, values })
+    }
+
+    /// Depthwise weights given as TFLite's `[1, KH, KW, C]` (C order), stored as
+    /// `[C][KH][KW][1]`, the layout the ordering reads.
+    ///
+    /// # Errors
+    /// [`OrderingError::ShapeMismatch`] if `values.len() != kh * kw * c`.
+    pub fn from_depthwise_hwc(
+        kernel_height: usize,
+        kernel_width: usize,
+        channels: usize,
+        values: &[i16],
+    ) -> Result<Self, OrderingError> {
+        let shape = WeightShape {
+            ofm_depth: channels,
+            kernel_height,
+            kernel_width,
+            ifm_depth: 1,
+        };
+        if values.len() != shape.len() {
+            return Err(OrderingError::ShapeMismatch {
+                expected: shape.len(),
+                actual: values.len(),
+            });
+        }
+        let mut out = vec![0; values.len()];
+        for (hwc, &v) in values.iter().enumerate() {
+            let (hw, c) = (hwc / channels, hwc % channels);
+            out[c * kernel_height * kernel_width + hw] = v;
+        }
+        Ok(Self { shape, values: out })
+    }
+
+    /// The inverse of [`Self::from_depthwise_hwc`]: values as `[1, KH, KW, C]`.
+    pub fn to_depthwise_hwc(&self) -> Vec<i16> {
+        let s = self.shape;
+        let hw = s.kernel_height * s.kernel_width;
+        let mut out = vec![0; self.values.len()];
+        for (c, chunk) in self.values.chunks(hw.max(1)).enumerate() {
+            for (k, &v) in chunk.iter().enumerate() {
+                out[k * s.ofm_depth + c] = v;
+            }
+        }
+        out
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> WeightShape {
+        self.shape
+    }
+
+    /// The values in OHWI C order.
+    pub fn values(&self) -> &[i16] {
+        &self.values
+    }
+
+    /// `weight[o][y][x][i]`.
+    pub fn get(&self, o: usize, y: usize, x: usize, i: usize) -> i16 {
+        self.values[self.shape.index(o, y, x, i)]
+    }
+}
