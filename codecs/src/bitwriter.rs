@@ -1,0 +1,136 @@
+//! LSB-first bit writer (TRM 3.9.3 "Bit order convention").
+//!
+//! Bits are stored in ascending bit-number order: the first bit written is
+//! bit 0 of byte 0. Multi-bit symbols are written least significant bit
+//! first. The same convention is used by the weight streams (SWD and FWD) and
+//! by the scale and bias stream (TRM 3.7.3).
+
+/// Accumulates bits LSB-first into a byte vector.
+#[derive(Debug, Clone, Default)]
+pub struct BitWriter {
+    bytes: Vec<u8>,
+    /// Pending bits not yet flushed to `bytes` (LSB = oldest).
+    acc: u64,
+    /// Number of valid bits in `acc` (always < 8 between calls).
+    nacc: u32,
+}
+
+impl BitWriter {
+    /// An empty writer.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty writer with room for `bytes` bytes.
+    pub fn with_capacity(bytes: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(bytes),
+            acc: 0,
+            nacc: 0,
+        }
+    }
+
+    /// Writes the low `n` bits of `value`, least significant first
+    /// (TRM `SYMBOL_UINT`). Bits of `value` above `n` are ignored.
+    /// `n` may be 0..=56.
+    #[inline]
+    pub fn write(&mut self, value: u64, n: u32) {
+        debug_assert!(n <= 56, "BitWriter::write supports at most 56 bits at once");
+        if n == 0 {
+            return;
+        }
+        let n = n.min(56);
+        let masked = value & ((1u64 << n) - 1);
+        self.acc |= masked << self.nacc;
+        self.nacc += n;
+        while self.nacc >= 8 {
+            self.bytes.push(self.acc as u8);
+            self.acc >>= 8;
+            self.nacc -= 8;
+        }
+    }
+
+    /// Writes a wide value (up to 64 bits) in two parts.
+    pub fn write_u64(&mut self, value: u64, n: u32) {
+        let n = n.min(64);
+        if n > 32 {
+            self.write(value & 0xFFFF_FFFF, 32);
+            self.write(value >> 32, n - 32);
+        } else {
+            self.write(value, n);
+        }
+    }
+
+    /// Writes a single bit.
+    #[inline]
+    pub fn write_bit(&mut self, bit: bool) {
+        self.write(u64::from(bit), 1);
+    }
+
+    /// Writes `n` copies of `bit` (any `n`).
+    pub fn write_repeated(&mut self, bit: bool, mut n: u64) {
+        let pattern = if bit { u64::MAX } else { 0 };
+        while n > 0 {
+            let k = n.min(32) as u32;
+            self.write(pattern, k);
+            n -= u64::from(k);
+        }
+    }
+
+    /// Total number of bits written so far.
+    #[inline]
+    pub fn bit_len(&self) -> u64 {
+        self.bytes.len() as u64 * 8 + u64::from(self.nacc)
+    }
+
+    /// Pads with `bit` until the bit length is a multiple of `bits`
+    /// (`bits` > 0).
+    pub fn align(&mut self, bits: u64, bit: bool) {
+        if bits == 0 {
+            return;
+        }
+        let rem = self.bit_len() % bits;
+        if rem != 0 {
+            self.write_repeated(bit, bits - rem);
+        }
+    }
+
+    /// Finishes the stream, padding the final partial byte with zero bits.
+    pub fn into_bytes(mut self) -> Vec<u8> {
+        if self.nacc > 0 {
+            self.bytes.push(self.acc as u8);
+            self.acc = 0;
+            self.nacc = 0;
+        }
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trm_3_9_3_example_bytes() {
+        // Writing 0x12 (5 bits), 0xB (4 bits), 0x55 (7 bits) gives 0x72, 0xAB.
+        let mut w = BitWriter::new();
+        w.write(0x12, 5);
+        w.write(0xB, 4);
+        w.write(0x55, 7);
+        assert_eq!(w.bit_len(), 16);
+        assert_eq!(w.into_bytes(), vec![0x72, 0xAB]);
+    }
+
+    #[test]
+    fn wide_values_and_alignment() {
+        let mut w = BitWriter::new();
+        w.write_bit(true);
+        w.write_u64(0x8000_0000_0000_0001, 64);
+        w.align(128, true);
+        assert_eq!(w.bit_len(), 128);
+        let b = w.into_bytes();
+        assert_eq!(b.len(), 16);
+        assert_eq!(b[0], 0b0000_0011);
+        assert_eq!(b[8], 0b1111_1111); // bit 64 = value bit 63, rest padding ones
+    }
+}
