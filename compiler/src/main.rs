@@ -1,1 +1,9 @@
-fn main() {}
+//! The `npuc` command-line tool.
+
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::main()
+}

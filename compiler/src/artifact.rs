@@ -1,0 +1,154 @@
+//! Compiled artifacts npuc reads: a Vela-compiled `.tflite` (one command stream per `ethos-u`
+//! operator), a COP1/COP2 payload on its own, or a raw little-endian command stream.
+
+use npuc_backend::arch::Accelerator;
+use npuc_backend::cop::{self, CopError, NpuPayload};
+use npuc_backend::isa::{words_from_bytes, DecodeError};
+use npuc_frontend_tflite::{EthosUOp, TfliteError, TfliteModel};
+use std::path::Path;
+
+/// An artifact that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    /// The file cannot be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A TFLite file that is malformed.
+    #[error("{0}")]
+    Tflite(#[from] TfliteError),
+    /// An `ethos-u` operator whose payload is malformed.
+    #[error("ethos-u operator {index} ({location}): {source}")]
+    Payload {
+        /// Ordinal among the model's `ethos-u` operators.
+        index: usize,
+        /// Subgraph and operator.
+        location: String,
+        /// What is wrong.
+        source: CopError,
+    },
+    /// A payload file that is malformed.
+    #[error("{0}")]
+    Cop(#[from] CopError),
+    /// A raw stream whose length is not whole words.
+    #[error("{0}")]
+    Stream(#[from] DecodeError),
+    /// A TFLite file without `ethos-u` operators.
+    #[error("the model has no ethos-u operators (it has not been compiled for the NPU)")]
+    NoNpuOperators,
+}
+
+/// Where a command stream came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamOrigin {
+    /// The `index`-th `ethos-u` operator of a TFLite file.
+    EthosUOp {
+        /// Ordinal among the `ethos-u` operators, in execution order.
+        index: usize,
+        /// Subgraph index.
+        subgraph: usize,
+        /// Operator index within the subgraph.
+        operator: usize,
+    },
+    /// A payload or raw stream file.
+    File,
+}
+
+/// One command stream with what is known about it.
+#[derive(Debug, Clone)]
+pub struct NpuStream {
+    /// Where it came from.
+    pub origin: StreamOrigin,
+    /// The command words.
+    pub words: Vec<u32>,
+    /// The payload header, if the stream came in one.
+    pub payload: Option<NpuPayload>,
+    /// The configuration, when the payload names it.
+    pub accelerator: Option<Accelerator>,
+    /// The `ethos-u` operator (read-only region, scratch sizes, feature maps), for TFLite input.
+    pub op: Option<EthosUOp>,
+}
+
+/// All command streams of an artifact, in execution order.
+#[derive(Debug, Clone)]
+pub struct Artifact {
+    /// The streams.
+    pub streams: Vec<NpuStream>,
+}
+
+impl Artifact {
+    /// Reads an artifact file (the kind is told by its content, not its name).
+    pub fn read(path: &Path) -> Result<Artifact, ArtifactError> {
+        let bytes = std::fs::read(path).map_err(|source| ArtifactError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Artifact::from_bytes(&bytes)
+    }
+
+    /// Reads an artifact from memory.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
+        if bytes.get(4..8) == Some(b"TFL3") {
+            return Artifact::from_tflite(&TfliteModel::parse(bytes)?);
+        }
+        if matches!(bytes.get(..4), Some(b"COP1" | b"COP2")) {
+            let p = cop::parse_payload(bytes)?;
+            return Ok(Artifact {
+                streams: vec![stream_from_payload(StreamOrigin::File, p, None)],
+            });
+        }
+        let words = words_from_bytes(bytes)?;
+        Ok(Artifact {
+            streams: vec![NpuStream {
+                origin: StreamOrigin::File,
+                words,
+                payload: None,
+                accelerator: None,
+                op: None,
+            }],
+        })
+    }
+
+    /// The `ethos-u` operators of a Vela-compiled model.
+    pub fn from_tflite(model: &TfliteModel) -> Result<Artifact, ArtifactError> {
+        let vela = model.vela()?;
+        let mut streams = Vec::new();
+        for (index, op) in vela.ethos_u_ops().enumerate() {
+            let location = format!(
+                "subgraph {} operator {}",
+                op.subgraph.index(),
+                op.op.index()
+            );
+            let payload =
+                cop::parse_payload(&op.payload).map_err(|source| ArtifactError::Payload {
+                    index,
+                    location,
+                    source,
+                })?;
+            let origin = StreamOrigin::EthosUOp {
+                index,
+                subgraph: op.subgraph.index(),
+                operator: op.op.index(),
+            };
+            streams.push(stream_from_payload(origin, payload, Some(op.clone())));
+        }
+        if streams.is_empty() {
+            return Err(ArtifactError::NoNpuOperators);
+        }
+        Ok(Artifact { streams })
+    }
+}
+
+fn stream_from_payload(origin: StreamOrigin, p: NpuPayload, op: Option<EthosUOp>) -> NpuStream {
+    NpuStream {
+        origin,
+        words: p.words.clone(),
+        accelerator: Some(p.accelerator),
+        payload: Some(p),
+        op,
+    }
+}

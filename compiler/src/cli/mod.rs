@@ -1,0 +1,35 @@
+//! Command-line parsing and dispatch; each subcommand lives in its own module.
+
+mod disasm;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+/// npuc: an open, fast, verifiable compiler for the Arm Ethos-U85 NPU.
+#[derive(Parser)]
+#[command(name = "npuc", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Disassemble the command streams of a compiled artifact.
+    Disasm(disasm::Args),
+}
+
+/// Parses the arguments, runs the subcommand, and turns errors into a message and exit code 1.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Disasm(args) => disasm::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("npuc: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,109 @@
+//! `npuc disasm`: command streams as text or JSON, through the backend's ISA table.
+//!
+//! JSON contract: an array of `{"op": <ordinal of the ethos-u operator>, "offset": <byte
+//! offset in its stream>, "name": "NPU_...", "fields": {"<field>": <unsigned integer>, ...}}`
+//! where field names are those of `backend/isa/commands.csv` and each value is the unsigned
+//! integer held in that field's bit range (bits [63:32] are the cmd1 payload word).
+
+use crate::artifact::{Artifact, NpuStream, StreamOrigin};
+use npuc_backend::isa::{disasm, stream::StreamDecoder, DecodeError, Decoded};
+use serde_json::{json, Map, Value};
+use std::fmt::Write;
+
+/// A stream that does not decode; carries the text decoded before the error.
+#[derive(Debug, thiserror::Error)]
+#[error("{header}: {source}")]
+pub struct DisasmError {
+    /// The stream's header line.
+    pub header: String,
+    /// The error.
+    pub source: DecodeError,
+    /// Output produced before the error (text or JSON lines).
+    pub partial: String,
+}
+
+/// The header line naming a stream.
+pub fn header(index: usize, s: &NpuStream) -> String {
+    let mut h = match s.origin {
+        StreamOrigin::EthosUOp {
+            index,
+            subgraph,
+            operator,
+        } => {
+            format!("# ethos-u operator {index} (subgraph {subgraph}, operator {operator})")
+        }
+        StreamOrigin::File => format!("# command stream {index}"),
+    };
+    if let Some(a) = s.accelerator {
+        let _ = write!(h, ": {a}");
+    }
+    let _ = write!(h, ", {} words", s.words.len());
+    h
+}
+
+fn op_index(i: usize, s: &NpuStream) -> usize {
+    match s.origin {
+        StreamOrigin::EthosUOp { index, .. } => index,
+        StreamOrigin::File => i,
+    }
+}
+
+/// Decodes one stream fully.
+pub fn decode(s: &NpuStream) -> Result<Vec<Decoded>, DecodeError> {
+    StreamDecoder::new(&s.words).collect()
+}
+
+/// Text disassembly of every stream: a header line per stream, then one line per command.
+pub fn text(artifact: &Artifact) -> Result<String, DisasmError> {
+    let mut out = String::new();
+    for (i, s) in artifact.streams.iter().enumerate() {
+        let h = header(op_index(i, s), s);
+        let _ = writeln!(out, "{h}");
+        for d in StreamDecoder::new(&s.words) {
+            match d {
+                Ok(d) => {
+                    let _ = writeln!(out, "{}", disasm::line(&d));
+                }
+                Err(source) => {
+                    return Err(DisasmError {
+                        header: h,
+                        source,
+                        partial: out,
+                    })
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The JSON object of one command.
+pub fn command_json(op: usize, d: &Decoded) -> Value {
+    let fields: Map<String, Value> = disasm::raw_fields(d)
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), json!(v)))
+        .collect();
+    json!({ "op": op, "offset": d.offset, "name": d.opcode().spec().name, "fields": fields })
+}
+
+/// JSON disassembly of every stream (one array).
+pub fn json(artifact: &Artifact) -> Result<Value, DisasmError> {
+    let mut all = Vec::new();
+    for (i, s) in artifact.streams.iter().enumerate() {
+        let op = op_index(i, s);
+        for d in StreamDecoder::new(&s.words) {
+            match d {
+                Ok(d) => all.push(command_json(op, &d)),
+                Err(source) => {
+                    let partial = serde_json::to_string_pretty(&all).unwrap_or_default();
+                    return Err(DisasmError {
+                        header: header(op, s),
+                        source,
+                        partial,
+                    });
+                }
+            }
+        }
+    }
+    Ok(Value::Array(all))
+}
