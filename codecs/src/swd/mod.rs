@@ -12,6 +12,7 @@
 //! (see [`crate::bitreader`]).
 
 pub mod decode;
+pub mod encode;
 
 /// Width in bits of the `zdiv` field that introduces every slice (and the end of stream).
 pub const ZDIV_BITS: u32 = 3;

@@ -1,0 +1,909 @@
+//! SWD weight stream encoder (Ethos-U85 TRM §3.9.3–§3.9.10).
+//!
+//! [`encode`] turns one weight decoder's weight sequence (the order of
+//! [`crate::ordering`]) into a stream the TRM decoder accepts, choosing the
+//! coding to minimise its size:
+//!
+//! 1. **Regions.** The sequence is cut into regions, each starting with a
+//!    `newpal` slice that sets the zero-run mode class (alternating or not)
+//!    and the index mapping (palette, `dirofs`, `palbits`). A dynamic
+//!    programme over blocks of weights decides where a new region pays for
+//!    its header and palette, with per-block costs from histograms.
+//! 2. **Index mapping.** Per region, candidate mappings are direct coding and
+//!    palettes of the most frequent values (by frequency rank, so frequent
+//!    values get small indices); each is costed exactly from the value
+//!    histogram with its best weight parameters.
+//! 3. **Slices.** Inside a region a second dynamic programme over the coded
+//!    symbols (weight indices and, in alternating mode, zero runs) picks the
+//!    slice boundaries and per-slice `wdiv`, `wtrunc` and `zdiv`, a new slice
+//!    costing its 23-bit header plus the expected chunk padding.
+//!
+//! Bit costs are exact per symbol: a Golomb-Rice index with quotient `q`
+//! costs `q + 1 + wdiv` bits (`wtrunc`: 1 bit for `q == 0`, else 2, plus
+//! `wdiv`), an uncompressed index `uncompressed_bits`, a zero run `r`
+//! `(r >> zdiv) + 1 + zdiv`. The only non-additive costs are the unused
+//! positions of a slice's last `wunary0` (12 positions per chunk) and
+//! `zunary` (`zunary_len` bits per chunk), which the chunk writer adds
+//! exactly. The encoder is deterministic.
+
+use thiserror::Error;
+
+use super::{
+    Palette, WeightIndexMode, ZeroRunMode, DIROFS_BITS, PALBITS_BITS, PALETTE_SIZE_MAX,
+    PALSIZE_BITS, SLICELEN_M1_BITS, SLICELEN_MAX, STREAM_ALIGN_BITS, WDIV_BITS, WEIGHT_INDEX_MAX,
+    WQ_MAX, WUNARY0_BITS, ZDIV_BITS, ZDIV_END_OF_STREAM,
+};
+use crate::bitwriter::BitWriter;
+
+/// Why a weight sequence could not be encoded.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum EncodeError {
+    /// A weight outside -255..=255 (TRM §3.9.1).
+    #[error("weight {value} at position {index} is outside -255..=255")]
+    WeightOutOfRange {
+        /// Position in the input.
+        index: usize,
+        /// The weight.
+        value: i16,
+    },
+}
+
+/// Size summary of an encoded stream.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EncodeStats {
+    /// Number of slices.
+    pub slices: usize,
+    /// Number of slices with `newpal == 1` (regions).
+    pub regions: usize,
+    /// Bits before the end-of-stream marker and padding.
+    pub payload_bits: u64,
+    /// Stream length in bytes (a multiple of 16).
+    pub bytes: usize,
+}
+
+/// Encodes one weight decoder's weights (values -255..=255, in stream
+/// order) as an SWD stream, padded to a 128-bit boundary.
+///
+/// # Errors
+/// [`EncodeError::WeightOutOfRange`] for a weight outside -255..=255.
+pub fn encode(weights: &[i16]) -> Result<Vec<u8>, EncodeError> {
+    encode_with_stats(weights).map(|(b, _)| b)
+}
+
+/// Encodes the streams of several weight decoders (one call of [`encode`]
+/// each).
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_streams(streams: &[Vec<i16>]) -> Result<Vec<Vec<u8>>, EncodeError> {
+    streams.iter().map(|s| encode(s)).collect()
+}
+
+/// Like [`encode`], also returning a size summary.
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_with_stats(weights: &[i16]) -> Result<(Vec<u8>, EncodeStats), EncodeError> {
+    if let Some(index) = weights.iter().position(|w| !(-255..=255).contains(w)) {
+        return Err(EncodeError::WeightOutOfRange {
+            index,
+            value: weights[index],
+        });
+    }
+    let regions = plan_regions(weights);
+    let mut w = BitWriter::with_capacity(weights.len() + 64);
+    let mut stats = EncodeStats::default();
+    for r in &regions {
+        stats.slices += emit_region(&mut w, &weights[r.start..r.end], &r.plan);
+        stats.regions += 1;
+    }
+    stats.payload_bits = w.bit_len();
+    w.write(u64::from(ZDIV_END_OF_STREAM), ZDIV_BITS);
+    w.align(STREAM_ALIGN_BITS, true);
+    let bytes = w.into_bytes();
+    stats.bytes = bytes.len();
+    Ok((bytes, stats))
+}
+
+// ---------------------------------------------------------------------------
+// Index mappings
+
+const NO_INDEX: u16 = u16::MAX;
+const INF: u32 = u32::MAX / 4;
+
+/// Sign-magnitude code `tmp` of a value (§3.9.6).
+#[inline]
+fn code_of(v: i16) -> u16 {
+    (v.unsigned_abs() << 1) | u16::from(v < 0)
+}
+
+#[inline]
+fn slot(v: i16) -> usize {
+    (v + 255) as usize
+}
+
+fn bit_length(x: u32) -> u32 {
+    u32::BITS - x.leading_zeros()
+}
+
+/// A palette state and the value -> weight index table it implies.
+#[derive(Clone, Debug)]
+struct Mapping {
+    palette: Palette,
+    index_of: Vec<u16>, // 511 entries, by slot(value)
+}
+
+impl Mapping {
+    /// Builds a mapping from palette entries (weight values, most frequent
+    /// first) for the values marked in `present`. Returns `None` if a present
+    /// value has no index.
+    fn build(entries: &[i16], present: &[bool], alternating: bool) -> Option<Self> {
+        let k = entries.len();
+        debug_assert!(k == 0 || (2..=PALETTE_SIZE_MAX).contains(&k));
+        let mut in_pal = [false; 511];
+        for &v in entries {
+            in_pal[slot(v)] = true;
+        }
+        // dirofs: smallest code among present values outside the palette.
+        let mut min_code = u16::MAX;
+        for (s, &p) in present.iter().enumerate() {
+            if p && !in_pal[s] {
+                let v = s as i16 - 255;
+                if alternating && v == 0 {
+                    continue;
+                }
+                min_code = min_code.min(code_of(v));
+            }
+        }
+        let dirofs = if min_code == u16::MAX {
+            0
+        } else {
+            min_code.min((1 << DIROFS_BITS) - 1)
+        };
+        let mut index_of = vec![NO_INDEX; 511];
+        for (i, &v) in entries.iter().enumerate() {
+            if index_of[slot(v)] == NO_INDEX {
+                index_of[slot(v)] = i as u16;
+            }
+        }
+        let mut max_index = 0u32;
+        for (s, &p) in present.iter().enumerate() {
+            let v = s as i16 - 255;
+            if !p || (alternating && v == 0) {
+                continue;
+            }
+            if index_of[s] == NO_INDEX {
+                let c = code_of(v);
+                if c < dirofs {
+                    return None;
+                }
+                let idx = k as u32 + u32::from(c - dirofs);
+                if idx > u32::from(WEIGHT_INDEX_MAX) {
+                    return None;
+                }
+                index_of[s] = idx as u16;
+            }
+            max_index = max_index.max(u32::from(index_of[s]));
+        }
+        let palette_bits = if k > 0 {
+            entries
+                .iter()
+                .map(|&v| bit_length(u32::from(code_of(v))))
+                .max()
+                .unwrap_or(2)
+                .clamp(2, 9)
+        } else {
+            bit_length(max_index).clamp(2, 9)
+        };
+        let palette = Palette {
+            dirofs: dirofs as u8,
+            palette_bits: palette_bits as u8,
+            entries: entries.iter().map(|&v| code_of(v)).collect(),
+        };
+        Some(Self { palette, index_of })
+    }
+
+    /// Bits of the `newpal` extension (dirofs, palsize, palbits, entries).
+    fn header_bits(&self) -> u32 {
+        DIROFS_BITS
+            + PALSIZE_BITS
+            + PALBITS_BITS
+            + self.palette.entries.len() as u32 * u32::from(self.palette.palette_bits)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Weight and zero-run parameters and their bit costs
+
+/// Weight index coding of a slice: Golomb-Rice `wdiv` 0..=5 with or
+/// without `wtrunc`, or uncompressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WParam {
+    Gr { wdiv: u8, trunc: bool },
+    Unc,
+}
+
+const ALL_WPARAMS: [WParam; 13] = [
+    WParam::Gr {
+        wdiv: 0,
+        trunc: false,
+    },
+    WParam::Gr {
+        wdiv: 1,
+        trunc: false,
+    },
+    WParam::Gr {
+        wdiv: 2,
+        trunc: false,
+    },
+    WParam::Gr {
+        wdiv: 3,
+        trunc: false,
+    },
+    WParam::Gr {
+        wdiv: 4,
+        trunc: false,
+    },
+    WParam::Gr {
+        wdiv: 5,
+        trunc: false,
+    },
+    WParam::Gr {
+        wdiv: 0,
+        trunc: true,
+    },
+    WParam::Gr {
+        wdiv: 1,
+        trunc: true,
+    },
+    WParam::Gr {
+        wdiv: 2,
+        trunc: true,
+    },
+    WParam::Gr {
+        wdiv: 3,
+        trunc: true,
+    },
+    WParam::Gr {
+        wdiv: 4,
+        trunc: true,
+    },
+    WParam::Gr {
+        wdiv: 5,
+        trunc: true,
+    },
+    WParam::Unc,
+];
+
+impl WParam {
+    /// Bits of one weight index (INF if not codable).
+    #[inline]
+    fn cost(self, idx: u16, ubits: u32) -> u32 {
+        let idx = u32::from(idx);
+        match self {
+            WParam::Gr { wdiv, trunc } => {
+                let q = idx >> wdiv;
+                let wdiv = u32::from(wdiv);
+                if trunc {
+                    match q {
+                        0 => 1 + wdiv,
+                        1 | 2 => 2 + wdiv,
+                        _ => INF,
+                    }
+                } else if q <= WQ_MAX {
+                    q + 1 + wdiv
+                } else {
+                    INF
+                }
+            }
+            WParam::Unc => {
+                if idx >> ubits == 0 {
+                    ubits
+                } else {
+                    INF
+                }
+            }
+        }
+    }
+
+    /// `wunary0` positions used by one index.
+    #[inline]
+    fn positions(self, idx: u16) -> u32 {
+        match self {
+            WParam::Gr { wdiv, trunc: false } => (u32::from(idx) >> wdiv) / 2 + 1,
+            WParam::Gr { trunc: true, .. } => 1,
+            WParam::Unc => 0,
+        }
+    }
+
+    fn mode(self) -> WeightIndexMode {
+        match self {
+            WParam::Gr { wdiv, .. } => WeightIndexMode::GolombRice { wdiv },
+            WParam::Unc => WeightIndexMode::Uncompressed,
+        }
+    }
+
+    fn trunc(self) -> bool {
+        matches!(self, WParam::Gr { trunc: true, .. })
+    }
+}
+
+/// Bits of one zero run with divisor `1 << zdiv`.
+#[inline]
+fn zcost(run: u32, zdiv: u32) -> u32 {
+    (run >> zdiv).saturating_add(1 + zdiv)
+}
+
+/// Slice header without the palette extension: zdiv, slicelen_m1, wdiv,
+/// wtrunc, newpal.
+const SLICE_HEADER_BITS: u32 = ZDIV_BITS + SLICELEN_M1_BITS + WDIV_BITS + 2;
+
+/// Expected unused `wunary0`/`zunary` bits at the end of a slice.
+const EXPECTED_W_PADDING: u32 = 6;
+const EXPECTED_Z_PADDING: u32 = 5;
+
+// ---------------------------------------------------------------------------
+// Symbols of a region
+
+/// The coded symbols of one region: weight indices and (alternating mode)
+/// zero runs. In alternating mode `zruns[0]` precedes the first index and
+/// `zruns[i + 1]` follows index `i`.
+struct Symbols {
+    alternating: bool,
+    idx: Vec<u16>,
+    zruns: Vec<u32>,
+}
+
+fn symbols(weights: &[i16], mapping: &Mapping, alternating: bool) -> Symbols {
+    if !alternating {
+        let idx = weights.iter().map(|&v| mapping.index_of[slot(v)]).collect();
+        return Symbols {
+            alternating,
+            idx,
+            zruns: Vec::new(),
+        };
+    }
+    let mut idx = Vec::new();
+    let mut zruns = Vec::new();
+    let mut run = 0u32;
+    for &v in weights {
+        if v == 0 {
+            run += 1;
+        } else {
+            zruns.push(run);
+            run = 0;
+            idx.push(mapping.index_of[slot(v)]);
+        }
+    }
+    zruns.push(run);
+    if idx.is_empty() {
+        // All-zero region: one zero weight coded as an index (§3.9.9).
+        let n = weights.len() as u32;
+        idx.push(mapping.index_of[slot(0)]);
+        zruns = vec![0, n.saturating_sub(1)];
+    }
+    Symbols {
+        alternating,
+        idx,
+        zruns,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Slice planning inside a region
+
+/// One planned slice: symbols `start..end` of the region's index list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlicePlan {
+    start: usize,
+    end: usize,
+    wparam: WParam,
+    zdiv: u8,
+}
+
+/// A region's coding: mapping, mode and slices.
+#[derive(Clone, Debug)]
+struct RegionPlan {
+    mapping: Mapping,
+    symbols_alternating: bool,
+    slices: Vec<SlicePlan>,
+    /// Estimated bits (exact up to chunk padding).
+    bits: u64,
+}
+
+const MAX_STATES: usize = 16;
+
+/// Picks up to `n` weight parameters with the lowest total cost over the
+/// index histogram.
+fn best_wparams(hist: &[u32], ubits: u32, n: usize) -> Vec<(WParam, u64)> {
+    let mut costs: Vec<(WParam, u64)> = ALL_WPARAMS
+        .iter()
+        .map(|&p| {
+            let mut c = 0u64;
+            let mut pos = 0u64;
+            for (i, &h) in hist.iter().enumerate() {
+                if h != 0 {
+                    let b = p.cost(i as u16, ubits);
+                    if b >= INF {
+                        return (p, u64::MAX);
+                    }
+                    c += u64::from(h) * u64::from(b);
+                    pos += u64::from(h) * u64::from(p.positions(i as u16));
+                }
+            }
+            // wunary0 padding: round positions up to whole chunks.
+            let pad = pos.next_multiple_of(12) - pos;
+            (p, c + pad)
+        })
+        .filter(|&(_, c)| c != u64::MAX)
+        .collect();
+    costs.sort_by_key(|&(_, c)| c);
+    costs.truncate(n);
+    costs
+}
+
+/// Dynamic programme over the symbols choosing slice boundaries and
+/// per-slice parameters. Returns the slices and the estimated bits
+/// (excluding the region's palette extension).
+fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
+    let n = sym.idx.len();
+    let mut hist = vec![0u32; 512];
+    for &i in &sym.idx {
+        hist[usize::from(i)] += 1;
+    }
+    let n_w = if sym.alternating { 4 } else { 8 };
+    let wps: Vec<WParam> = best_wparams(&hist, ubits, n_w)
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    let zds: Vec<u32> = if sym.alternating {
+        vec![0, 1, 2, 3]
+    } else {
+        vec![0]
+    };
+    let states: Vec<(usize, usize)> = (0..wps.len())
+        .flat_map(|a| (0..zds.len()).map(move |b| (a, b)))
+        .collect();
+    let ns = states.len();
+    debug_assert!(ns <= MAX_STATES && ns > 0);
+    let switch_cost = SLICE_HEADER_BITS
+        + EXPECTED_W_PADDING
+        + if sym.alternating {
+            EXPECTED_Z_PADDING
+        } else {
+            0
+        };
+    // Cost tables per weight parameter.
+    let wtab: Vec<Vec<u32>> = wps
+        .iter()
+        .map(|p| (0..512u16).map(|i| p.cost(i, ubits)).collect())
+        .collect();
+
+    let mut cost = [INF; MAX_STATES];
+    for (s, &(_, b)) in states.iter().enumerate() {
+        cost[s] = if sym.alternating {
+            zcost(sym.zruns[0], zds[b])
+        } else {
+            0
+        };
+    }
+    // Per symbol: bitmask of states that start a new slice here, and the
+    // best state before the symbol.
+    let mut switched = vec![0u16; n];
+    let mut best_before = vec![0u8; n];
+    let mut slice_len = [0u32; MAX_STATES];
+    for i in 0..n {
+        let (mut m, mut arg) = (u32::MAX, 0usize);
+        for (s, &c) in cost.iter().enumerate().take(ns) {
+            if c < m {
+                m = c;
+                arg = s;
+            }
+        }
+        best_before[i] = arg as u8;
+        let idx = usize::from(sym.idx[i]);
+        let zr = if sym.alternating { sym.zruns[i + 1] } else { 0 };
+        let mut mask = 0u16;
+        let sw = m.saturating_add(switch_cost);
+        for (s, &(a, b)) in states.iter().enumerate() {
+            let mut c = cost[s];
+            if i == 0 || sw < c || slice_len[s] >= SLICELEN_MAX {
+                c = sw;
+                mask |= 1 << s;
+                slice_len[s] = 0;
+            }
+            slice_len[s] += 1;
+            let mut add = wtab[a][idx];
+            if sym.alternating {
+                add = add.saturating_add(zcost(zr, zds[b]));
+            }
+            cost[s] = c.saturating_add(add).min(INF);
+        }
+        switched[i] = mask;
+    }
+    // Backtrack.
+    let (mut s, mut total) = (0usize, u32::MAX);
+    for (k, &c) in cost.iter().enumerate().take(ns) {
+        if c < total {
+            total = c;
+            s = k;
+        }
+    }
+    let mut slices = Vec::new();
+    let mut end = n;
+    let mut i = n;
+    while i > 0 {
+        i -= 1;
+        if switched[i] & (1 << s) != 0 {
+            let (a, b) = states[s];
+            slices.push(SlicePlan {
+                start: i,
+                end,
+                wparam: wps[a],
+                zdiv: zds[b] as u8,
+            });
+            end = i;
+            s = usize::from(best_before[i]);
+        }
+    }
+    slices.reverse();
+    // The first slice's switch cost stands for its header.
+    let bits = u64::from(total) - u64::from(switch_cost) + u64::from(SLICE_HEADER_BITS);
+    (slices, bits + 8)
+}
+
+/// Plans a region with a given mode, trying several index mappings.
+fn plan_region(weights: &[i16], alternating: bool) -> Option<RegionPlan> {
+    let mut present = vec![false; 511];
+    let mut hist = vec![0u32; 511];
+    for &v in weights {
+        hist[slot(v)] += 1;
+    }
+    let nonzero = weights.iter().any(|&v| v != 0);
+    for s in 0..511 {
+        present[s] = hist[s] > 0;
+    }
+    if alternating && nonzero {
+        hist[slot(0)] = 0;
+    }
+    if alternating && !nonzero {
+        // All-zero region: a single zero index, direct mode with dirofs 0.
+        let mapping = Mapping::build(&[], &present, false)?;
+        let sym = symbols(weights, &mapping, true);
+        let (slices, bits) = plan_slices(&sym, mapping.palette.uncompressed_bits());
+        return Some(RegionPlan {
+            bits: bits + u64::from(mapping.header_bits()),
+            mapping,
+            symbols_alternating: true,
+            slices,
+        });
+    }
+    // Values by decreasing frequency (ties: smaller code first).
+    let mut by_freq: Vec<i16> = (0..511)
+        .filter(|&s| hist[s] > 0)
+        .map(|s| s as i16 - 255)
+        .collect();
+    by_freq.sort_by_key(|&v| (std::cmp::Reverse(hist[slot(v)]), code_of(v)));
+    let mut candidates: Vec<Vec<i16>> = vec![Vec::new()];
+    let d = by_freq.len();
+    for k in [2usize, 3, 4, 6, 8, 12, 16, 24, 32] {
+        if k <= d {
+            candidates.push(by_freq[..k].to_vec());
+        }
+    }
+    if (2..=PALETTE_SIZE_MAX).contains(&d) && !candidates.iter().any(|c| c.len() == d) {
+        candidates.push(by_freq.clone());
+    }
+    // Estimate each candidate from the index histogram, then plan the best
+    // two exactly.
+    let mut estimates: Vec<(u64, Mapping)> = Vec::new();
+    for entries in &candidates {
+        let Some(mapping) = Mapping::build(entries, &present, alternating) else {
+            continue;
+        };
+        let mut ih = vec![0u32; 512];
+        for s in 0..511 {
+            if hist[s] > 0 {
+                ih[usize::from(mapping.index_of[s])] += hist[s];
+            }
+        }
+        let ubits = mapping.palette.uncompressed_bits();
+        let Some(&(_, wbits)) = best_wparams(&ih, ubits, 1).first() else {
+            continue;
+        };
+        estimates.push((wbits + u64::from(mapping.header_bits()), mapping));
+    }
+    estimates.sort_by_key(|(c, _)| *c);
+    let mut best: Option<RegionPlan> = None;
+    for (_, mapping) in estimates.into_iter().take(2) {
+        let sym = symbols(weights, &mapping, alternating);
+        let (slices, bits) = plan_slices(&sym, mapping.palette.uncompressed_bits());
+        let bits = bits + u64::from(mapping.header_bits());
+        if best.as_ref().is_none_or(|b| bits < b.bits) {
+            best = Some(RegionPlan {
+                mapping,
+                symbols_alternating: alternating,
+                slices,
+                bits,
+            });
+        }
+    }
+    best
+}
+
+struct Region {
+    start: usize,
+    end: usize,
+    plan: RegionPlan,
+}
+
+/// Splits the stream into regions. Currently a single region in the better
+/// of the two zero-run mode classes.
+fn plan_regions(weights: &[i16]) -> Vec<Region> {
+    if weights.is_empty() {
+        return Vec::new();
+    }
+    let alt = plan_region(weights, true);
+    let non = plan_region(weights, false);
+    let plan = match (alt, non) {
+        (Some(a), Some(b)) => {
+            if a.bits <= b.bits {
+                a
+            } else {
+                b
+            }
+        }
+        (Some(a), None) => a,
+        (None, Some(b)) => b,
+        (None, None) => unreachable_plan(weights),
+    };
+    vec![Region {
+        start: 0,
+        end: weights.len(),
+        plan,
+    }]
+}
+
+/// Fallback that always exists: non-alternating direct mode, uncompressed.
+fn unreachable_plan(weights: &[i16]) -> RegionPlan {
+    let present = vec![true; 511];
+    // Direct mode with dirofs 0 reaches every code 0..=510.
+    let mapping = Mapping::build(&[], &present, false).unwrap_or(Mapping {
+        palette: Palette::direct(0, 9),
+        index_of: (0..511).map(|s| code_of(s as i16 - 255)).collect(),
+    });
+    let n = weights.len();
+    let slices = (0..n)
+        .step_by(SLICELEN_MAX as usize)
+        .map(|s| SlicePlan {
+            start: s,
+            end: (s + SLICELEN_MAX as usize).min(n),
+            wparam: WParam::Unc,
+            zdiv: 0,
+        })
+        .collect();
+    RegionPlan {
+        mapping,
+        symbols_alternating: false,
+        slices,
+        bits: u64::MAX,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Emission
+
+/// Writes a region's slices; returns the number of slices written.
+fn emit_region(w: &mut BitWriter, weights: &[i16], plan: &RegionPlan) -> usize {
+    let sym = symbols(weights, &plan.mapping, plan.symbols_alternating);
+    let mut count = 0;
+    let mut first = true;
+    for s in &plan.slices {
+        // Slices longer than SLICELEN_MAX are split (same parameters).
+        let mut a = s.start;
+        while a < s.end {
+            let b = (a + SLICELEN_MAX as usize).min(s.end);
+            let zr: &[u32] = if sym.alternating {
+                if first {
+                    &sym.zruns[a..=b]
+                } else {
+                    &sym.zruns[a + 1..=b]
+                }
+            } else {
+                &[]
+            };
+            let pal = if first {
+                Some(&plan.mapping.palette)
+            } else {
+                None
+            };
+            emit_slice(
+                w,
+                sym.alternating,
+                s.zdiv,
+                s.wparam,
+                pal,
+                &plan.mapping.palette,
+                &sym.idx[a..b],
+                zr,
+            );
+            first = false;
+            count += 1;
+            a = b;
+        }
+    }
+    count
+}
+
+/// Writes one slice: header and chunks, mirroring the TRM chunk parser
+/// (§3.9.10) step by step.
+#[allow(clippy::too_many_arguments)]
+fn emit_slice(
+    w: &mut BitWriter,
+    alternating: bool,
+    zdiv: u8,
+    wparam: WParam,
+    newpal: Option<&Palette>,
+    palette: &Palette,
+    idx: &[u16],
+    zruns: &[u32],
+) {
+    let zrm = if alternating {
+        ZeroRunMode::Alternating { zdiv }
+    } else {
+        ZeroRunMode::NoZeroRuns
+    };
+    let wmode = wparam.mode();
+    w.write(u64::from(zrm.zdiv()), ZDIV_BITS);
+    w.write(idx.len() as u64 - 1, SLICELEN_M1_BITS);
+    w.write(u64::from(wmode.wdiv()), WDIV_BITS);
+    w.write_bit(wparam.trunc());
+    w.write_bit(newpal.is_some());
+    if let Some(p) = newpal {
+        w.write(u64::from(p.dirofs), DIROFS_BITS);
+        w.write(u64::from(p.palsize().unwrap_or(0)), PALSIZE_BITS);
+        w.write(u64::from(p.palbits().unwrap_or(0)), PALBITS_BITS);
+        for &e in &p.entries {
+            w.write(u64::from(e), u32::from(p.palette_bits));
+        }
+    }
+    let w_cnt = idx.len();
+    let z_cnt = if alternating { zruns.len() } else { 0 };
+    let zdiv = u32::from(zdiv);
+    let zlen = zrm.zunary_len();
+    let (unc, wdiv) = match wparam {
+        WParam::Gr { wdiv, .. } => (false, u32::from(wdiv)),
+        WParam::Unc => (true, 0),
+    };
+    let trunc = wparam.trunc();
+    let wremain_bits = if unc {
+        palette.uncompressed_bits()
+    } else {
+        wdiv
+    };
+    let unc_per_chunk = palette.uncompressed_per_chunk();
+    let wmask = (1u32 << wremain_bits) - 1;
+    let zmask = (1u32 << zdiv) - 1;
+
+    let (mut wq_i, mut wr_i) = (0usize, 0usize);
+    // Quotient still to emit for weight wq_i.
+    let mut wq_left = idx.first().map_or(0, |&i| u32::from(i) >> wdiv);
+    let (mut zq_i, mut zr_i) = (0usize, 0usize);
+    let mut zq_left = zruns.first().map_or(0, |&z| z >> zdiv);
+    let (mut prev_w, mut prev_wq_i, mut prev_z, mut prev_zq_i) = (false, 0usize, false, 0usize);
+    loop {
+        let balance = wq_i as i64 - zq_i as i64;
+        let w_enable = (!alternating || balance < 8) && wq_i < w_cnt;
+        let z_enable = alternating && balance >= 0 && zq_i < z_cnt;
+        let mut wunary1 = 0u64;
+        let mut wunary1_len = 0u32;
+        if w_enable && !unc {
+            let mut wunary0 = 0u64;
+            for i in 0..WUNARY0_BITS {
+                if wq_i >= w_cnt {
+                    break;
+                }
+                let q = wq_left;
+                let done;
+                if trunc {
+                    // q in 0..=2: 0 -> "0", 1 -> "10", 2 -> "11"
+                    if q > 0 {
+                        wunary0 |= 1 << i;
+                        wunary1 |= u64::from(q == 2) << wunary1_len;
+                        wunary1_len += 1;
+                    }
+                    done = true;
+                } else if q >= 2 {
+                    wunary0 |= 1 << i;
+                    wunary1 |= 1 << wunary1_len;
+                    wunary1_len += 1;
+                    wq_left -= 2;
+                    done = false;
+                } else {
+                    if q == 1 {
+                        wunary0 |= 1 << i;
+                        wunary1_len += 1; // bit 0
+                    }
+                    done = true;
+                }
+                if done {
+                    wq_i += 1;
+                    wq_left = idx.get(wq_i).map_or(0, |&x| u32::from(x) >> wdiv);
+                }
+            }
+            w.write(wunary0, WUNARY0_BITS);
+        }
+        if z_enable {
+            let mut zunary = 0u64;
+            for i in 0..zlen {
+                if zq_i >= z_cnt {
+                    break; // padding bits stay 0
+                }
+                if zq_left > 0 {
+                    zunary |= 1 << i;
+                    zq_left -= 1;
+                } else {
+                    zq_i += 1;
+                    zq_left = zruns.get(zq_i).map_or(0, |&z| z >> zdiv);
+                }
+            }
+            w.write(zunary, zlen);
+        }
+        if w_enable && !unc {
+            // At most 12 bits.
+            w.write(wunary1, wunary1_len);
+        }
+        if w_enable && unc {
+            wq_i += unc_per_chunk.min(w_cnt - wq_i);
+        }
+        if prev_w {
+            while wr_i < prev_wq_i {
+                w.write(u64::from(u32::from(idx[wr_i]) & wmask), wremain_bits);
+                wr_i += 1;
+            }
+        }
+        if prev_z {
+            while zr_i < prev_zq_i {
+                w.write(u64::from(zruns[zr_i] & zmask), zdiv);
+                zr_i += 1;
+            }
+        }
+        prev_w = w_enable;
+        prev_wq_i = wq_i;
+        prev_z = z_enable;
+        prev_zq_i = zq_i;
+        if !(prev_w || prev_z) {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::swd::decode::decode;
+
+    fn round_trip(w: &[i16]) -> Vec<u8> {
+        let s = encode(w).unwrap();
+        assert_eq!(s.len() % 16, 0);
+        assert_eq!(decode(&s, w.len()).unwrap(), w);
+        s
+    }
+
+    #[test]
+    fn small_sequences_round_trip() {
+        round_trip(&[]);
+        round_trip(&[0]);
+        round_trip(&[5]);
+        round_trip(&[0, 5, 6, 0, 0, 0, 7, 0]);
+        round_trip(&[0; 100]);
+        round_trip(&[-255, 255, 0, 1, -1]);
+        let v: Vec<i16> = (0..3000).map(|i| ((i * 7919) % 511 - 255) as i16).collect();
+        round_trip(&v);
+    }
+
+    #[test]
+    fn empty_stream_is_one_end_marker() {
+        assert_eq!(round_trip(&[]).len(), 16);
+    }
+}
