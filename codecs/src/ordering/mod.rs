@@ -214,13 +214,21 @@ impl WeightOrdering {
         out
     }
 
-    /// Splits an FWD-ordered sequence back into per-decoder streams (inverse of [`Self::merge_fwd`]).
+    /// Splits an FWD-ordered sequence back into `num_wd` equally long
+    /// per-decoder streams (inverse of [`Self::merge_fwd`]). A tail that does
+    /// not fill every stream equally is dropped.
     pub fn split_fwd<T: Copy>(&self, merged: &[T]) -> Vec<Vec<T>> {
         let n = self.num_streams().max(1);
         let bs = self.blocks.wblk_size().max(1);
-        let mut out: Vec<Vec<T>> = vec![Vec::new(); n];
-        for (piece_i, piece) in merged.chunks(bs).enumerate() {
-            out[piece_i % n].extend_from_slice(piece);
+        let len = merged.len() / n;
+        let mut out: Vec<Vec<T>> = vec![Vec::with_capacity(len); n];
+        let mut at = 0;
+        for start in (0..len).step_by(bs) {
+            let piece = bs.min(len - start);
+            for s in out.iter_mut() {
+                s.extend_from_slice(&merged[at..at + piece]);
+                at += piece;
+            }
         }
         out
     }

@@ -2,7 +2,9 @@
 //! golden cases of `models/fixtures/weights-u85-256`.
 #![allow(dead_code)]
 
+pub mod bits;
 pub mod npy;
+pub mod swd_ref;
 
 use std::path::{Path, PathBuf};
 
