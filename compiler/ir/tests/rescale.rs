@@ -17,7 +17,7 @@ fn multiplier_2_30_shift_30_is_identity() {
     for r in [SingleRound, DoubleRound] {
         let y = eval_v(
             Op::Rescale(rescale(DType::Int8, 1 << 30, 30, r)),
-            &[x.clone()],
+            std::slice::from_ref(&x),
         );
         assert_eq!(y, vec![-128, -1, 0, 1, 127]);
     }
@@ -65,7 +65,7 @@ fn double_round_rounds_twice() {
     let x = i32v(&[2], &[3, -3]);
     let single = eval_v(
         Op::Rescale(rescale(DType::Int32, 1 << 30, 33, SingleRound)),
-        &[x.clone()],
+        std::slice::from_ref(&x),
     );
     let double = eval_v(
         Op::Rescale(rescale(DType::Int32, 1 << 30, 33, DoubleRound)),
@@ -83,7 +83,7 @@ fn double_round_only_changes_shifts_above_31() {
     for r in [SingleRound, DoubleRound] {
         let y = eval_v(
             Op::Rescale(rescale(DType::Int32, 1 << 30, 31, r)),
-            &[x.clone()],
+            std::slice::from_ref(&x),
         );
         assert_eq!(y, vec![0, 1, -1, 2]);
     }
@@ -94,7 +94,7 @@ fn saturates_to_output_type() {
     let x = i32v(&[4], &[1000, -1000, 127, -128]);
     let y = eval_v(
         Op::Rescale(rescale(DType::Int8, 1 << 30, 30, SingleRound)),
-        &[x.clone()],
+        std::slice::from_ref(&x),
     );
     assert_eq!(y, vec![127, -128, 127, -128]);
     let y = eval_v(
