@@ -1,0 +1,219 @@
+//! Property tests: round trips, rescale identities, TOSA double rounding = gemmlowp's two-step
+//! rounding, and "the validator and interpreter never panic".
+
+mod common;
+use common::*;
+use npuc_ir::quant::{apply_scale_16, apply_scale_32, gemmlowp};
+use npuc_ir::validate::infer_output_types;
+use npuc_ir::*;
+use proptest::prelude::*;
+
+fn shape_and_data() -> impl Strategy<Value = (Vec<usize>, Vec<i64>)> {
+    prop::collection::vec(1usize..5, 1..5).prop_flat_map(|shape| {
+        let n: usize = shape.iter().product();
+        (Just(shape), prop::collection::vec(-128i64..128, n))
+    })
+}
+
+proptest! {
+    #[test]
+    fn reshape_round_trip((shape, data) in shape_and_data(), seed in any::<u64>()) {
+        let x = i8v(&shape, &data);
+        // Any permutation of the extents has the same element count.
+        let mut other = shape.clone();
+        let len = other.len();
+        other.rotate_left((seed as usize) % len);
+        let there = eval_v(Op::Reshape(ReshapeAttrs { shape: Shape::from(other.clone()) }), &[x]);
+        prop_assert_eq!(&there, &data); // row-major order is unchanged
+        let y = i8v(&other, &there);
+        let back = eval(Op::Reshape(ReshapeAttrs { shape: Shape::from(shape.clone()) }), &[y]);
+        prop_assert_eq!(back, (DType::Int8, shape, data));
+    }
+
+    #[test]
+    fn transpose_round_trip(
+        (shape, data) in shape_and_data(),
+        perm in Just(()).prop_flat_map(|_| Just(vec![0usize, 1, 2, 3]).prop_shuffle()),
+    ) {
+        let perms: Vec<usize> = perm.into_iter().filter(|&p| p < shape.len()).collect();
+        let mut inverse = vec![0; perms.len()];
+        for (i, &p) in perms.iter().enumerate() {
+            inverse[p] = i;
+        }
+        let (_, tshape, t) = eval(Op::Transpose(TransposeAttrs { perms: perms.clone() }), &[i8v(&shape, &data)]);
+        prop_assert_eq!(&tshape, &perms.iter().map(|&p| shape[p]).collect::<Vec<_>>());
+        let back = eval(Op::Transpose(TransposeAttrs { perms: inverse }), &[i8v(&tshape, &t)]);
+        prop_assert_eq!(back, (DType::Int8, shape, data));
+    }
+
+    #[test]
+    fn rescale_2_30_shift_30_is_identity(
+        v8 in prop::collection::vec(-128i64..128, 1..16),
+        v16 in prop::collection::vec(-32768i64..32768, 1..16),
+        double in any::<bool>(),
+    ) {
+        let r = if double { RescaleRounding::DoubleRound } else { RescaleRounding::SingleRound };
+        let y = eval_v(Op::Rescale(rescale(DType::Int8, 1 << 30, 30, r)), &[i8v(&[v8.len()], &v8)]);
+        prop_assert_eq!(y, v8);
+        let y = eval_v(Op::Rescale(rescale(DType::Int16, 1 << 30, 30, r)), &[i16v(&[v16.len()], &v16)]);
+        prop_assert_eq!(y, v16);
+    }
+
+    /// TOSA DOUBLE_ROUND with shift = 31 + e equals gemmlowp's
+    /// RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(v, m), e) — TFLite's
+    /// MultiplyByQuantizedMultiplier for a right shift.
+    #[test]
+    fn double_round_equals_gemmlowp_right_shift(v in any::<i32>(), m in 0i32..=i32::MAX, e in 1u32..=31) {
+        let tosa = apply_scale_32(v.into(), m, 31 + e as i32, true).unwrap();
+        let tfl = gemmlowp::rounding_divide_by_pot(gemmlowp::saturating_rounding_doubling_high_mul(v, m), e);
+        prop_assert_eq!(tosa, tfl);
+    }
+
+    /// For shift = 31 - k ≤ 31 (a left shift by k in TFLite), both TOSA modes equal
+    /// SaturatingRoundingDoublingHighMul(v << k, m) wherever TOSA defines the result.
+    #[test]
+    fn shift_at_most_31_equals_gemmlowp_left_shift(
+        (shift, v) in (2i32..=31).prop_flat_map(|s| (Just(s), -(1i32 << (s - 1))..(1i32 << (s - 1)))),
+        m in 0i32..=i32::MAX,
+    ) {
+        let k = 31 - shift;
+        let tfl = gemmlowp::saturating_rounding_doubling_high_mul(v << k, m);
+        prop_assert_eq!(apply_scale_32(v.into(), m, shift, false).unwrap(), tfl);
+        prop_assert_eq!(apply_scale_32(v.into(), m, shift, true).unwrap(), tfl);
+    }
+
+    /// SINGLE_ROUND is the exact product rounded half towards +infinity.
+    #[test]
+    fn single_round_is_round_half_up(v in any::<i32>(), m in 0i32..=i32::MAX, shift in 2i32..=62) {
+        if let Ok(r) = apply_scale_32(v.into(), m, shift, false) {
+            let p = i128::from(v) * i128::from(m);
+            let expected = (2 * p + (1i128 << shift)).div_euclid(1i128 << (shift + 1));
+            prop_assert_eq!(i128::from(r), expected);
+        } else {
+            // Only the TOSA value window can fail for a non-negative multiplier.
+            let half = 1i64 << (shift - 1);
+            prop_assert!(i64::from(v) < -half || i64::from(v) >= half);
+        }
+    }
+
+    #[test]
+    fn scale16_is_round_half_up(v in -(1i64 << 47)..(1i64 << 47), m in 0i16..=i16::MAX, shift in 2i32..=62) {
+        let p = i128::from(v) * i128::from(m);
+        let expected = (2 * p + (1i128 << shift)).div_euclid(1i128 << (shift + 1));
+        match apply_scale_16(v, m, shift) {
+            Ok(r) => prop_assert_eq!(i128::from(r), expected),
+            Err(_) => prop_assert!(i32::try_from(expected).is_err()),
+        }
+    }
+}
+
+/// Elementwise operators on i32 for the random-graph property.
+fn ewise_op(k: u8) -> Op {
+    match k % 16 {
+        0 => Op::Add,
+        1 => Op::Sub,
+        2 => Op::Mul(MulAttrs { shift: 0 }),
+        3 => Op::Mul(MulAttrs { shift: 7 }),
+        4 => Op::Maximum,
+        5 => Op::Minimum,
+        6 => Op::IntDiv,
+        7 => Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: true }),
+        8 => Op::LogicalLeftShift,
+        9 => Op::LogicalRightShift,
+        10 => Op::BitwiseXor,
+        11 => Op::Abs,
+        12 => Op::Negate(NegateAttrs::default()),
+        13 => Op::Clz,
+        14 => Op::Clamp(ClampAttrs {
+            min: -1000,
+            max: 1000,
+        }),
+        _ => Op::Rescale(rescale(
+            DType::Int32,
+            1 << 30,
+            31,
+            RescaleRounding::DoubleRound,
+        )),
+    }
+}
+
+fn edge_i32() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        Just(i64::from(i32::MIN)),
+        Just(i64::from(i32::MAX)),
+        -40i64..40,
+        any::<i32>().prop_map(i64::from),
+    ]
+}
+
+proptest! {
+    /// Random chains of elementwise operators over broadcasting inputs: the interpreter
+    /// returns values or `Undefined`, never panics, never produces an internal error.
+    #[test]
+    fn interpreter_never_panics_on_elementwise_graphs(
+        a in prop::collection::vec(edge_i32(), 6),
+        b in prop::collection::vec(edge_i32(), 3),
+        c in prop::collection::vec(edge_i32(), 2),
+        ops in prop::collection::vec((any::<u8>(), 0usize..3), 1..6),
+    ) {
+        let mut gb = GraphBuilder::new("random");
+        let ins = [
+            gb.input("a", DType::Int32, [2, 3]),
+            gb.input("b", DType::Int32, [1, 3]),
+            gb.input("c", DType::Int32, [2, 1]),
+        ];
+        let mut cur = ins[0];
+        for (i, (k, other)) in ops.iter().enumerate() {
+            let op = ewise_op(*k);
+            let args: Vec<TensorId> = match op.arity() {
+                Some(2) => vec![cur, ins[*other]],
+                _ => vec![cur],
+            };
+            cur = gb.op(&format!("op{i}"), op, &args);
+        }
+        gb.output(cur);
+        let g = gb.finish().expect("well-typed chain");
+        let values = vec![i32v(&[2, 3], &a), i32v(&[1, 3], &b), i32v(&[2, 1], &c)];
+        match run(&g, values) {
+            Ok(v) => prop_assert_eq!(v.len(), 3 + ops.len()),
+            Err(InterpError::Undefined { .. }) => {}
+            Err(e) => prop_assert!(false, "unexpected error {e}"),
+        }
+    }
+
+    /// Random convolution / pooling geometry: inference either rejects it or the interpreter
+    /// runs it to a value or `Undefined`; nothing panics.
+    #[test]
+    fn window_ops_never_panic(
+        in_shape in prop::collection::vec(1usize..6, 4),
+        w_shape in prop::collection::vec(1usize..4, 4),
+        pad in prop::collection::vec(prop_oneof![0usize..3, Just(usize::MAX)], 4),
+        stride in prop::collection::vec(prop_oneof![0usize..3, Just(usize::MAX)], 2),
+        out_pad in prop::collection::vec(prop_oneof![-3i64..3, Just(i64::MIN), Just(i64::MAX)], 4),
+        which in 0u8..5,
+        zp in -200i64..200,
+    ) {
+        let pad4 = [pad[0], pad[1], pad[2], pad[3]];
+        let st = [stride[0], stride[1]];
+        let (op, bias_len) = match which {
+            0 => (Op::Conv2d(ConvAttrs { pad: pad4, stride: st, dilation: [1, 2], input_zp: zp, weight_zp: 0 }), w_shape[0]),
+            1 => (Op::DepthwiseConv2d(ConvAttrs { pad: pad4, stride: st, dilation: [2, 1], input_zp: 0, weight_zp: zp }), w_shape[2] * w_shape[3]),
+            2 => (Op::TransposeConv2d(TransposeConvAttrs { out_pad: [out_pad[0], out_pad[1], out_pad[2], out_pad[3]], stride: st, input_zp: zp, weight_zp: 0 }), w_shape[0]),
+            3 => (Op::MaxPool2d(PoolAttrs { kernel: [w_shape[1], w_shape[2]], stride: st, pad: pad4 }), 0),
+            _ => (Op::AvgPool2d(AvgPool2dAttrs { kernel: [w_shape[1], w_shape[2]], stride: st, pad: pad4, input_zp: zp, output_zp: 0, rounding: AvgPoolRounding::Tosa }), 0),
+        };
+        let x = TensorValue::from_i64(DType::Int8, in_shape.clone(), &vec![-128; in_shape.iter().product()]).unwrap();
+        let mut inputs = vec![x];
+        if bias_len > 0 {
+            inputs.push(TensorValue::from_i64(DType::Int8, w_shape.clone(), &vec![127; w_shape.iter().product()]).unwrap());
+            inputs.push(i32v(&[bias_len], &vec![7; bias_len]));
+        }
+        let types: Vec<TensorType> = inputs.iter().map(|v| v.tensor_type()).collect();
+        if infer_output_types(&op, &types).is_ok() {
+            match try_eval(op, &inputs) {
+                Ok(_) | Err(InterpError::Undefined { .. }) => {}
+                Err(e) => prop_assert!(false, "unexpected error {e}"),
+            }
+        }
+    }
+}
