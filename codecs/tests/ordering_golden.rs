@@ -1,12 +1,13 @@
 //! Golden test of the weight ordering (TRM §3.9.2) on all 16 Vela cases of
 //! `models/fixtures/weights-u85-256`: SWD streams are decoded with the SWD
 //! decoder, FWD streams with a minimal reader local to this test (TRM
-//! §3.9.11), and the result must equal `weights.npy` put in stream order.
+//! §3.9.11, cross-checked against `npuc_codecs::fwd::decode_fwd`), and the result must equal `weights.npy` put in stream order.
 //! Un-ordering the decoded stream must give back `weights.npy` exactly.
 
 mod common;
 
 use npuc_codecs::bitreader::BitReader;
+use npuc_codecs::fwd::decode_fwd;
 use npuc_codecs::ordering::WeightOrdering;
 use npuc_codecs::swd::decode::decode;
 
@@ -71,7 +72,15 @@ fn ordering_matches_every_vela_stream() {
             "FWD" => {
                 assert_eq!(case.streams.len(), 1, "{}: FWD has one stream", case.name);
                 let n = ordering.stream_len(0) * ordering.num_streams();
-                ordering.split_fwd(&read_fwd(&case.streams[0], n))
+                let merged = read_fwd(&case.streams[0], n);
+                // The crate's FWD decoder agrees with this test's reader.
+                assert_eq!(
+                    decode_fwd(&case.streams[0], n).unwrap(),
+                    merged,
+                    "{}",
+                    case.name
+                );
+                ordering.split_fwd(&merged)
             }
             other => panic!("{}: format {other}", case.name),
         };
