@@ -47,8 +47,12 @@
 //! # Module layout
 //!
 //! `model` (parsing and the owned view), `vela` (Vela artifacts), `types` (element types),
-//! `ids`, `error`, and the generated `schema`. Lowering to the npuc IR will live in a `lower`
-//! module next to them.
+//! `ids`, `error`, and the generated `schema` (`src/schema_generated.rs`, committed; rerun
+//! `frontend-tflite/generate.sh` with flatc 25.12.19 after a schema update). Lowering to the
+//! npuc IR will live in a `lower` module next to them.
+//!
+//! `cargo run -p npuc-frontend-tflite --example tflite_dump -- FILE.tflite` prints what the
+//! reader sees in a file.
 #![deny(unsafe_code)]
 
 // The generated schema code names `alloc::` paths, which need the crate in the extern prelude.
