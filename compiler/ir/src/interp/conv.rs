@@ -27,6 +27,19 @@ impl Acc {
         }
         Ok(r)
     }
+
+    /// `sum + Σ x[i] * w[i]`, checking every partial sum (the operands are at most 16 bits
+    /// after zero-point subtraction, so nothing overflows `i64`).
+    fn dot(self, mut sum: i64, x: &[i64], w: &[i64]) -> Result<i64, Undef> {
+        for (&a, &b) in x.iter().zip(w) {
+            let prev = sum;
+            sum += a * b;
+            if sum < self.min || sum > self.max {
+                return self.add(prev, a * b);
+            }
+        }
+        Ok(sum)
+    }
 }
 
 fn sub_zp(a: &Arr, zp: i64) -> Vec<i64> {
@@ -62,35 +75,40 @@ pub(crate) fn eval(op: &Op, ins: &[&Arr], out: &TensorType) -> Result<Vec<i64>, 
             };
             let [n, oh, ow, oc] = dims4(os);
             let mut res = Vec::with_capacity(numel(os));
+            // (input offset of the pixel, kernel tap index ky * KW + kx) of the valid taps
+            let mut taps: Vec<(usize, usize)> = Vec::with_capacity(kh * kw);
             for b in 0..n {
                 for oy in 0..oh {
                     for ox in 0..ow {
+                        taps.clear();
+                        for ky in 0..kh {
+                            let y =
+                                (oy * a.stride[0] + ky * a.dilation[0]) as i64 - a.pad[0] as i64;
+                            if y < 0 || y >= ih as i64 {
+                                continue;
+                            }
+                            for kx in 0..kw {
+                                let xx = (ox * a.stride[1] + kx * a.dilation[1]) as i64
+                                    - a.pad[2] as i64;
+                                if xx >= 0 && xx < iw as i64 {
+                                    taps.push((
+                                        ((b * ih + y as usize) * iw + xx as usize) * ic,
+                                        ky * kw + kx,
+                                    ));
+                                }
+                            }
+                        }
                         for o in 0..oc {
                             let mut sum = 0i64;
-                            for ky in 0..kh {
-                                let y = (oy * a.stride[0] + ky * a.dilation[0]) as i64
-                                    - a.pad[0] as i64;
-                                if y < 0 || y >= ih as i64 {
-                                    continue;
-                                }
-                                for kx in 0..kw {
-                                    let xx = (ox * a.stride[1] + kx * a.dilation[1]) as i64
-                                        - a.pad[2] as i64;
-                                    if xx < 0 || xx >= iw as i64 {
-                                        continue;
-                                    }
-                                    let base = ((b * ih + y as usize) * iw + xx as usize) * ic;
-                                    if depthwise {
-                                        // weight [KH,KW,C,M]; output channel o = c * M + m
-                                        let (c, mm) = (o / m, o % m);
-                                        let wv = w[((ky * kw + kx) * ic + c) * m + mm];
-                                        sum = acc.add(sum, x[base + c] * wv)?;
-                                    } else {
-                                        let wbase = ((o * kh + ky) * kw + kx) * ic;
-                                        for c in 0..ic {
-                                            sum = acc.add(sum, x[base + c] * w[wbase + c])?;
-                                        }
-                                    }
+                            for &(base, k) in &taps {
+                                if depthwise {
+                                    // weight [KH,KW,C,M]; output channel o = c * M + m
+                                    let (c, mm) = (o / m, o % m);
+                                    sum = acc.add(sum, x[base + c] * w[(k * ic + c) * m + mm])?;
+                                } else {
+                                    // weight [OC,KH,KW,IC]
+                                    let wb = (o * kh * kw + k) * ic;
+                                    sum = acc.dot(sum, &x[base..base + ic], &w[wb..wb + ic])?;
                                 }
                             }
                             res.push(acc.add(sum, bias_at(bias, o))?);
@@ -129,10 +147,8 @@ pub(crate) fn eval(op: &Op, ins: &[&Arr], out: &TensorType) -> Result<Vec<i64>, 
                                     let base = ((b * ih + (y / sy) as usize) * iw
                                         + (xx / sx) as usize)
                                         * ic;
-                                    let wbase = ((o * kh + ky) * kw + kx) * ic;
-                                    for c in 0..ic {
-                                        sum = acc.add(sum, x[base + c] * w[wbase + c])?;
-                                    }
+                                    let wb = ((o * kh + ky) * kw + kx) * ic;
+                                    sum = acc.dot(sum, &x[base..base + ic], &w[wb..wb + ic])?;
                                 }
                             }
                             res.push(acc.add(sum, bias_at(bias, o))?);
@@ -151,10 +167,7 @@ pub(crate) fn eval(op: &Op, ins: &[&Arr], out: &TensorType) -> Result<Vec<i64>, 
             let mut res = Vec::with_capacity(n * oc);
             for b in 0..n {
                 for o in 0..oc {
-                    let mut sum = 0i64;
-                    for c in 0..ic {
-                        sum = acc.add(sum, x[b * ic + c] * w[o * ic + c])?;
-                    }
+                    let sum = acc.dot(0, &x[b * ic..(b + 1) * ic], &w[o * ic..(o + 1) * ic])?;
                     res.push(acc.add(sum, bias_at(bias, o))?);
                 }
             }
