@@ -36,6 +36,24 @@
 //! * Window operators use floor division for the output size where TOSA demands an exact
 //!   division ([`validate::window_out`]).
 //!
+//! ## Decisions where the TOSA text is ambiguous or wrong
+//! (Section numbers are those of the spec tree in `shared/specs/tosa`.)
+//! * §2.13.4 RESCALE reads `value = sign_extend<int48_t>(value)`; it means `in_value`.
+//! * §2.10.2 PAD tests `index[i] >= length(shape[i])`; it means the input index is past the
+//!   input extent (the usual padding semantics).
+//! * `DoubleRound` is TOSA's single-add formulation; it equals gemmlowp's two steps exactly,
+//!   including the asymmetry they inherit (multiplier `2^30`, shift 33 maps 3 to 1 but -3 to
+//!   0), as the property tests check.
+//! * `apply_scale_32`'s value window (`|value| < 2^(shift-1)`) is enforced: outside it the
+//!   result is [`interp::InterpError::Undefined`], even where TFLite's left-shift-then-multiply
+//!   would still be defined (`2^(shift-1) <= |value| < 2^shift`).
+//! * Accumulating operators REQUIRE every partial sum (in the pseudocode's loop order) to fit
+//!   the accumulator, not just the total.
+//! * MUL on `i32` with `shift == 0` keeps the low 32 bits of the product (as `apply_mul_s`
+//!   does); with `shift > 0` the rounded result must fit.
+//! * ARGMAX returns the first index of the maximum; LOGICAL_RIGHT_SHIFT works on the operand's
+//!   own width; CAST from `u8`/`u16` zero-extends.
+//!
 //! ## Checking and running
 //! * [`validate()`] — structural checks and per-operator type inference
 //!   ([`validate::infer_output_types`]); errors name the operator and tensor.

@@ -106,6 +106,9 @@ pub fn validate(g: &Graph) -> Result<(), ValidationError> {
             check_quant(q, &x.ty).map_err(|m| tensor_err(g, t, m))?;
         }
         if let Some(d) = &x.data {
+            if g.producer(t).is_some() {
+                return Err(tensor_err(g, t, "a constant cannot be produced by an op"));
+            }
             if d.dtype() != x.ty.dtype {
                 return Err(tensor_err(
                     g,
