@@ -1,6 +1,7 @@
 //! Type inference for the tensor operators (convolutions, pooling, matmul, argmax) and RESIZE.
 
 use super::infer::{bad, bad_attr, dtype_in, rank_is, zero_point, R};
+use super::MAX_ELEMENTS;
 use crate::ops::{Op, ResizeMode};
 use crate::types::{DType, Shape, TensorType};
 
@@ -35,9 +36,18 @@ pub fn window_out(
     Some(free / stride + 1)
 }
 
+/// Strides, dilations and kernels must be in `1..=MAX_ELEMENTS`.
 fn positive(what: &str, v: &[usize]) -> R<()> {
     if v.contains(&0) {
         return Err(bad_attr(format!("{what} {v:?} must be >= 1")));
+    }
+    bounded(what, v)
+}
+
+/// Geometry attributes are at most [`MAX_ELEMENTS`], keeping index arithmetic small.
+fn bounded(what: &str, v: &[usize]) -> R<()> {
+    if v.iter().any(|&x| x > MAX_ELEMENTS) {
+        return Err(bad_attr(format!("{what} {v:?} is too large")));
     }
     Ok(())
 }
@@ -100,6 +110,7 @@ pub(crate) fn infer(op: &Op, inputs: &[TensorType]) -> R<TensorType> {
             let acc = conv_io(inputs, a.input_zp, a.weight_zp)?;
             positive("stride", &a.stride)?;
             positive("dilation", &a.dilation)?;
+            bounded("pad", &a.pad)?;
             let i = rank_is(inputs, 0, 4)?;
             let w = rank_is(inputs, 1, 4)?;
             let depthwise = matches!(op, Op::DepthwiseConv2d(_));
@@ -150,7 +161,7 @@ pub(crate) fn infer(op: &Op, inputs: &[TensorType]) -> R<TensorType> {
             }
             let oh = (i[1] as i128 - 1) * a.stride[0] as i128 + p[0] + p[1] + kh;
             let ow = (i[2] as i128 - 1) * a.stride[1] as i128 + p[2] + p[3] + kw;
-            let limit = super::MAX_ELEMENTS as i128;
+            let limit = MAX_ELEMENTS as i128;
             if oh < 1 || ow < 1 || oh > limit || ow > limit {
                 return Err(bad_attr(format!(
                     "output size {oh}x{ow} is empty or too large"
@@ -216,6 +227,7 @@ pub(crate) fn infer(op: &Op, inputs: &[TensorType]) -> R<TensorType> {
 fn pool_shape(inputs: &[TensorType], k: [usize; 2], s: [usize; 2], p: [usize; 4]) -> R<Shape> {
     positive("kernel", &k)?;
     positive("stride", &s)?;
+    bounded("pad", &p)?;
     if p[0] >= k[0] || p[1] >= k[0] || p[2] >= k[1] || p[3] >= k[1] {
         return Err(bad_attr(format!(
             "pad {p:?} must be smaller than kernel {k:?}"
