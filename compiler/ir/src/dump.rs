@@ -68,6 +68,13 @@ pub fn dump(g: &Graph) -> String {
     s
 }
 
+impl std::fmt::Display for Graph {
+    /// The [`dump`] text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&dump(self))
+    }
+}
+
 /// `%N "name": type q(...)`.
 fn decl(g: &Graph, t: TensorId) -> String {
     let Some(x) = g.tensor(t) else {

@@ -61,6 +61,7 @@
 //! * [`interp::run`] — executes a validated graph and returns every computed tensor keyed by
 //!   [`TensorId`] in execution order; data-dependent undefined behaviour (TOSA `REQUIRE`:
 //!   overflow, bad shift, index out of range) is an [`interp::InterpError::Undefined`].
+//!   [`interp::first_mismatch`] finds the first differing tensor between two runs.
 //! * [`quant`] — the exact scaling arithmetic (`apply_scale_32/16`, `reciprocal_scale`) and
 //!   helpers to turn real scales into multiplier/shift pairs.
 
@@ -78,7 +79,7 @@ pub use builder::{BuildError, GraphBuilder};
 pub use data::{DataError, TensorData, TensorValue};
 pub use dump::dump;
 pub use graph::{Graph, GraphError, OpId, OpNode, Tensor, TensorId};
-pub use interp::{run, run_outputs, InterpError, Values};
+pub use interp::{first_mismatch, run, run_outputs, InterpError, Values};
 pub use ops::*;
 pub use quant::{Quantization, RescaleRounding};
 pub use types::{DType, Shape, TensorType};

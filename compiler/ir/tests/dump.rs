@@ -110,4 +110,21 @@ fn small_net_runs_end_to_end() {
     .unwrap();
     assert_eq!(out[0].shape().dims(), &[1, 3]);
     assert_eq!(&out[0], values.get(&g.outputs()[0]).unwrap());
+
+    // Localising a divergence: perturb one intermediate and find it again.
+    let mut other = values.clone();
+    assert_eq!(first_mismatch(&values, &other), None);
+    let pool = g.find_tensor("pool").unwrap();
+    let bumped: Vec<i64> = other[&pool].to_i64_vec().iter().map(|v| v + 1).collect();
+    other.insert(
+        pool,
+        TensorValue::from_i64(DType::Int8, [1, 2, 2, 2], &bumped).unwrap(),
+    );
+    assert_eq!(first_mismatch(&values, &other), Some(pool));
+}
+
+#[test]
+fn display_is_the_dump() {
+    let g = small_net();
+    assert_eq!(g.to_string(), dump(&g));
 }

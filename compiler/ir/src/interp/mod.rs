@@ -178,6 +178,16 @@ pub fn run_outputs(
         .collect()
 }
 
+/// The first tensor, in `expected`'s (execution) order, whose value in `actual` differs.
+/// Tensors missing from `actual` are skipped, so `actual` may hold just the tensors a compiled
+/// model exposes.
+pub fn first_mismatch(expected: &Values, actual: &Values) -> Option<TensorId> {
+    expected
+        .iter()
+        .find(|(t, v)| actual.get(*t).is_some_and(|a| a != *v))
+        .map(|(t, _)| *t)
+}
+
 fn to_arr(v: &TensorValue) -> Arr {
     Arr {
         shape: v.shape().0.clone(),
