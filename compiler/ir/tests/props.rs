@@ -226,3 +226,95 @@ proptest! {
         }
     }
 }
+
+/// A layout / conversion operator with small random (possibly invalid) attributes.
+fn layout_op(k: u8, a: &[usize], b: &[i64]) -> Op {
+    let v = |i: usize| a[i % a.len()];
+    let s = |i: usize| b[i % b.len()];
+    match k % 12 {
+        0 => Op::Pad(PadAttrs {
+            padding: vec![[v(0), v(1)], [v(2), v(3)], [v(4), v(5)]],
+            pad_const: s(0),
+        }),
+        1 => Op::Slice(SliceAttrs {
+            start: vec![v(0), v(1), v(2)],
+            size: vec![v(3), v(4), v(5)],
+        }),
+        2 => Op::Tile(TileAttrs {
+            multiples: vec![v(0), v(1), v(2)],
+        }),
+        3 => Op::Transpose(TransposeAttrs {
+            perms: vec![v(0), v(1), v(2)],
+        }),
+        4 => Op::Reverse(AxisAttrs { axis: v(0) }),
+        5 => Op::Reshape(ReshapeAttrs {
+            shape: Shape::from(vec![v(0), v(1), v(2)]),
+        }),
+        6 => Op::Concat(AxisAttrs { axis: v(0) }),
+        7 => Op::ReduceMax(AxisAttrs { axis: v(1) }),
+        8 => Op::ArgMax(AxisAttrs { axis: v(2) }),
+        9 => Op::Cast(CastAttrs {
+            to: DType::ALL[v(0) % 8],
+        }),
+        10 => Op::Rescale(RescaleAttrs {
+            output_dtype: [DType::Int8, DType::UInt8, DType::Int16, DType::Int32][v(0) % 4],
+            multiplier: vec![s(0).rem_euclid(1 << 31) as i32; 1 + v(1) % 3],
+            shift: vec![(2 + s(1).rem_euclid(61)) as i8; 1 + v(1) % 3],
+            scale32: v(2) % 2 == 0,
+            rounding: if v(3) % 2 == 0 {
+                RescaleRounding::SingleRound
+            } else {
+                RescaleRounding::DoubleRound
+            },
+            per_channel: v(4) % 2 == 0,
+            input_zp: s(2) % 3,
+            output_zp: s(3) % 3,
+            input_unsigned: v(5) % 4 == 0,
+            output_unsigned: v(0) % 4 == 0,
+        }),
+        _ => Op::Resize(ResizeAttrs {
+            mode: if v(0) % 2 == 0 {
+                ResizeMode::NearestNeighbor
+            } else {
+                ResizeMode::Bilinear
+            },
+            scale: [
+                1 + s(0).rem_euclid(5),
+                1 + s(1).rem_euclid(5),
+                1 + s(2).rem_euclid(5),
+                1 + s(3).rem_euclid(5),
+            ],
+            offset: [s(4) % 3, s(5) % 3],
+            border: [s(6) % 3, s(7) % 3],
+        }),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2048))]
+
+    /// Random layout / conversion attributes on a random small i8 tensor: rejected by
+    /// inference, or run to a value or `Undefined`; never a panic.
+    #[test]
+    fn layout_ops_never_panic(
+        k in any::<u8>(),
+        a in prop::collection::vec(prop_oneof![8 => 0usize..4, 1 => Just(usize::MAX)], 6),
+        b in prop::collection::vec(prop_oneof![4 => -3i64..40, 1 => any::<i64>(), 1 => Just(1i64 << 30)], 8),
+        dims in prop::collection::vec(1usize..4, 3),
+        rank4 in any::<bool>(),
+        fill in any::<i8>(),
+    ) {
+        let op = layout_op(k, &a, &b);
+        let shape = if rank4 { vec![1, dims[0], dims[1], dims[2]] } else { dims.clone() };
+        let n: usize = shape.iter().product();
+        let x = TensorValue::from_i64(DType::Int8, shape, &vec![i64::from(fill); n]).unwrap();
+        let inputs = vec![x];
+        let types: Vec<TensorType> = inputs.iter().map(|v| v.tensor_type()).collect();
+        if infer_output_types(&op, &types).is_ok() {
+            match try_eval(op, &inputs) {
+                Ok(_) | Err(InterpError::Undefined { .. }) => {}
+                Err(e) => prop_assert!(false, "unexpected error {e}"),
+            }
+        }
+    }
+}
