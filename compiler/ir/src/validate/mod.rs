@@ -1,4 +1,27 @@
 //! Graph validation: structure, tensor types, and per-operator type inference.
+//!
+//! Element types accepted per operator (TOSA 1.0 PRO-INT + EXT-INT16, plus the extensions
+//! marked *):
+//!
+//! | operator | inputs → output |
+//! |---|---|
+//! | CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, FULLY_CONNECTED* | `i8`×`i8` (+`i32` bias) → `i32`; `i16`×`i8` (+`i48` bias) → `i48` |
+//! | MATMUL (rank ≥ 2, batch broadcast*) | `i8`×`i8` → `i32`; `i16`×`i16` → `i48` |
+//! | AVG_POOL2D, MAX_POOL2D | `i8`, `i16` → same |
+//! | ARGMAX | `i8`, `i16`, `i32`* → `i32` |
+//! | CLAMP, ABS*, NEGATE, BITWISE_*, shifts, ADD*, SUB*, MAXIMUM*, MINIMUM*, REDUCE_MAX/MIN | `i8`, `i16`, `i32` → same |
+//! | MUL | `i8`, `i16`, `i32` → `i32` (shift only for `i32`) |
+//! | EQUAL*, GREATER*, GREATER_EQUAL* | `i8`, `i16`, `i32` → `bool` |
+//! | INTDIV, CLZ, REDUCE_SUM | `i32` |
+//! | LOGICAL_*, REDUCE_ALL/ANY | `bool` |
+//! | TABLE | `i8` (256 × `i8`) → `i8`; `i16` (513 × `i16`) → `i32` |
+//! | RESIZE | `i8` → `i8` (nearest) / `i32` (bilinear); `i16` → `i16` / `i48` |
+//! | RESCALE | `i8`, `u8`*, `i16`, `u16`*, `i32`, `i48` → `i8`, `u8`*, `i16`, `u16`*, `i32` |
+//! | CAST* | any → any |
+//! | SELECT, CONCAT, PAD, RESHAPE, REVERSE, SLICE, TILE, TRANSPOSE, GATHER, SCATTER, IDENTITY | any (indices `i32`) |
+//!
+//! (* = beyond TOSA 1.0's integer profile.) Zero points may be non-zero only for `i8`
+//! operands (and, for RESCALE, 8-bit unsigned and 16-bit unsigned = 0 or 32768).
 
 mod infer;
 mod infer_layout;
