@@ -258,6 +258,15 @@ mod tests {
         let approx = f64::from(m) / 2f64.powi(s);
         assert!((approx - 0.1234).abs() < 1e-9);
         assert_eq!(quantize_multiplier_32(-1.0), None);
+        // 2^-40 needs shift 70: the multiplier gives up 8 bits to fit shift 62.
+        assert_eq!(quantize_multiplier_32(2f64.powi(-40)), Some((1 << 22, 62)));
+        // 2^29 would need shift 1 < 2.
+        assert_eq!(quantize_multiplier_32(2f64.powi(29)), None);
+        // A mantissa that rounds up to 2^31 is renormalised: (2^31 - 0.4) / 2^31 -> 2^30, shift 30.
+        assert_eq!(
+            quantize_multiplier_32(1.0 - 0.4 / 2f64.powi(31)),
+            Some((1 << 30, 30))
+        );
     }
 
     #[test]
