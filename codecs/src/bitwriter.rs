@@ -11,7 +11,7 @@ pub struct BitWriter {
     bytes: Vec<u8>,
     /// Pending bits not yet flushed to `bytes` (LSB = oldest).
     acc: u64,
-    /// Number of valid bits in `acc` (always < 8 between calls).
+    /// Number of valid bits in `acc` (always < 32 between calls).
     nacc: u32,
 }
 
@@ -32,21 +32,19 @@ impl BitWriter {
 
     /// Writes the low `n` bits of `value`, least significant first
     /// (TRM `SYMBOL_UINT`). Bits of `value` above `n` are ignored.
-    /// `n` may be 0..=56.
+    /// `n` may be 0..=32; use [`Self::write_u64`] for wider fields.
     #[inline]
     pub fn write(&mut self, value: u64, n: u32) {
-        debug_assert!(n <= 56, "BitWriter::write supports at most 56 bits at once");
-        if n == 0 {
-            return;
-        }
-        let n = n.min(56);
+        debug_assert!(n <= 32, "BitWriter::write supports at most 32 bits at once");
+        let n = n.min(32);
         let masked = value & ((1u64 << n) - 1);
         self.acc |= masked << self.nacc;
         self.nacc += n;
-        while self.nacc >= 8 {
-            self.bytes.push(self.acc as u8);
-            self.acc >>= 8;
-            self.nacc -= 8;
+        if self.nacc >= 32 {
+            self.bytes
+                .extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.acc >>= 32;
+            self.nacc -= 32;
         }
     }
 
@@ -97,10 +95,10 @@ impl BitWriter {
 
     /// Finishes the stream, padding the final partial byte with zero bits.
     pub fn into_bytes(mut self) -> Vec<u8> {
-        if self.nacc > 0 {
+        while self.nacc > 0 {
             self.bytes.push(self.acc as u8);
-            self.acc = 0;
-            self.nacc = 0;
+            self.acc >>= 8;
+            self.nacc = self.nacc.saturating_sub(8);
         }
         self.bytes
     }

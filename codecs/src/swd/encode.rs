@@ -94,7 +94,8 @@ pub fn encode_with_stats(weights: &[i16]) -> Result<(Vec<u8>, EncodeStats), Enco
     let mut w = BitWriter::with_capacity(weights.len() + 64);
     let mut stats = EncodeStats::default();
     for r in &regions {
-        stats.slices += emit_region(&mut w, &weights[r.start..r.end], &r.plan);
+        debug_assert!(r.start <= r.end);
+        stats.slices += emit_region(&mut w, &r.plan);
         stats.regions += 1;
     }
     stats.payload_bits = w.bit_len();
@@ -401,71 +402,97 @@ struct SlicePlan {
     zdiv: u8,
 }
 
-/// A region's coding: mapping, mode and slices.
-#[derive(Clone, Debug)]
+/// A region's coding: mapping, symbols and slices.
 struct RegionPlan {
     mapping: Mapping,
-    symbols_alternating: bool,
+    sym: Symbols,
     slices: Vec<SlicePlan>,
     /// Estimated bits (exact up to chunk padding).
     bits: u64,
 }
 
-const MAX_STATES: usize = 16;
+/// Lanes of the slice DP: (weight parameter, zdiv) pairs.
+const LANES: usize = 8;
+/// Cost standing for "not codable" in the DP tables (kept small enough
+/// that sums never overflow).
+const BIG: u32 = 1 << 28;
 
-/// Picks up to `n` weight parameters with the lowest total cost over the
-/// index histogram.
-fn best_wparams(hist: &[u32], ubits: u32, n: usize) -> Vec<(WParam, u64)> {
+/// Sparse histogram: (index, count) for every index that occurs.
+fn sparse_hist(idx: &[u16]) -> Vec<(u16, u32)> {
+    let mut h = vec![0u32; 512];
+    for &i in idx {
+        h[usize::from(i)] += 1;
+    }
+    h.iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(i, &c)| (i as u16, c))
+        .collect()
+}
+
+/// Weight parameters sorted by total cost over a sparse index histogram
+/// (only parameters that can code every index), at most `n`.
+fn best_wparams(hist: &[(u16, u32)], ubits: u32, n: usize) -> Vec<(WParam, u64)> {
     let mut costs: Vec<(WParam, u64)> = ALL_WPARAMS
         .iter()
-        .map(|&p| {
+        .filter_map(|&p| {
             let mut c = 0u64;
             let mut pos = 0u64;
-            for (i, &h) in hist.iter().enumerate() {
-                if h != 0 {
-                    let b = p.cost(i as u16, ubits);
-                    if b >= INF {
-                        return (p, u64::MAX);
-                    }
-                    c += u64::from(h) * u64::from(b);
-                    pos += u64::from(h) * u64::from(p.positions(i as u16));
+            for &(i, h) in hist {
+                let b = p.cost(i, ubits);
+                if b >= INF {
+                    return None;
                 }
+                c += u64::from(h) * u64::from(b);
+                pos += u64::from(h) * u64::from(p.positions(i));
             }
             // wunary0 padding: round positions up to whole chunks.
-            let pad = pos.next_multiple_of(12) - pos;
-            (p, c + pad)
+            Some((p, c + pos.next_multiple_of(12) - pos))
         })
-        .filter(|&(_, c)| c != u64::MAX)
         .collect();
     costs.sort_by_key(|&(_, c)| c);
     costs.truncate(n);
     costs
 }
 
+/// Total zero-run bits for each zdiv 0..=3.
+fn zdiv_costs(zruns: &[u32]) -> [u64; 4] {
+    let mut c = [0u64; 4];
+    for &r in zruns {
+        for (zd, ci) in c.iter_mut().enumerate() {
+            *ci += u64::from(zcost(r, zd as u32));
+        }
+    }
+    c
+}
+
 /// Dynamic programme over the symbols choosing slice boundaries and
-/// per-slice parameters. Returns the slices and the estimated bits
-/// (excluding the region's palette extension).
+/// per-slice (weight parameter, zdiv). Returns the slices and the estimated
+/// bits of the region without its palette extension.
 fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     let n = sym.idx.len();
-    let mut hist = vec![0u32; 512];
-    for &i in &sym.idx {
-        hist[usize::from(i)] += 1;
-    }
-    let n_w = if sym.alternating { 4 } else { 8 };
+    let hist = sparse_hist(&sym.idx);
+    let (n_w, zds): (usize, &[u32]) = if sym.alternating {
+        (2, &[0, 1, 2, 3])
+    } else {
+        (LANES, &[0, 0])
+    };
     let wps: Vec<WParam> = best_wparams(&hist, ubits, n_w)
         .into_iter()
         .map(|(p, _)| p)
         .collect();
-    let zds: Vec<u32> = if sym.alternating {
-        vec![0, 1, 2, 3]
-    } else {
-        vec![0]
-    };
-    let states: Vec<(usize, usize)> = (0..wps.len())
-        .flat_map(|a| (0..zds.len()).map(move |b| (a, b)))
-        .collect();
-    let ns = states.len();
-    debug_assert!(ns <= MAX_STATES && ns > 0);
+    // Lane s uses weight parameter lane_w[s] and zdiv lane_z[s]; unused
+    // lanes cost BIG per symbol.
+    let mut lane_w = [usize::MAX; LANES];
+    let mut lane_z = [0u32; LANES];
+    let mut used = 0;
+    for a in 0..wps.len() {
+        for &z in zds.iter().take(if sym.alternating { 4 } else { 1 }) {
+            lane_w[used] = a;
+            lane_z[used] = z;
+            used += 1;
+        }
+    }
     let switch_cost = SLICE_HEADER_BITS
         + EXPECTED_W_PADDING
         + if sym.alternating {
@@ -473,59 +500,87 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         } else {
             0
         };
-    // Cost tables per weight parameter.
-    let wtab: Vec<Vec<u32>> = wps
-        .iter()
-        .map(|p| (0..512u16).map(|i| p.cost(i, ubits)).collect())
-        .collect();
-
-    let mut cost = [INF; MAX_STATES];
-    for (s, &(_, b)) in states.iter().enumerate() {
-        cost[s] = if sym.alternating {
-            zcost(sym.zruns[0], zds[b])
+    // Per index, the weight bits of every lane (BIG if not codable or unused).
+    let mut wlane = vec![[BIG; LANES]; 512];
+    for (i, row) in wlane.iter_mut().enumerate() {
+        for s in 0..used {
+            row[s] = wps[lane_w[s]].cost(i as u16, ubits).min(BIG);
+        }
+    }
+    // Per short zero run, the zero-run bits of every lane.
+    const ZTAB: usize = 256;
+    let mut zlane = vec![[0u32; LANES]; ZTAB];
+    if sym.alternating {
+        for (r, row) in zlane.iter_mut().enumerate() {
+            for s in 0..used {
+                row[s] = zcost(r as u32, lane_z[s]);
+            }
+        }
+    }
+    let zrow = |r: u32| -> [u32; LANES] {
+        if (r as usize) < ZTAB {
+            zlane[r as usize]
         } else {
-            0
-        };
-    }
-    // Per symbol: bitmask of states that start a new slice here, and the
-    // best state before the symbol.
-    let mut switched = vec![0u16; n];
+            let mut row = [0u32; LANES];
+            for s in 0..used {
+                row[s] = zcost(r, lane_z[s]).min(BIG);
+            }
+            row
+        }
+    };
+
+    // Costs are kept relative to the best lane (`base` holds the offset).
+    let mut switched = vec![0u8; n];
     let mut best_before = vec![0u8; n];
-    let mut slice_len = [0u32; MAX_STATES];
-    for i in 0..n {
-        let (mut m, mut arg) = (u32::MAX, 0usize);
-        for (s, &c) in cost.iter().enumerate().take(ns) {
-            if c < m {
-                m = c;
-                arg = s;
-            }
+    let mut cost = [BIG; LANES];
+    let mut base = 0u64;
+    if n > 0 {
+        let wl = &wlane[usize::from(sym.idx[0])];
+        let zl = if sym.alternating {
+            zrow(sym.zruns[1])
+        } else {
+            [0; LANES]
+        };
+        let z0 = if sym.alternating {
+            zrow(sym.zruns[0])
+        } else {
+            [0; LANES]
+        };
+        for s in 0..LANES {
+            cost[s] = switch_cost + z0[s] + wl[s] + zl[s];
         }
-        best_before[i] = arg as u8;
-        let idx = usize::from(sym.idx[i]);
-        let zr = if sym.alternating { sym.zruns[i + 1] } else { 0 };
-        let mut mask = 0u16;
-        let sw = m.saturating_add(switch_cost);
-        for (s, &(a, b)) in states.iter().enumerate() {
-            let mut c = cost[s];
-            if i == 0 || sw < c || slice_len[s] >= SLICELEN_MAX {
-                c = sw;
-                mask |= 1 << s;
-                slice_len[s] = 0;
-            }
-            slice_len[s] += 1;
-            let mut add = wtab[a][idx];
-            if sym.alternating {
-                add = add.saturating_add(zcost(zr, zds[b]));
-            }
-            cost[s] = c.saturating_add(add).min(INF);
-        }
-        switched[i] = mask;
+        switched[0] = u8::MAX;
     }
-    // Backtrack.
-    let (mut s, mut total) = (0usize, u32::MAX);
-    for (k, &c) in cost.iter().enumerate().take(ns) {
-        if c < total {
-            total = c;
+    for i in 1..n {
+        let mut m = u32::MAX;
+        for &c in &cost {
+            m = m.min(c);
+        }
+        let mut eq = 0u32;
+        for (s, &c) in cost.iter().enumerate() {
+            eq |= u32::from(c == m) << s;
+        }
+        best_before[i] = eq.trailing_zeros() as u8;
+        base += u64::from(m);
+        let wl = &wlane[usize::from(sym.idx[i])];
+        let zl = if sym.alternating {
+            zrow(sym.zruns[i + 1])
+        } else {
+            [0; LANES]
+        };
+        let mut mask = 0u32;
+        for s in 0..LANES {
+            let c = cost[s] - m;
+            mask |= u32::from(c > switch_cost) << s;
+            cost[s] = c.min(switch_cost) + wl[s] + zl[s];
+        }
+        switched[i] = mask as u8;
+    }
+    // Backtrack from the best final lane.
+    let (mut s, mut last) = (0usize, cost[0]);
+    for (k, &c) in cost.iter().enumerate() {
+        if c < last {
+            last = c;
             s = k;
         }
     }
@@ -535,48 +590,87 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     while i > 0 {
         i -= 1;
         if switched[i] & (1 << s) != 0 {
-            let (a, b) = states[s];
             slices.push(SlicePlan {
                 start: i,
                 end,
-                wparam: wps[a],
-                zdiv: zds[b] as u8,
+                wparam: wps[lane_w[s]],
+                zdiv: lane_z[s] as u8,
             });
             end = i;
             s = usize::from(best_before[i]);
         }
     }
     slices.reverse();
+    let total = base + u64::from(last);
     // The first slice's switch cost stands for its header.
-    let bits = u64::from(total) - u64::from(switch_cost) + u64::from(SLICE_HEADER_BITS);
-    (slices, bits + 8)
+    let bits = total + u64::from(SLICE_HEADER_BITS) - u64::from(switch_cost.min(total as u32));
+    (slices, bits)
 }
 
-/// Plans a region with a given mode, trying several index mappings.
-fn plan_region(weights: &[i16], alternating: bool) -> Option<RegionPlan> {
-    let mut present = vec![false; 511];
+/// A candidate coding of a region before slice planning.
+struct Candidate {
+    estimate: u64,
+    mapping: Mapping,
+    alternating: bool,
+}
+
+/// Candidate index mappings for a region in one mode class, each with an
+/// additive estimate of the region's bits (single slice parameters).
+/// Value histogram of a region and the best total zero-run bits over zdiv
+/// 0..=3 (alternating mode), in one pass.
+fn region_stats(weights: &[i16]) -> (Vec<u32>, u64) {
     let mut hist = vec![0u32; 511];
+    let mut c = [0u64; 4];
+    let mut run = 0u32;
     for &v in weights {
         hist[slot(v)] += 1;
+        if v == 0 {
+            run += 1;
+        } else {
+            for (zd, ci) in c.iter_mut().enumerate() {
+                *ci += u64::from(zcost(run, zd as u32));
+            }
+            run = 0;
+        }
     }
-    let nonzero = weights.iter().any(|&v| v != 0);
-    for s in 0..511 {
-        present[s] = hist[s] > 0;
+    for (zd, ci) in c.iter_mut().enumerate() {
+        *ci += u64::from(zcost(run, zd as u32));
     }
-    if alternating && nonzero {
-        hist[slot(0)] = 0;
-    }
+    (hist, c.iter().min().copied().unwrap_or(0))
+}
+
+/// Candidate index mappings for a region in one mode class, each with an
+/// additive estimate of the region's bits (single slice parameters).
+fn candidates(
+    weights: &[i16],
+    full_hist: &[u32],
+    zero_run_bits: u64,
+    alternating: bool,
+    out: &mut Vec<Candidate>,
+) {
+    let mut hist = full_hist.to_vec();
+    let present: Vec<bool> = hist.iter().map(|&c| c > 0).collect();
+    let nonzero = hist.iter().enumerate().any(|(s, &c)| c > 0 && s != slot(0));
     if alternating && !nonzero {
-        // All-zero region: a single zero index, direct mode with dirofs 0.
-        let mapping = Mapping::build(&[], &present, false)?;
-        let sym = symbols(weights, &mapping, true);
-        let (slices, bits) = plan_slices(&sym, mapping.palette.uncompressed_bits());
-        return Some(RegionPlan {
-            bits: bits + u64::from(mapping.header_bits()),
-            mapping,
-            symbols_alternating: true,
-            slices,
-        });
+        // All-zero region: one zero index, direct mode with dirofs 0.
+        if let Some(mapping) = Mapping::build(&[], &present, false) {
+            out.push(Candidate {
+                estimate: u64::from(SLICE_HEADER_BITS + mapping.header_bits())
+                    + zdiv_costs(&[weights.len() as u32])
+                        .iter()
+                        .min()
+                        .copied()
+                        .unwrap_or(0),
+                mapping,
+                alternating,
+            });
+        }
+        return;
+    }
+    let mut zbits = 0;
+    if alternating {
+        hist[slot(0)] = 0;
+        zbits = zero_run_bits;
     }
     // Values by decreasing frequency (ties: smaller code first).
     let mut by_freq: Vec<i16> = (0..511)
@@ -584,51 +678,76 @@ fn plan_region(weights: &[i16], alternating: bool) -> Option<RegionPlan> {
         .map(|s| s as i16 - 255)
         .collect();
     by_freq.sort_by_key(|&v| (std::cmp::Reverse(hist[slot(v)]), code_of(v)));
-    let mut candidates: Vec<Vec<i16>> = vec![Vec::new()];
     let d = by_freq.len();
+    let mut sizes: Vec<usize> = vec![0];
     for k in [2usize, 3, 4, 6, 8, 12, 16, 24, 32] {
         if k <= d {
-            candidates.push(by_freq[..k].to_vec());
+            sizes.push(k);
         }
     }
-    if (2..=PALETTE_SIZE_MAX).contains(&d) && !candidates.iter().any(|c| c.len() == d) {
-        candidates.push(by_freq.clone());
+    if (2..=PALETTE_SIZE_MAX).contains(&d) && !sizes.contains(&d) {
+        sizes.push(d);
     }
-    // Estimate each candidate from the index histogram, then plan the best
-    // two exactly.
-    let mut estimates: Vec<(u64, Mapping)> = Vec::new();
-    for entries in &candidates {
-        let Some(mapping) = Mapping::build(entries, &present, alternating) else {
+    for k in sizes {
+        let Some(mapping) = Mapping::build(&by_freq[..k], &present, alternating) else {
             continue;
         };
-        let mut ih = vec![0u32; 512];
-        for s in 0..511 {
-            if hist[s] > 0 {
-                ih[usize::from(mapping.index_of[s])] += hist[s];
-            }
-        }
+        let mut ih: Vec<(u16, u32)> = (0..511)
+            .filter(|&s| hist[s] > 0)
+            .map(|s| (mapping.index_of[s], hist[s]))
+            .collect();
+        ih.sort_unstable();
         let ubits = mapping.palette.uncompressed_bits();
         let Some(&(_, wbits)) = best_wparams(&ih, ubits, 1).first() else {
             continue;
         };
-        estimates.push((wbits + u64::from(mapping.header_bits()), mapping));
+        out.push(Candidate {
+            estimate: wbits + zbits + u64::from(SLICE_HEADER_BITS + mapping.header_bits()),
+            mapping,
+            alternating,
+        });
     }
-    estimates.sort_by_key(|(c, _)| *c);
+}
+
+fn plan_candidate(weights: &[i16], c: Candidate) -> RegionPlan {
+    let sym = symbols(weights, &c.mapping, c.alternating);
+    let (slices, bits) = plan_slices(&sym, c.mapping.palette.uncompressed_bits());
+    RegionPlan {
+        bits: bits + u64::from(c.mapping.header_bits()),
+        mapping: c.mapping,
+        sym,
+        slices,
+    }
+}
+
+/// Plans one region: the best candidate by estimate is planned exactly;
+/// runners-up within 2% of it are planned too and the smallest plan wins.
+fn plan_region(weights: &[i16]) -> RegionPlan {
+    let mut cands = Vec::new();
+    let (hist, zero_run_bits) = region_stats(weights);
+    candidates(weights, &hist, zero_run_bits, true, &mut cands);
+    candidates(weights, &hist, zero_run_bits, false, &mut cands);
+    cands.sort_by_key(|c| c.estimate);
+    let Some(best_estimate) = cands.first().map(|c| c.estimate) else {
+        return fallback_plan(weights);
+    };
     let mut best: Option<RegionPlan> = None;
-    for (_, mapping) in estimates.into_iter().take(2) {
-        let sym = symbols(weights, &mapping, alternating);
-        let (slices, bits) = plan_slices(&sym, mapping.palette.uncompressed_bits());
-        let bits = bits + u64::from(mapping.header_bits());
-        if best.as_ref().is_none_or(|b| bits < b.bits) {
-            best = Some(RegionPlan {
-                mapping,
-                symbols_alternating: alternating,
-                slices,
-                bits,
-            });
+    let mut classes_done = [false; 2];
+    for c in cands {
+        if c.estimate > best_estimate + best_estimate / 50 {
+            break;
+        }
+        // One exact plan per mode class: palette variants within a class
+        // differ little once the estimate has ranked them.
+        if std::mem::replace(&mut classes_done[usize::from(c.alternating)], true) {
+            continue;
+        }
+        let plan = plan_candidate(weights, c);
+        if best.as_ref().is_none_or(|b| plan.bits < b.bits) {
+            best = Some(plan);
         }
     }
-    best
+    best.unwrap_or_else(|| fallback_plan(weights))
 }
 
 struct Region {
@@ -637,54 +756,36 @@ struct Region {
     plan: RegionPlan,
 }
 
-/// Splits the stream into regions. Currently a single region in the better
-/// of the two zero-run mode classes.
+/// Splits the stream into regions. Currently a single region.
 fn plan_regions(weights: &[i16]) -> Vec<Region> {
     if weights.is_empty() {
         return Vec::new();
     }
-    let alt = plan_region(weights, true);
-    let non = plan_region(weights, false);
-    let plan = match (alt, non) {
-        (Some(a), Some(b)) => {
-            if a.bits <= b.bits {
-                a
-            } else {
-                b
-            }
-        }
-        (Some(a), None) => a,
-        (None, Some(b)) => b,
-        (None, None) => unreachable_plan(weights),
-    };
     vec![Region {
         start: 0,
         end: weights.len(),
-        plan,
+        plan: plan_region(weights),
     }]
 }
 
-/// Fallback that always exists: non-alternating direct mode, uncompressed.
-fn unreachable_plan(weights: &[i16]) -> RegionPlan {
-    let present = vec![true; 511];
-    // Direct mode with dirofs 0 reaches every code 0..=510.
-    let mapping = Mapping::build(&[], &present, false).unwrap_or(Mapping {
+/// A plan that always exists: non-alternating direct mode with dirofs 0,
+/// uncompressed 9-bit indices.
+fn fallback_plan(weights: &[i16]) -> RegionPlan {
+    let mapping = Mapping {
         palette: Palette::direct(0, 9),
         index_of: (0..511).map(|s| code_of(s as i16 - 255)).collect(),
-    });
+    };
+    let sym = symbols(weights, &mapping, false);
     let n = weights.len();
-    let slices = (0..n)
-        .step_by(SLICELEN_MAX as usize)
-        .map(|s| SlicePlan {
-            start: s,
-            end: (s + SLICELEN_MAX as usize).min(n),
-            wparam: WParam::Unc,
-            zdiv: 0,
-        })
-        .collect();
+    let slices = vec![SlicePlan {
+        start: 0,
+        end: n,
+        wparam: WParam::Unc,
+        zdiv: 0,
+    }];
     RegionPlan {
         mapping,
-        symbols_alternating: false,
+        sym,
         slices,
         bits: u64::MAX,
     }
@@ -694,8 +795,8 @@ fn unreachable_plan(weights: &[i16]) -> RegionPlan {
 // Emission
 
 /// Writes a region's slices; returns the number of slices written.
-fn emit_region(w: &mut BitWriter, weights: &[i16], plan: &RegionPlan) -> usize {
-    let sym = symbols(weights, &plan.mapping, plan.symbols_alternating);
+fn emit_region(w: &mut BitWriter, plan: &RegionPlan) -> usize {
+    let sym = &plan.sym;
     let mut count = 0;
     let mut first = true;
     for s in &plan.slices {
