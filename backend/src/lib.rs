@@ -9,3 +9,4 @@
 pub mod arch;
 pub mod cop;
 pub mod isa;
+pub mod sim;

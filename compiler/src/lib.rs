@@ -19,3 +19,4 @@
 
 pub mod artifact;
 pub mod disasm;
+pub mod run;

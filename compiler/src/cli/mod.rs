@@ -1,6 +1,7 @@
 //! Command-line parsing and dispatch; each subcommand lives in its own module.
 
 mod disasm;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -17,6 +18,8 @@ struct Cli {
 enum Command {
     /// Disassemble the command streams of a compiled artifact.
     Disasm(disasm::Args),
+    /// Run a compiled model on the reference simulator.
+    Run(run::Args),
 }
 
 /// Parses the arguments, runs the subcommand, and turns errors into a message and exit code 1.
@@ -24,6 +27,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Disasm(args) => disasm::run(args),
+        Command::Run(args) => run::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,323 @@
+//! NPU_OP_CONV (TRM 3.10.2) and NPU_OP_DEPTHWISE (TRM 3.10.3).
+
+use super::error::{check, Fault};
+use super::fm::Fm;
+use super::geometry::Geometry;
+use super::input::{gather_ifm, gather_plain};
+use super::output::{Output, Rescale};
+use super::state::State;
+use super::weights::{read_scales, read_weights};
+use super::{acc_init, chain_input, OpCounts};
+use crate::arch::ArchConfig;
+use crate::isa::{
+    AccInput, AccOutput, ActivationPrecision, ActivationStorage, ActivationType, OfmScaleMode,
+    RegisterFile, WeightFormat, WeightOrder, WeightSparsity,
+};
+use npuc_codecs::ordering::WeightShape;
+
+#[inline]
+fn dot32(a: &[i32], b: &[i32]) -> i64 {
+    let s = a
+        .iter()
+        .zip(b)
+        .fold(0i32, |s, (&x, &y)| s.wrapping_add(x.wrapping_mul(y)));
+    i64::from(s)
+}
+
+#[inline]
+fn dot64(a: &[i32], b: &[i32]) -> i64 {
+    a.iter().zip(b).fold(0i64, |s, (&x, &y)| {
+        s.wrapping_add(i64::from(x) * i64::from(y))
+    })
+}
+
+fn check_common(regs: &RegisterFile, g: &Geometry, section: &'static str) -> Result<(), Fault> {
+    check(
+        g.kh_dil * g.kw_dil <= 64 * 64,
+        section,
+        "dilated_height*dilated_width <= 64*64",
+        || format!("kernel {}x{}", g.kh_dil, g.kw_dil),
+    )?;
+    check(
+        g.kh_dil <= 64 || g.kw_dil <= 64,
+        section,
+        "dilated_height <= 64 || dilated_width <= 64",
+        || format!("kernel {}x{}", g.kh_dil, g.kw_dil),
+    )?;
+    let p = regs.ifm_precision;
+    check(
+        p.activation_precision == ActivationPrecision::B8
+            || (p.activation_precision == ActivationPrecision::B16
+                && p.activation_type == ActivationType::Signed),
+        section,
+        "precision == b8 || (precision == b16 && activation_type == signed)",
+        || {
+            format!(
+                "IFM {} {}",
+                p.activation_precision.name(),
+                p.activation_type.name()
+            )
+        },
+    )
+}
+
+fn scales_if_needed(
+    arch: &ArchConfig,
+    regs: &RegisterFile,
+    st: &mut State,
+    ofm_d: usize,
+) -> Result<Option<super::weights::Scales>, Fault> {
+    if regs.ofm_precision.scale_mode == OfmScaleMode::PerChannel
+        && regs.acc_format.acc_output == AccOutput::Enable
+    {
+        Ok(Some(read_scales(arch, regs, &mut st.mem, ofm_d)?))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Executes NPU_OP_CONV.
+pub fn conv(
+    arch: &ArchConfig,
+    regs: &RegisterFile,
+    st: &mut State,
+    weights_ifm2: bool,
+) -> Result<OpCounts, Fault> {
+    let g = Geometry::new(regs, "3.10.2")?;
+    let use_ifm2 = weights_ifm2 || regs.acc_format.acc_input == AccInput::Ifm2;
+    st.add_operation_to_chain(
+        Some(chain_input(&Fm::ifm(regs))),
+        use_ifm2.then(|| chain_input(&Fm::ifm2(regs))),
+        false,
+        chained_ofm(regs),
+    )?;
+    check_common(regs, &g, "3.10.2")?;
+    if weights_ifm2 {
+        let ks = regs.kernel_stride;
+        check(
+            g.kh_dil == 1
+                && g.kw_dil == 1
+                && g.ofm_h == 1
+                && g.pad_top == 0
+                && g.pad_left == 0
+                && g.dy == 1
+                && g.dx == 1
+                && g.sy == 1
+                && g.sx == 1,
+            "3.10.2",
+            "weights_ifm2: 1x1 kernel, ofm_height == 1, no padding, dilation or stride",
+            || format!("{g:?}"),
+        )?;
+        check(
+            regs.ifm_precision.activation_precision == regs.ifm2_precision.activation_precision
+                && regs.acc_format.acc_input != AccInput::Ifm2
+                && regs.weight_format.weight_sparsity == WeightSparsity::None
+                && ks.weight_order == WeightOrder::DepthFirst,
+            "3.10.2",
+            "weights_ifm2: IFM2 precision == IFM precision, acc_input != ifm2, no sparsity, depth_first",
+            String::new,
+        )?;
+    }
+    let ifm = Fm::ifm(regs);
+    let (ph, pw) = g.padded();
+    let dense = gather_ifm(
+        &ifm,
+        st,
+        regs.ifm_upscale.mode,
+        (g.ifm_h, g.ifm_w, g.ifm_d),
+        (ph, pw),
+        (g.pad_top, g.pad_left),
+        0,
+    )?;
+    check_upscale(regs, &g)?;
+    let inp: Vec<i32> = dense.data.iter().map(|&v| v as i32).collect();
+    let (c, kh, kw) = (g.ifm_d, g.kh, g.kw);
+    let mut counts = OpCounts::default();
+    let wv: Vec<i32> = if weights_ifm2 {
+        let b = gather_plain(&Fm::ifm2(regs), st, (1, c, g.ofm_d))?;
+        let mut w = vec![0i32; g.ofm_d * c];
+        for ic in 0..c {
+            for oc in 0..g.ofm_d {
+                w[oc * c + ic] = b.at(0, ic, oc) as i32;
+            }
+        }
+        w
+    } else {
+        let shape = WeightShape {
+            ofm_depth: g.ofm_d,
+            kernel_height: kh,
+            kernel_width: kw,
+            ifm_depth: c,
+        };
+        let w = read_weights(arch, regs, &mut st.mem, shape, false)?;
+        counts.weight_bytes = w.bytes;
+        w.values
+    };
+    let scales = scales_if_needed(arch, regs, st, g.ofm_d)?;
+    counts.scale_bytes = scales.as_ref().map_or(0, |s| s.bytes);
+    let out = Output::new(arch, regs, scales)?;
+    out.check_permutation(true)?;
+    let acc32 = out.acc_bits() == 32;
+    let keep_init = regs.acc_format.acc_input != AccInput::Reset;
+    let ifm2 = Fm::ifm2(regs);
+    let ktaps = kh * kw * c;
+    for oy in 0..g.ofm_h {
+        for ox in 0..g.ofm_w {
+            for oc in 0..g.ofm_d {
+                let wo = &wv[oc * ktaps..(oc + 1) * ktaps];
+                let mut s = 0i64;
+                for ky in 0..kh {
+                    let row = (oy * g.sy + ky * g.dy) * pw;
+                    if g.dx == 1 {
+                        let start = (row + ox * g.sx) * c;
+                        let a = &inp[start..start + kw * c];
+                        let b = &wo[ky * kw * c..(ky + 1) * kw * c];
+                        s = s.wrapping_add(if acc32 { dot32(a, b) } else { dot64(a, b) });
+                    } else {
+                        for kx in 0..kw {
+                            let start = (row + ox * g.sx + kx * g.dx) * c;
+                            let a = &inp[start..start + c];
+                            let b = &wo[(ky * kw + kx) * c..(ky * kw + kx + 1) * c];
+                            s = s.wrapping_add(if acc32 { dot32(a, b) } else { dot64(a, b) });
+                        }
+                    }
+                }
+                let init = if keep_init {
+                    acc_init(regs, st, &ifm2, &out, oy, ox, oc, 0)?
+                } else {
+                    0
+                };
+                out.write_accumulator(
+                    st,
+                    oy as u64,
+                    ox as u64,
+                    oc as u64,
+                    init.wrapping_add(s),
+                    Rescale::Normal,
+                )?;
+            }
+        }
+    }
+    counts.macs = (g.ofm_h * g.ofm_w * g.ofm_d * ktaps) as u64;
+    Ok(counts)
+}
+
+/// Executes NPU_OP_DEPTHWISE.
+pub fn depthwise(
+    arch: &ArchConfig,
+    regs: &RegisterFile,
+    st: &mut State,
+) -> Result<OpCounts, Fault> {
+    let g = Geometry::new(regs, "3.10.3")?;
+    let use_ifm2 = regs.acc_format.acc_input == AccInput::Ifm2;
+    st.add_operation_to_chain(
+        Some(chain_input(&Fm::ifm(regs))),
+        use_ifm2.then(|| chain_input(&Fm::ifm2(regs))),
+        false,
+        chained_ofm(regs),
+    )?;
+    check_common(regs, &g, "3.10.3")?;
+    check(
+        regs.weight_format.weight_format != WeightFormat::Fwd,
+        "3.10.3",
+        "weight_format != fwd",
+        String::new,
+    )?;
+    check(
+        regs.weight_format.weight_sparsity == WeightSparsity::None,
+        "3.10.3",
+        "weight_sparsity == none",
+        String::new,
+    )?;
+    let ifm = Fm::ifm(regs);
+    let (ph, pw) = g.padded();
+    let c = g.ofm_d;
+    let dense = gather_ifm(
+        &ifm,
+        st,
+        regs.ifm_upscale.mode,
+        (g.ifm_h, g.ifm_w, c),
+        (ph, pw),
+        (g.pad_top, g.pad_left),
+        0,
+    )?;
+    check_upscale(regs, &g)?;
+    let inp: Vec<i32> = dense.data.iter().map(|&v| v as i32).collect();
+    let (kh, kw) = (g.kh, g.kw);
+    let shape = WeightShape {
+        ofm_depth: c,
+        kernel_height: kh,
+        kernel_width: kw,
+        ifm_depth: 1,
+    };
+    let w = read_weights(arch, regs, &mut st.mem, shape, true)?;
+    let mut counts = OpCounts {
+        weight_bytes: w.bytes,
+        ..OpCounts::default()
+    };
+    // [ky][kx][c] so that the inner loop runs over channels.
+    let mut wt = vec![0i64; kh * kw * c];
+    for oc in 0..c {
+        for k in 0..kh * kw {
+            wt[k * c + oc] = i64::from(w.values[oc * kh * kw + k]);
+        }
+    }
+    let scales = scales_if_needed(arch, regs, st, c)?;
+    counts.scale_bytes = scales.as_ref().map_or(0, |s| s.bytes);
+    let out = Output::new(arch, regs, scales)?;
+    out.check_permutation(true)?;
+    let keep_init = regs.acc_format.acc_input != AccInput::Reset;
+    let ifm2 = Fm::ifm2(regs);
+    let mut acc = vec![0i64; c];
+    for oy in 0..g.ofm_h {
+        for ox in 0..g.ofm_w {
+            acc.fill(0);
+            for ky in 0..kh {
+                for kx in 0..kw {
+                    let start = ((oy * g.sy + ky * g.dy) * pw + ox * g.sx + kx * g.dx) * c;
+                    let a = &inp[start..start + c];
+                    let b = &wt[(ky * kw + kx) * c..(ky * kw + kx + 1) * c];
+                    for ((s, &x), &y) in acc.iter_mut().zip(a).zip(b) {
+                        *s = s.wrapping_add(i64::from(x) * y);
+                    }
+                }
+            }
+            for (oc, &s) in acc.iter().enumerate() {
+                let init = if keep_init {
+                    acc_init(regs, st, &ifm2, &out, oy, ox, oc, 0)?
+                } else {
+                    0
+                };
+                out.write_accumulator(
+                    st,
+                    oy as u64,
+                    ox as u64,
+                    oc as u64,
+                    init.wrapping_add(s),
+                    Rescale::Normal,
+                )?;
+            }
+        }
+    }
+    counts.macs = (g.ofm_h * g.ofm_w * c * kh * kw) as u64;
+    Ok(counts)
+}
+
+/// The OFM's chaining FIFO if its storage is chained.
+pub fn chained_ofm(regs: &RegisterFile) -> Option<u8> {
+    (regs.ofm_precision.activation_storage == ActivationStorage::Chained)
+        .then_some(regs.ofm_region.region)
+}
+
+/// `read_ifm` upscale asserts (TRM 3.6.5): stride 1 and not chained.
+pub fn check_upscale(regs: &RegisterFile, g: &Geometry) -> Result<(), Fault> {
+    if regs.ifm_upscale.mode != crate::isa::IfmUpscaleMode::None {
+        check(
+            g.sx == 1 && g.sy == 1,
+            "3.6.5",
+            "read_kernel_x_stride()==1 && read_kernel_y_stride()==1 with upscale",
+            || format!("stride {}x{}", g.sy, g.sx),
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! NPU_OP_ELEMENTWISE (TRM 3.10.6).
+
+use super::arith::{clz32, ifm_round_mode, rounded_shift_right, sign_extend};
+use super::conv::chained_ofm;
+use super::error::{check, Fault};
+use super::fm::Fm;
+use super::input::{gather_plain, Dense};
+use super::output::{Output, Rescale};
+use super::state::State;
+use super::{chain_input, OpCounts};
+use crate::arch::ArchConfig;
+use crate::isa::{
+    ActivationPrecision, ActivationReverse, ActivationStorage, ActivationTranspose, ActivationType,
+    BroadcastMode, ElementwiseMode, IfmUpscaleMode, RegisterFile, RoundModeOfm, SetIfmScale,
+};
+
+const S: &str = "3.10.6";
+
+/// One operand: a scalar, or a tensor read with broadcast.
+enum Operand {
+    Scalar(i64),
+    Tensor {
+        d: Dense,
+        bh: bool,
+        bw: bool,
+        bc: bool,
+    },
+}
+
+impl Operand {
+    #[inline]
+    fn at(&self, y: usize, x: usize, c: usize) -> i64 {
+        match self {
+            Operand::Scalar(v) => *v,
+            Operand::Tensor { d, bh, bw, bc } => d.at(
+                if *bh { 0 } else { y },
+                if *bw { 0 } else { x },
+                if *bc { 0 } else { c },
+            ),
+        }
+    }
+}
+
+fn bits(m: BroadcastMode) -> (bool, bool, bool) {
+    let r = m.raw();
+    (r & 1 != 0, r & 2 != 0, r & 4 != 0)
+}
+
+fn operand(
+    fm: &Fm,
+    mode: BroadcastMode,
+    scalar: i32,
+    st: &mut State,
+    dims: (usize, usize, usize),
+) -> Result<Operand, Fault> {
+    if mode == BroadcastMode::Scalar {
+        check(
+            fm.storage == ActivationStorage::None,
+            S,
+            "activation_storage == none for a scalar operand",
+            || format!("{:?} storage {}", fm.which, fm.storage.name()),
+        )?;
+        return Ok(Operand::Scalar(i64::from(scalar)));
+    }
+    if mode != BroadcastMode::None {
+        check(
+            fm.storage != ActivationStorage::Chained,
+            "3.6.4",
+            "broadcast_mode == none for a chained input (check_broadcast_permitted)",
+            || format!("{:?} broadcast {}", fm.which, mode.name()),
+        )?;
+    }
+    let (bh, bw, bc) = bits(mode);
+    let (h, w, c) = dims;
+    let d = gather_plain(
+        fm,
+        st,
+        (
+            if bh { 1 } else { h },
+            if bw { 1 } else { w },
+            if bc { 1 } else { c },
+        ),
+    )?;
+    Ok(Operand::Tensor { d, bh, bw, bc })
+}
+
+/// `scale_a` / `scale_b` (TRM 3.6.6) with one tensor's precision and scale register.
+#[derive(Clone, Copy)]
+struct InScale {
+    active: bool,
+    scale: i128,
+    shift: u32,
+    dbl_rnd: u32,
+    round: RoundModeOfm,
+}
+
+impl InScale {
+    fn new(fm: &Fm, s: SetIfmScale) -> InScale {
+        InScale {
+            active: fm.precision == ActivationPrecision::B8
+                || (fm.precision == ActivationPrecision::B16 && fm.signed),
+            scale: i128::from(s.scale),
+            shift: u32::from(s.shift),
+            dbl_rnd: u32::from(s.dbl_rnd),
+            round: ifm_round_mode(s.round_mode),
+        }
+    }
+
+    #[inline]
+    fn apply(&self, a: i64) -> Result<i64, Fault> {
+        if !self.active {
+            return Ok(a);
+        }
+        check(
+            a == sign_extend(a, 16),
+            "3.6.6",
+            "a == sign_extend(a, 16) in scale_a/scale_b",
+            || format!("input {a} does not fit 16 bits"),
+        )?;
+        Ok(rounded_shift_right(
+            i128::from(a) * self.scale,
+            self.shift,
+            self.round,
+            self.dbl_rnd,
+        )? as i64)
+    }
+}
+
+/// Executes NPU_OP_ELEMENTWISE.
+pub fn elementwise(
+    arch: &ArchConfig,
+    regs: &RegisterFile,
+    st: &mut State,
+    mode: ElementwiseMode,
+) -> Result<OpCounts, Fault> {
+    use ElementwiseMode as M;
+    let dims = (
+        usize::from(regs.ofm_height_m1.height_m1) + 1,
+        usize::from(regs.ofm_width_m1.width_m1) + 1,
+        usize::from(regs.ofm_depth_m1.depth_m1) + 1,
+    );
+    let ip = regs.ifm_precision;
+    check(
+        ip.activation_precision == regs.ifm2_precision.activation_precision,
+        S,
+        "IFM precision == IFM2 precision",
+        || {
+            format!(
+                "IFM {} IFM2 {}",
+                ip.activation_precision.name(),
+                regs.ifm2_precision.activation_precision.name()
+            )
+        },
+    )?;
+    let unary = matches!(mode, M::Lrelu | M::Abs | M::Clz | M::Not);
+    let b_scalar = regs.ifm2_broadcast.broadcast_mode == BroadcastMode::Scalar;
+    let use_ifm2 = !(unary || b_scalar);
+    let ifm = Fm::ifm(regs);
+    let ifm2 = Fm::ifm2(regs);
+    st.add_operation_to_chain(
+        Some(chain_input(&ifm)),
+        use_ifm2.then(|| chain_input(&ifm2)),
+        true,
+        chained_ofm(regs),
+    )?;
+    let p = ip.activation_precision;
+    let signed = ip.activation_type == ActivationType::Signed;
+    check(
+        p == ActivationPrecision::B8
+            || p == ActivationPrecision::B16
+            || (p == ActivationPrecision::B32 && signed),
+        S,
+        "precision == b8 || precision == b16 || (precision == b32 && signed)",
+        || format!("IFM {} {}", p.name(), ip.activation_type.name()),
+    )?;
+    let op = regs.ofm_precision;
+    check(
+        op.activation_reverse == ActivationReverse::None,
+        S,
+        "activation_reverse == none",
+        String::new,
+    )?;
+    check(
+        matches!(
+            op.activation_transpose,
+            ActivationTranspose::Hwc | ActivationTranspose::Hcw | ActivationTranspose::Chw
+        ),
+        S,
+        "activation_transpose == HWC || HCW || CHW",
+        || op.activation_transpose.name().to_string(),
+    )?;
+    check(
+        regs.ifm_upscale.mode == IfmUpscaleMode::None,
+        S,
+        "IFM_UPSCALE.mode == none",
+        String::new,
+    )?;
+    let a_mode = regs.ifm_broadcast.broadcast_mode;
+    if !unary && b_scalar {
+        check(
+            a_mode != BroadcastMode::Scalar,
+            S,
+            "IFM_BROADCAST != scalar when IFM2_BROADCAST == scalar",
+            String::new,
+        )?;
+    }
+    let scalar = regs.op_scalar.scalar;
+    let a = operand(&ifm, a_mode, scalar, st, dims)?;
+    let b = if unary {
+        Operand::Scalar(0)
+    } else {
+        operand(&ifm2, regs.ifm2_broadcast.broadcast_mode, scalar, st, dims)?
+    };
+    let sa = InScale::new(&ifm, regs.ifm_scale);
+    let s2 = regs.ifm2_scale;
+    let sb = InScale::new(
+        &ifm2,
+        SetIfmScale {
+            shift: s2.shift,
+            dbl_rnd: s2.dbl_rnd,
+            round_mode: s2.round_mode,
+            scale: s2.scale,
+        },
+    );
+    let out = Output::new(arch, regs, None)?;
+    out.check_permutation(false)?;
+    let ofm_scale = regs.ofm_scale;
+    if mode == M::Mul {
+        check(
+            p == ActivationPrecision::B8
+                || signed
+                || (regs.ifm_zero_point.zero_point == 32768
+                    && regs.ifm2_zero_point.zero_point == 32768),
+            S,
+            "uint16 multiply: both zero points 32768",
+            String::new,
+        )?;
+    }
+    if mode == M::Div {
+        check(
+            regs.ifm_scale.scale == 1
+                && regs.ifm_scale.shift == 0
+                && regs.ifm_zero_point.zero_point == 0
+                && s2.scale == 1
+                && s2.shift == 0
+                && regs.ifm2_zero_point.zero_point == 0
+                && ofm_scale.scale == 1
+                && ofm_scale.shift == 0
+                && regs.ofm_zero_point.zero_point == 0,
+            S,
+            "div: IFM/IFM2/OFM scale 1, shift 0, zero points 0",
+            String::new,
+        )?;
+    }
+    let rescale = match mode {
+        M::Mul if !matches!(p, ActivationPrecision::B8 | ActivationPrecision::B16) => {
+            Rescale::ShiftOnly
+        }
+        M::Shr | M::Shl | M::Lshr => Rescale::None,
+        _ => Rescale::Global,
+    };
+    let out_round = ofm_scale.round_mode;
+    let out_dbl = u32::from(ofm_scale.dbl_rnd);
+    let (h, w, d) = dims;
+    for oy in 0..h {
+        for ox in 0..w {
+            for oc in 0..d {
+                let av = a.at(oy, ox, oc);
+                let bv = b.at(oy, ox, oc);
+                let acc: i64 = match mode {
+                    M::Mul => av.wrapping_mul(bv),
+                    M::Add => sa.apply(av)?.wrapping_add(sb.apply(bv)?),
+                    M::Sub => sa.apply(av)?.wrapping_sub(sb.apply(bv)?),
+                    M::Min => sa.apply(av)?.min(sb.apply(bv)?),
+                    M::Max => sa.apply(av)?.max(sb.apply(bv)?),
+                    M::Lrelu => {
+                        if av >= 0 {
+                            sa.apply(av)?
+                        } else {
+                            sb.apply(av)?
+                        }
+                    }
+                    M::Abs => sa.apply(av)?.wrapping_abs(),
+                    M::Clz => i64::from(clz32(sa.apply(av)? as u32)),
+                    M::Shr => {
+                        let sh = (sb.apply(bv)? & 31) as u32;
+                        rounded_shift_right(
+                            i128::from(sa.apply(av)? as i32),
+                            sh,
+                            out_round,
+                            out_dbl,
+                        )? as i64
+                    }
+                    M::Shl => {
+                        i64::from((sa.apply(av)? as i32).wrapping_shl((sb.apply(bv)? & 31) as u32))
+                    }
+                    M::Lshr => {
+                        let mut x = sa.apply(av)?;
+                        x &= match p {
+                            ActivationPrecision::B8 => 0xff,
+                            ActivationPrecision::B16 => 0xffff,
+                            _ => -1,
+                        };
+                        i64::from((x as u32) >> ((sb.apply(bv)? & 31) as u32))
+                    }
+                    M::Div => {
+                        let (x, y) = (av as i32, bv as i32);
+                        check(y != 0, S, "b != 0", || {
+                            format!("division of {x} by 0 at ({oy}, {ox}, {oc})")
+                        })?;
+                        check(
+                            !(y == -1 && x == i32::MIN),
+                            S,
+                            "!(b == -1 && a == -0x80000000)",
+                            String::new,
+                        )?;
+                        i64::from(x / y)
+                    }
+                    M::CmpEq => -i64::from(sa.apply(av)? == sb.apply(bv)?),
+                    M::CmpNe => -i64::from(sa.apply(av)? != sb.apply(bv)?),
+                    M::CmpGe => -i64::from(sa.apply(av)? >= sb.apply(bv)?),
+                    M::CmpGt => -i64::from(sa.apply(av)? > sb.apply(bv)?),
+                    M::Not => !sa.apply(av)?,
+                    M::And => sa.apply(av)? & sb.apply(bv)?,
+                    M::Or => sa.apply(av)? | sb.apply(bv)?,
+                    M::Xor => sa.apply(av)? ^ sb.apply(bv)?,
+                    M::AndNot => sa.apply(av)? & !sb.apply(bv)?,
+                };
+                // `int32_t acc`: results wrap to 32 bits (docs/decisions-sim.md).
+                let acc = i64::from(acc as i32);
+                out.finish(st, oy as u64, ox as u64, oc as u64, acc, rescale, false)?;
+            }
+        }
+    }
+    Ok(OpCounts::default())
+}

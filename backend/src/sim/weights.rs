@@ -1,0 +1,229 @@
+//! Weight and scale/bias streams of a kernel operation (TRM 3.7, 3.9), decoded once per
+//! operation through the codecs crate into plain arrays.
+
+use super::error::Fault;
+use super::fm::addr40;
+use super::memory::Memory;
+use crate::arch::ArchConfig;
+use crate::isa::{self, RegisterFile};
+use npuc_codecs::fwd::{decode_fwd, FwdHeader};
+use npuc_codecs::ordering::{
+    IfmPrecision, KernelDecomposition, KernelDilation, MacsPerCc, Microblock, Operation,
+    OrderingParams, WeightOrder, WeightOrdering, WeightShape, WeightSparsity,
+};
+use npuc_codecs::scale::{decode_scale_stream, AccFormat, ScaleStreamParams};
+use npuc_codecs::swd;
+
+/// The codecs' microblock for the ISA's.
+pub fn microblock(m: isa::Microblock) -> Microblock {
+    match m {
+        isa::Microblock::U1x1 => Microblock::U1x1,
+        isa::Microblock::U1x2 => Microblock::U1x2,
+        isa::Microblock::U1x4 => Microblock::U1x4,
+        isa::Microblock::U2x2 => Microblock::U2x2,
+        isa::Microblock::U2x4 => Microblock::U2x4,
+        isa::Microblock::U4x4 => Microblock::U4x4,
+    }
+}
+
+/// `microblock_depth()` (TRM 3.6.4) for the current ACC_FORMAT.
+pub fn microblock_depth(arch: &ArchConfig, regs: &RegisterFile) -> Result<u32, Fault> {
+    let macs = MacsPerCc::from_macs(arch.macs_per_cc).ok_or(Fault::Unsupported("macs_per_cc"))?;
+    let mb = regs.acc_format.microblock;
+    macs.microblock_depth(microblock(mb)).ok_or_else(|| {
+        Fault::assert(
+            "3.10.13",
+            "microblock permitted for CONFIG.macs_per_cc",
+            format!("{} with {} MACs", mb.name(), arch.macs_per_cc),
+        )
+    })
+}
+
+/// Per-channel bias, scale and shift from the scale/bias stream.
+#[derive(Debug, Clone, Default)]
+pub struct Scales {
+    /// `read_bias(oc)`.
+    pub bias: Vec<i64>,
+    /// `read_scale(oc)`: (scale, shift).
+    pub scale: Vec<(i64, u32)>,
+    /// Bytes of the stream read (`NPU_SET_SCALE_LENGTH`).
+    pub bytes: u64,
+}
+
+/// Reads and decodes the scale/bias stream for `ofm_depth` channels.
+pub fn read_scales(
+    arch: &ArchConfig,
+    regs: &RegisterFile,
+    mem: &mut Memory,
+    ofm_depth: usize,
+) -> Result<Scales, Fault> {
+    let acc = match regs.acc_format.acc_format {
+        isa::AccFormat::I32 => AccFormat::I32,
+        isa::AccFormat::I48 => AccFormat::I48,
+    };
+    let params = ScaleStreamParams {
+        acc,
+        microblock_depth: microblock_depth(arch, regs)?,
+        reverse_c: regs.ofm_precision.activation_reverse == isa::ActivationReverse::C,
+    };
+    let base = addr40(regs.scale_base.addr_hi, regs.scale_base.addr_lo);
+    let length = u64::from(regs.scale_length.length);
+    let expected = params
+        .stream_len(ofm_depth)
+        .map_err(|e| Fault::Scales(e.to_string()))? as u64;
+    if length < expected {
+        return Err(Fault::Scales(format!(
+            "NPU_SET_SCALE_LENGTH {length} is shorter than the {expected} bytes {ofm_depth} channels need"
+        )));
+    }
+    let bytes = mem.read_bytes(regs.scale_region.region, base, length)?;
+    let records = decode_scale_stream(&bytes[..expected as usize], ofm_depth, &params)
+        .map_err(|e| Fault::Scales(e.to_string()))?;
+    Ok(Scales {
+        bias: records.iter().map(|r| r.bias).collect(),
+        scale: records
+            .iter()
+            .map(|r| (i64::from(r.scale), u32::from(r.shift)))
+            .collect(),
+        bytes: length,
+    })
+}
+
+/// Decoded weights in `[oc][ky][kx][ic]` order (undilated kernel; `ic` is 1 for depthwise).
+#[derive(Debug, Clone)]
+pub struct Weights {
+    /// Shape.
+    pub shape: WeightShape,
+    /// Values, C order.
+    pub values: Vec<i32>,
+    /// Encoded bytes read (sum of the WEIGHT*_LENGTH of the streams used).
+    pub bytes: u64,
+}
+
+/// The ordering parameters of the current registers (TRM 3.9.2).
+pub fn ordering_params(
+    arch: &ArchConfig,
+    regs: &RegisterFile,
+    depthwise: bool,
+) -> Result<OrderingParams, Fault> {
+    let ks = regs.kernel_stride;
+    let stride = |lsb: u8, msb: u8| 2 * u32::from(msb) + u32::from(lsb) + 1;
+    let dil = |d: isa::KernelDilation| match d {
+        isa::KernelDilation::None => KernelDilation::None,
+        isa::KernelDilation::X2 => KernelDilation::X2,
+    };
+    Ok(OrderingParams {
+        operation: if depthwise {
+            Operation::Depthwise
+        } else {
+            Operation::Conv
+        },
+        weight_order: match ks.weight_order {
+            isa::WeightOrder::DepthFirst => WeightOrder::DepthFirst,
+            isa::WeightOrder::PartKernelFirst => WeightOrder::PartKernelFirst,
+        },
+        ifm_precision: match regs.ifm_precision.activation_precision {
+            isa::ActivationPrecision::B16 => IfmPrecision::B16,
+            _ => IfmPrecision::B8,
+        },
+        weight_sparsity: match regs.weight_format.weight_sparsity {
+            isa::WeightSparsity::None => WeightSparsity::None,
+            isa::WeightSparsity::Sparse24 => WeightSparsity::Sparse2x4,
+        },
+        stride_x: stride(ks.stride_x_lsb, ks.stride_x_msb),
+        stride_y: stride(ks.stride_y_lsb, ks.stride_y_msb),
+        dilation_x: dil(ks.dilation_x),
+        dilation_y: dil(ks.dilation_y),
+        decomposition: match ks.decomposition {
+            isa::KernelDecomposition::D8x8 => KernelDecomposition::D8x8,
+            isa::KernelDecomposition::D4x4 => KernelDecomposition::D4x4,
+        },
+        ofm_block_depth: u32::from(regs.ofm_blk_depth_m1.depth_m1) + 1,
+        microblock: microblock(regs.acc_format.microblock),
+        macs_per_cc: MacsPerCc::from_macs(arch.macs_per_cc)
+            .ok_or(Fault::Unsupported("macs_per_cc"))?,
+    })
+}
+
+/// Reads and decodes the weights of the current CONV/DEPTHWISE operation.
+pub fn read_weights(
+    arch: &ArchConfig,
+    regs: &RegisterFile,
+    mem: &mut Memory,
+    shape: WeightShape,
+    depthwise: bool,
+) -> Result<Weights, Fault> {
+    let params = ordering_params(arch, regs, depthwise)?;
+    let ordering =
+        WeightOrdering::new(&params, shape).map_err(|e| Fault::Weights(e.to_string()))?;
+    let region = regs.weight_region.region;
+    let fwd = regs.weight_format.weight_format == isa::WeightFormat::Fwd;
+    let n = ordering.num_streams();
+    let streams_meta = [
+        (
+            addr40(regs.weight_base.addr_hi, regs.weight_base.addr_lo),
+            regs.weight_length.length,
+        ),
+        (
+            addr40(regs.weight1_base.addr_hi, regs.weight1_base.addr_lo),
+            regs.weight1_length.length,
+        ),
+        (
+            addr40(regs.weight2_base.addr_hi, regs.weight2_base.addr_lo),
+            regs.weight2_length.length,
+        ),
+        (
+            addr40(regs.weight3_base.addr_hi, regs.weight3_base.addr_lo),
+            regs.weight3_length.length,
+        ),
+    ];
+    let mut bytes_read = 0u64;
+    let streams: Vec<Vec<i16>> = if fwd {
+        let (base, len) = streams_meta[0];
+        let bytes = mem.read_bytes(region, base, u64::from(len))?;
+        bytes_read += u64::from(len);
+        let count = ordering.stream_len(0) * n;
+        let header = FwdHeader::parse(bytes).map_err(|e| Fault::Weights(e.to_string()))?;
+        let per_word = header.mode().weights_per_word();
+        let need = 32 * (1 + count.div_ceil(per_word));
+        if bytes.len() < need {
+            return Err(Fault::Weights(format!(
+                "FWD stream of {} bytes is shorter than the {need} bytes {count} weights need",
+                bytes.len()
+            )));
+        }
+        let merged =
+            decode_fwd(&bytes[..need], count).map_err(|e| Fault::Weights(e.to_string()))?;
+        ordering.split_fwd(&merged)
+    } else {
+        let mut out = Vec::with_capacity(n);
+        for (k, &(base, len)) in streams_meta.iter().enumerate().take(n) {
+            let bytes = mem.read_bytes(region, base, u64::from(len))?;
+            bytes_read += u64::from(len);
+            let want = ordering.stream_len(k);
+            let values = swd::decode::decode(bytes, want)
+                .map_err(|e| Fault::Weights(format!("stream {k}: {e}")))?;
+            if values.len() != want {
+                return Err(Fault::Weights(format!(
+                    "stream {k} decodes to {} weights, the ordering needs {want}",
+                    values.len()
+                )));
+            }
+            out.push(values);
+        }
+        out
+    };
+    let mut values = vec![0i32; shape.len()];
+    for (k, stream) in streams.iter().enumerate() {
+        for (src, &v) in ordering.stream_sources(k).zip(stream) {
+            if let Some(i) = src {
+                values[i] = i32::from(v);
+            }
+        }
+    }
+    Ok(Weights {
+        shape,
+        values,
+        bytes: bytes_read,
+    })
+}

@@ -1,0 +1,39 @@
+//! `npuc run ARTIFACT --input in0.npy [--input ...] --output-dir DIR`.
+
+use anyhow::Context;
+use std::path::PathBuf;
+
+/// Arguments of `npuc run`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A Vela-compiled .tflite.
+    artifact: PathBuf,
+    /// Graph inputs as .npy files, in the graph's input order.
+    #[arg(long = "input")]
+    inputs: Vec<PathBuf>,
+    /// Directory for out0.npy, out1.npy, ... (created if missing).
+    #[arg(long)]
+    output_dir: PathBuf,
+}
+
+/// Runs the subcommand.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let model = std::fs::read(&args.artifact)
+        .with_context(|| format!("reading {}", args.artifact.display()))?;
+    let mut inputs = Vec::new();
+    for p in &args.inputs {
+        let bytes = std::fs::read(p).with_context(|| format!("reading {}", p.display()))?;
+        inputs.push(
+            npuc::run::npy::read(&bytes).with_context(|| format!("reading {}", p.display()))?,
+        );
+    }
+    let out = npuc::run::run_vela(&model, &inputs)?;
+    std::fs::create_dir_all(&args.output_dir)
+        .with_context(|| format!("creating {}", args.output_dir.display()))?;
+    for (k, a) in out.outputs.iter().enumerate() {
+        let p = args.output_dir.join(format!("out{k}.npy"));
+        std::fs::write(&p, npuc::run::npy::write(a))
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}

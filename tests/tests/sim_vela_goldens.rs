@@ -1,0 +1,123 @@
+//! Every committed Vela fixture with an NPU-only graph runs on the reference simulator
+//! (`npuc::run::run_vela`) on all its golden inputs; the outputs must equal the TFLite
+//! reference-kernel goldens byte for byte.
+
+mod common;
+
+use npuc::run::npy;
+use std::path::Path;
+
+const CONFIGS: [&str; 3] = ["u85_256", "u85_2048", "u85_256_sram_only"];
+
+/// Fixtures not expected to be bit-exact yet, with the reason. Empty when all pass.
+const KNOWN_FAILING: &[(&str, &str, &str)] = &[];
+
+/// Fixtures whose graph has CPU operators (no reference interpreter is wired into run yet).
+const CPU_GRAPHS: &[&str] = &["two_npu_subgraphs"];
+
+fn read_npy(p: &Path) -> npy::Array {
+    let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    npy::read(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Runs one fixture on all samples; `Err` describes the first mismatch or failure.
+fn check_fixture(cfg: &str, name: &str) -> Result<(), String> {
+    let models = common::models_dir();
+    let model = std::fs::read(models.join(format!("vela/{cfg}/{name}_vela.tflite")))
+        .map_err(|e| e.to_string())?;
+    let golden = models.join(format!("golden/{name}"));
+    for k in 0..3 {
+        let mut inputs = Vec::new();
+        for i in 0.. {
+            let p = golden.join(format!("input{i}_{k}.npy"));
+            if !p.exists() {
+                break;
+            }
+            inputs.push(read_npy(&p));
+        }
+        let out = npuc::run::run_vela(&model, &inputs).map_err(|e| format!("sample {k}: {e}"))?;
+        for (j, got) in out.outputs.iter().enumerate() {
+            let want = read_npy(&golden.join(format!("output{j}_{k}.npy")));
+            if got.shape != want.shape || got.dtype != want.dtype {
+                return Err(format!(
+                    "sample {k} output {j}: {:?} {:?} vs golden {:?} {:?}",
+                    got.dtype, got.shape, want.dtype, want.shape
+                ));
+            }
+            if got.data != want.data {
+                let es = want.dtype.size();
+                let diffs = got
+                    .data
+                    .chunks(es)
+                    .zip(want.data.chunks(es))
+                    .filter(|(a, b)| a != b)
+                    .count();
+                let first = got
+                    .data
+                    .chunks(es)
+                    .zip(want.data.chunks(es))
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
+                return Err(format!(
+                    "sample {k} output {j}: {diffs} of {} elements differ, first at element {first} (got {:?}, want {:?})",
+                    want.data.len() / es,
+                    &got.data[first * es..(first + 1) * es],
+                    &want.data[first * es..(first + 1) * es]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn vela_fixtures_match_tflite_goldens() {
+    let mut failures = Vec::new();
+    let mut passed = 0;
+    for cfg in CONFIGS {
+        let mut names: Vec<String> = common::vela_artifacts()
+            .into_iter()
+            .filter(|(c, _, _)| c == cfg)
+            .map(|(_, n, _)| n)
+            .collect();
+        names.sort();
+        assert!(!names.is_empty(), "no fixtures for {cfg}");
+        for name in names {
+            if CPU_GRAPHS.contains(&name.as_str()) {
+                continue;
+            }
+            let known = KNOWN_FAILING
+                .iter()
+                .find(|(c, n, _)| *c == cfg && *n == name);
+            match (check_fixture(cfg, &name), known) {
+                (Ok(()), None) => passed += 1,
+                (Ok(()), Some((_, _, why))) => failures.push(format!(
+                    "{cfg}/{name}: passes but is listed as known-failing ({why})"
+                )),
+                (Err(e), Some((_, _, why))) => eprintln!("known failing {cfg}/{name} ({why}): {e}"),
+                (Err(e), None) => failures.push(format!("{cfg}/{name}: {e}")),
+            }
+        }
+    }
+    eprintln!("{passed} fixtures bit-exact");
+    assert!(
+        failures.is_empty(),
+        "{} fixtures fail:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn cpu_graphs_name_their_cpu_operators() {
+    let models = common::models_dir();
+    for name in CPU_GRAPHS {
+        let model = std::fs::read(models.join(format!("vela/u85_256/{name}_vela.tflite"))).unwrap();
+        let golden = models.join(format!("golden/{name}"));
+        let input = read_npy(&golden.join("input0_0.npy"));
+        let err = npuc::run::run_vela(&model, &[input])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("SPACE_TO_DEPTH"), "{err}");
+    }
+}
