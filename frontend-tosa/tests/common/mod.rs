@@ -134,7 +134,7 @@ impl B {
         r.name = Some("main".into());
         r.blocks = Some(vec![blk]);
         let mut g = TosaGraphT::default();
-        g.version = Box::new(v);
+        *g.version = v;
         g.regions = Some(vec![r]);
         let mut fbb = flatbuffers::FlatBufferBuilder::new();
         let root = g.pack(&mut fbb);
