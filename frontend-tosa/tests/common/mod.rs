@@ -220,3 +220,17 @@ pub fn transpose_attr(perms: &[i32]) -> AttributeT {
     a.perms = Some(perms.to_vec());
     AttributeT::TransposeAttribute(Box::new(a))
 }
+
+impl B {
+    /// A copy of this builder that declares `name` as a graph output (without a tensor).
+    pub fn clone_with_output(&self, name: &str) -> B {
+        B {
+            tensors: self.tensors.clone(),
+            shapes: self.shapes.clone(),
+            ops: self.ops.clone(),
+            inputs: self.inputs.clone(),
+            outputs: vec![name.to_string()],
+            version: self.version,
+        }
+    }
+}
