@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Consistency checks of the fixture corpus (no tool is run, only files read).
 
-For every models/vela/<cfg>/<name>_vela.tflite (or .npz):
+For every models/vela/<cfg>/<name>_vela.tflite (or .npz), and models/vela-tosa/<cfg>/:
   * find the ethos-u custom operators in operator order, decode their COP1 /
     COP2 payloads (CONFIG and ID words, command stream words);
   * parse <name>.cmd.txt and check that the k-th "Register command stream"
@@ -23,7 +23,7 @@ os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import VELA_DIR  # noqa: E402
+from common import MODELS_DIR, VELA_DIR  # noqa: E402
 
 # "0x000004: 54d1352d 0027 4024 - NPU_SET_OFM_SCALE                 39, shift = 39, ..."
 # "0x00000c:          0001 0105 - NPU_SET_IFM_PRECISION              1, activation_type = ..."
@@ -141,8 +141,9 @@ def main():
     errors = 0
     configs = {}
     n_checked = 0
-    for cfg_dir in sorted(glob.glob(os.path.join(VELA_DIR, "*"))):
-        cfg = os.path.basename(cfg_dir)
+    cfg_dirs = sorted(glob.glob(os.path.join(VELA_DIR, "*"))) + sorted(glob.glob(os.path.join(MODELS_DIR, "vela-tosa", "*")))
+    for cfg_dir in cfg_dirs:
+        cfg = os.path.relpath(cfg_dir, MODELS_DIR).replace("vela/", "", 1)
         for listing_path in sorted(glob.glob(os.path.join(cfg_dir, "*.cmd.txt"))):
             name = os.path.basename(listing_path)[: -len(".cmd.txt")]
             try:

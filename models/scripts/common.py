@@ -58,3 +58,42 @@ def quantize_full_range(x, dtype):
     info = np.iinfo(dtype)
     q = np.round((x.astype(np.float64) + 1.0) / 2.0 * (info.max - info.min) + info.min)
     return np.clip(q, info.min, info.max).astype(dtype)
+
+
+# The first fixtures (compiled for every Vela configuration, incl. Sram_Only).
+ORIGINAL = [
+    "conv2d_3x3_relu", "conv2d_s2_valid", "depthwise3x3", "dense", "add_broadcast", "mul",
+    "maxpool", "avgpool", "concat", "resize_bilinear", "softmax", "conv2d_16x8",
+    "mobilenet_tiny", "two_npu_subgraphs",
+]
+
+# Whole networks (networks.py); also compiled with Sram_Only.
+NETWORKS = [
+    "mobilenet_v1_025_96", "mobilenet_v1_050_128_clustered", "mobilenet_v2_035_96",
+    "mobilenet_v2_050_128_pruned", "resnet8", "ds_cnn", "ds_cnn_16x8", "dense_autoencoder",
+    "transformer_encoder", "efficientnet_se", "unet_small",
+]
+
+# Models without a TFLite golden, and why (oracles.md).
+NO_GOLDEN = {
+    "sum_hw": "int8 SUM: the TFLite reference kernel returns -1 everywhere",
+    "depth_to_space": "int8 DEPTH_TO_SPACE has no TFLite reference kernel",
+    "sum_16x8": "int16 SUM: the TFLite reference kernel returns the same -1/0 output for every input",
+    "div": "int8 DIV: the TFLite kernel refuses a divisor whose raw int8 value is 0 (not the zero point), "
+    "which full-range inputs always contain",
+}
+
+# Models whose golden comes from the optimised TFLite kernels (no XNNPACK),
+# because TF 2.21's reference op resolver has no kernel for that op version.
+# Data movement (exact in every kernel), or float.
+OPTIMISED_GOLDEN = {
+    "reverse_w": "REVERSE_V2 version 3 has no reference kernel",
+    "reverse_h": "REVERSE_V2 version 3 has no reference kernel",
+    "tile_hw": "TILE version 3 has no reference kernel",
+    "tile_c": "TILE version 3 has no reference kernel",
+    "elu": "ELU (float, between DEQUANTIZE and QUANTIZE) version 1 has no reference kernel",
+}
+
+# Models whose golden inputs are positive: k -> max(1, (k + 32768) // 2), so
+# 1..32767 (int16 RSQRT fails on inputs <= 0; int16 has zero point 0).
+POSITIVE_GOLDEN_INPUT = {"rsqrt_16x8"}

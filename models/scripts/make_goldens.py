@@ -30,7 +30,16 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import GOLDEN_DIR, TFLITE_DIR, quantize_full_range, rng_for, structured_sample  # noqa: E402
+from common import (  # noqa: E402
+    GOLDEN_DIR,
+    NO_GOLDEN,
+    OPTIMISED_GOLDEN,
+    POSITIVE_GOLDEN_INPUT,
+    TFLITE_DIR,
+    quantize_full_range,
+    rng_for,
+    structured_sample,
+)
 
 N_SAMPLES = 3
 
@@ -72,10 +81,17 @@ def save_npy(path, arr):
 
 
 def golden(name):
+    if name in NO_GOLDEN:  # known-bad reference kernels (oracles.md)
+        import shutil
+
+        shutil.rmtree(os.path.join(GOLDEN_DIR, name), ignore_errors=True)
+        print(f"{name:20s} no golden: {NO_GOLDEN[name]}", flush=True)
+        return
     path = os.path.join(TFLITE_DIR, name + ".tflite")
+    resolver = "BUILTIN_WITHOUT_DEFAULT_DELEGATES" if name in OPTIMISED_GOLDEN else "BUILTIN_REF"
     interp = tf.lite.Interpreter(
         model_path=path,
-        experimental_op_resolver_type=tf.lite.experimental.OpResolverType.BUILTIN_REF,
+        experimental_op_resolver_type=getattr(tf.lite.experimental.OpResolverType, resolver),
     )
     interp.allocate_tensors()
     ins = interp.get_input_details()
@@ -92,6 +108,8 @@ def golden(name):
             dtype = np.dtype(d["dtype"])
             x = quantize_full_range(structured_sample(rng, d["shape"]), dtype)
             assert x.min() == np.iinfo(dtype).min and x.max() == np.iinfo(dtype).max
+            if name in POSITIVE_GOLDEN_INPUT:
+                x = np.maximum((x.astype(np.int32) + 32768) // 2, 1).astype(dtype)
             interp.set_tensor(d["index"], x)
             save_npy(os.path.join(out_dir, f"input{i}_{k}.npy"), x)
         interp.invoke()
@@ -113,9 +131,11 @@ def golden(name):
         nuniq = len(np.unique(np.concatenate([y.reshape(-1) for y in ys])))
         notes.append(f"out{j} {list(ys[0].shape)} {ys[0].dtype} range [{lo},{hi}] {nuniq} distinct values")
 
+    if name in OPTIMISED_GOLDEN:
+        notes.append(f"optimised kernels: {OPTIMISED_GOLDEN[name]}")
     meta = {
         "model": f"tflite/{name}.tflite",
-        "op_resolver": "BUILTIN_REF",
+        "op_resolver": resolver,
         "tensorflow": tf.__version__,
         "samples": N_SAMPLES,
         "inputs": [tensor_meta(d) for d in ins],
@@ -130,8 +150,15 @@ def main(argv):
     names = argv or sorted(
         os.path.basename(p)[: -len(".tflite")] for p in glob.glob(os.path.join(TFLITE_DIR, "*.tflite"))
     )
+    failed = []
     for n in names:
-        golden(n)
+        try:
+            golden(n)
+        except (Exception, SystemExit) as e:  # noqa: BLE001
+            failed.append(n)
+            print(f"{n:20s} FAILED: {e}", flush=True)
+    if failed:
+        raise SystemExit(f"no golden for {failed}")
 
 
 if __name__ == "__main__":

@@ -76,15 +76,62 @@ def init_depthwise(layer, rng, kind="laplace", gain=1.5, bias_std=0.2):
 INPUT_RANGE = {"softmax": 4.0}
 
 
-def calib_data(name, model):
-    """N_CALIB seeded samples per model input, float32 in [-r, r]."""
-    rng = rng_for(name, "calibration")
+def input_range(name, i):
+    """Float range (lo, hi) of model input i: INPUT_RANGE[name] is r (meaning
+    [-r, r]), (lo, hi), or a list of those, one per input (Keras input order)."""
     r = INPUT_RANGE.get(name, 1.0)
+    if isinstance(r, list):
+        r = r[i]
+    if isinstance(r, tuple):
+        return r
+    return (-r, r)
+
+
+def calib_data(name, model):
+    """N_CALIB seeded samples per model input, float32 spanning input_range()."""
+    rng = rng_for(name, "calibration")
     data = []
-    for inp in model.inputs:
+    for i, inp in enumerate(model.inputs):
         shape = tuple(inp.shape)
-        data.append(r * np.concatenate([structured_sample(rng, shape) for _ in range(N_CALIB)], axis=0))
+        lo, hi = input_range(name, i)
+        s = np.concatenate([structured_sample(rng, shape) for _ in range(N_CALIB)], axis=0)
+        if lo == -hi:  # (the first fixtures were made with exactly this expression)
+            data.append(hi * s)
+        else:
+            data.append((lo + (s + 1.0) * 0.5 * (hi - lo)).astype(np.float32))
     return data
+
+
+def prune_2_4(w, rng=None):
+    """2:4 structured sparsity along the input-channel axis (axis -2 of a
+    [.., cin, cout] kernel): in every group of 4 consecutive input channels
+    keep the 2 weights of largest magnitude."""
+    w = np.array(w, dtype=np.float32)
+    cin = w.shape[-2]
+    assert cin % 4 == 0, cin
+    g = np.moveaxis(w, -2, -1).reshape(-1, cin // 4, 4)
+    order = np.argsort(-np.abs(g), axis=-1, kind="stable")
+    mask = np.zeros_like(g, dtype=bool)
+    np.put_along_axis(mask, order[..., :2], True, axis=-1)
+    g = np.where(mask, g, 0.0)
+    w = np.moveaxis(g.reshape(np.moveaxis(w, -2, -1).shape), -1, -2)
+    return np.ascontiguousarray(w, dtype=np.float32)
+
+
+def cluster(w, k=16):
+    """Replace weights by the nearest of k centroids (1-D k-means, quantile
+    initialised, 20 iterations): at most k distinct values per tensor."""
+    w = np.array(w, dtype=np.float64)
+    flat = w.reshape(-1)
+    c = np.quantile(flat, (np.arange(k) + 0.5) / k)
+    for _ in range(20):
+        idx = np.argmin(np.abs(flat[:, None] - c[None, :]), axis=1)
+        for j in range(k):
+            sel = flat[idx == j]
+            if sel.size:
+                c[j] = sel.mean()
+    idx = np.argmin(np.abs(flat[:, None] - c[None, :]), axis=1)
+    return c[idx].reshape(w.shape).astype(np.float32)
 
 
 def fit_batchnorms(model, data, rng):
@@ -119,11 +166,16 @@ def fit_classifier(model, dense, data, rng, logit_std=2.5):
 # models.  Each builder returns (keras.Model, quant) with quant "int8" or "16x8".
 
 MODELS = {}
+# "single-op" (one TFLite operator, or a few where TFLite needs them),
+# "multi-op" (a small graph made for one purpose) or "network"
+KIND = {}
 
 
-def model(name):
+def model(name, kind="single-op"):
     def reg(fn):
+        assert name not in MODELS, name
         MODELS[name] = fn
+        KIND[name] = kind
         return fn
 
     return reg
@@ -235,7 +287,7 @@ def _(name, rng):
     return m, "16x8"
 
 
-@model("mobilenet_tiny")
+@model("mobilenet_tiny", kind="network")
 def _(name, rng):
     x = inp((1, 32, 32, 3))
     convs, dws = [], []
@@ -269,7 +321,7 @@ def _(name, rng):
     return m, "int8"
 
 
-@model("two_npu_subgraphs")
+@model("two_npu_subgraphs", kind="multi-op")
 def _(name, rng):
     # CONV -> SPACE_TO_DEPTH (not supported on the U85 by Vela 5.2, stays on the
     # CPU) -> CONV: Vela emits two ethos-u custom operators around it.
@@ -284,18 +336,27 @@ def _(name, rng):
 
 
 # --------------------------------------------------------------------------
+# the rest of the corpus: single-operator models and whole networks.  They
+# import this module by name, so make sure a run as a script is that module.
+sys.modules.setdefault("make_models", sys.modules[__name__])
+import singleops  # noqa: E402,F401
+import networks  # noqa: E402,F401
+
+# --------------------------------------------------------------------------
 
 
 def convert(name, m, quant):
     data = calib_data(name, m)
     input_names = [t.name for t in m.inputs]
 
+    batch = [int(t.shape[0]) for t in m.inputs]  # calib_data stacks samples along axis 0
+
     def rep():
         for i in range(N_CALIB):
             if len(data) == 1:
-                yield [data[0][i : i + 1]]
+                yield [data[0][i * batch[0] : (i + 1) * batch[0]]]
             else:
-                yield {n: d[i : i + 1] for n, d in zip(input_names, data)}
+                yield {n: d[i * b : (i + 1) * b] for n, d, b in zip(input_names, data, batch)}
 
     conv = tf.lite.TFLiteConverter.from_keras_model(m)
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
