@@ -86,6 +86,7 @@ pub mod schema {
 
 mod error;
 mod ids;
+pub mod lower;
 mod model;
 mod types;
 pub mod vela;
