@@ -24,6 +24,7 @@ mod ctx;
 mod ops_conv;
 mod ops_elementwise;
 mod ops_layout;
+mod ops_misc;
 mod ops_softmax;
 mod ops_table;
 
@@ -134,6 +135,31 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
         }
         B::RESIZE_NEAREST_NEIGHBOR => ops_layout::resize_nearest(cx),
         B::RESIZE_BILINEAR => ops_layout::resize_bilinear(cx),
+        B::GREATER | B::GREATER_EQUAL | B::LESS | B::LESS_EQUAL | B::EQUAL | B::NOT_EQUAL => {
+            ops_misc::compare(cx, code)
+        }
+        B::LOGICAL_AND | B::LOGICAL_OR | B::LOGICAL_NOT => ops_misc::logical(cx, code),
+        B::SELECT | B::SELECT_V2 => ops_misc::select(cx),
+        B::CAST => ops_misc::cast(cx),
+        B::REDUCE_MAX | B::REDUCE_MIN | B::REDUCE_ANY | B::REDUCE_ALL | B::REDUCE_PROD => {
+            if code == B::REDUCE_PROD {
+                return Err("REDUCE_PROD is not supported".into());
+            }
+            ops_misc::reduce(cx, code)
+        }
+        B::ARG_MAX => ops_misc::arg_max(cx),
+        B::REVERSE_V2 => ops_misc::reverse(cx),
+        B::TILE => ops_misc::tile(cx),
+        B::PACK => ops_misc::pack(cx),
+        B::UNPACK => ops_misc::unpack(cx),
+        B::MIRROR_PAD => ops_misc::mirror_pad(cx),
+        B::GATHER => ops_misc::gather(cx),
+        B::SPACE_TO_BATCH_ND => ops_misc::space_to_batch(cx),
+        B::BATCH_MATMUL => ops_misc::batch_matmul(cx),
+        B::SQUARED_DIFFERENCE => ops_misc::squared_difference(cx),
+        B::DEQUANTIZE => {
+            Err("DEQUANTIZE produces float tensors; float operators are not supported".into())
+        }
         B::MEAN | B::SUM => ops_softmax::mean(cx, code == B::SUM),
         _ => Err(format!(
             "operator {} is not supported yet",

@@ -112,7 +112,7 @@ fn acc_type(input: DType) -> R<DType> {
 
 /// Requantizes a convolution accumulator to the output tensor and applies the activation.
 /// `single_round` selects TFLite's single-rounding 32-bit path (per-channel fully connected).
-fn requant(
+pub(crate) fn requant(
     cx: &mut OpCx<'_, '_>,
     acc: IrT,
     input_scale: f32,

@@ -12,7 +12,7 @@ use npuc_ir::{
     ResizeMode, SliceAttrs, TensorData, TransposeAttrs,
 };
 
-fn axis(a: i64, rank: usize) -> R<usize> {
+pub(crate) fn axis(a: i64, rank: usize) -> R<usize> {
     let r = rank as i64;
     let v = if a < 0 { a + r } else { a };
     if v < 0 || v >= r {
@@ -137,7 +137,11 @@ pub(crate) fn gather_flat(cx: &mut OpCx<'_, '_>, x: IrT, idx: Vec<i32>, out: Vec
 
 /// Flat row-major indices of an output of shape `out` whose element at `idx` is the input
 /// element at `src(idx)` (input shape `ins`).
-fn index_table(out: &[usize], ins: &[usize], src: impl Fn(&[usize]) -> Vec<usize>) -> Vec<i32> {
+pub(crate) fn index_table(
+    out: &[usize],
+    ins: &[usize],
+    src: impl Fn(&[usize]) -> Vec<usize>,
+) -> Vec<i32> {
     let total: usize = out.iter().product();
     let strides = npuc_ir::Shape(ins.to_vec()).strides();
     let mut idx = vec![0usize; out.len()];
