@@ -157,8 +157,11 @@ pub fn elementwise(
     let use_ifm2 = !(unary || b_scalar);
     let ifm = Fm::ifm(regs);
     let ifm2 = Fm::ifm2(regs);
+    // A scalar IFM reads no tensor: like a scalar IFM2 (`use_ifm2`), it does not count
+    // towards g_num_ifm (docs/decisions-sim.md #24).
+    let a_scalar = regs.ifm_broadcast.broadcast_mode == BroadcastMode::Scalar;
     st.add_operation_to_chain(
-        Some(chain_input(&ifm)),
+        (!a_scalar).then(|| chain_input(&ifm)),
         use_ifm2.then(|| chain_input(&ifm2)),
         true,
         chained_ofm(regs),
