@@ -17,8 +17,6 @@ const KNOWN: &[(&str, &str)] = &[
     ("ds_cnn_16x8", "SOFTMAX: only int8 softmax is lowered"),
     ("elu", "float model: the converter left DEQUANTIZE/float operators (TF 2.21 quirk); the IR is integer-only"),
     ("exp_16x8", "EXP: EXP is lowered for int8 only"),
-    ("fc_16x8", "16x8 FULLY_CONNECTED differs by 1 LSB in a few elements: TFLite's int16 FC requantization is not reproduced yet"),
-    ("fc_16x8_relu", "16x8 FULLY_CONNECTED differs by 1 LSB in a few elements: TFLite's int16 FC requantization is not reproduced yet"),
     ("leaky_relu_16x8", "LEAKY_RELU: LEAKY_RELU is lowered for int8 only"),
     ("log_16x8", "LOG: LOG is lowered for int8 only"),
     ("log_softmax", "LOG_SOFTMAX: LOG_SOFTMAX is not lowered yet"),

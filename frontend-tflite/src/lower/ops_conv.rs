@@ -139,6 +139,31 @@ pub(crate) fn requant(
             }
             cx.rescale(acc, odt, ms, ss, true, RescaleRounding::SingleRound, 0, zo)?
         }
+        DType::Int16 if single_round => {
+            // TFLite's 16x8 per-channel fully connected: 64-bit accumulator, 31-bit
+            // multiplier, one rounding.
+            if zo != 0 {
+                return Err("int16 output must have zero point 0".into());
+            }
+            let a32 = cx.rescale(
+                acc,
+                DType::Int32,
+                vec![1 << 14],
+                vec![14],
+                false,
+                RescaleRounding::SingleRound,
+                0,
+                0,
+            )?;
+            let mut ms = vec![];
+            let mut ss = vec![];
+            for &r in &reals {
+                let (m, s) = quantize_multiplier(r).ok_or("bad output scale")?;
+                ms.push(m);
+                ss.push(31 - s);
+            }
+            cx.rescale(a32, odt, ms, ss, true, RescaleRounding::SingleRound, 0, 0)?
+        }
         DType::Int16 => {
             if zo != 0 {
                 return Err("int16 output must have zero point 0".into());
@@ -321,7 +346,7 @@ pub(crate) fn fully_connected(cx: &mut OpCx<'_, '_>) -> R<()> {
         &w_scales,
         ot,
         o.fused_activation_function,
-        per_channel && dt == DType::Int8,
+        per_channel,
     )?;
     let os = OpCx::shape(ot)?;
     let y = cx.reshape(y, os)?;
