@@ -6,6 +6,8 @@ use std::fmt;
 /// Element type of an array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dtype {
+    /// `|b1` (one byte, 0 or 1).
+    Bool,
     /// `|i1`.
     I8,
     /// `|u1`.
@@ -26,7 +28,7 @@ impl Dtype {
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            Dtype::I8 | Dtype::U8 => 1,
+            Dtype::Bool | Dtype::I8 | Dtype::U8 => 1,
             Dtype::I16 | Dtype::U16 => 2,
             Dtype::I32 | Dtype::U32 => 4,
             Dtype::I64 => 8,
@@ -36,6 +38,7 @@ impl Dtype {
     /// The NumPy `descr` string.
     pub fn descr(self) -> &'static str {
         match self {
+            Dtype::Bool => "|b1",
             Dtype::I8 => "|i1",
             Dtype::U8 => "|u1",
             Dtype::I16 => "<i2",
@@ -48,6 +51,7 @@ impl Dtype {
 
     fn from_descr(d: &str) -> Option<Dtype> {
         Some(match d {
+            "|b1" => Dtype::Bool,
             "|i1" | "<i1" | "i1" => Dtype::I8,
             "|u1" | "<u1" | "u1" => Dtype::U8,
             "<i2" => Dtype::I16,

@@ -62,6 +62,7 @@ pub struct RunOutput {
 
 fn dtype_of(fm: &FeatureMap) -> Result<Dtype, RunError> {
     Ok(match fm.dtype {
+        TensorType::Bool => Dtype::Bool,
         TensorType::Int8 => Dtype::I8,
         TensorType::Uint8 => Dtype::U8,
         TensorType::Int16 => Dtype::I16,

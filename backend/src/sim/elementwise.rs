@@ -140,8 +140,9 @@ pub fn elementwise(
         usize::from(regs.ofm_depth_m1.depth_m1) + 1,
     );
     let ip = regs.ifm_precision;
+    let unary = matches!(mode, M::Lrelu | M::Abs | M::Clz | M::Not);
     check(
-        ip.activation_precision == regs.ifm2_precision.activation_precision,
+        unary || ip.activation_precision == regs.ifm2_precision.activation_precision,
         S,
         "IFM precision == IFM2 precision",
         || {
@@ -152,7 +153,6 @@ pub fn elementwise(
             )
         },
     )?;
-    let unary = matches!(mode, M::Lrelu | M::Abs | M::Clz | M::Not);
     let b_scalar = regs.ifm2_broadcast.broadcast_mode == BroadcastMode::Scalar;
     let use_ifm2 = !(unary || b_scalar);
     let ifm = Fm::ifm(regs);
@@ -329,9 +329,11 @@ pub fn elementwise(
                     M::Xor => sa.apply(av)? ^ sb.apply(bv)?,
                     M::AndNot => sa.apply(av)? & !sb.apply(bv)?,
                 };
-                // `int32_t acc`: results wrap to 32 bits (docs/decisions-sim.md).
-                let acc = i64::from(acc as i32);
-                out.finish(st, oy as u64, ox as u64, oc as u64, acc, rescale, false)?;
+                // The exact result (a 32x32-bit product keeps 64 bits for the shift-only
+                // rescale Vela relies on): docs/decisions-sim.md #9.
+                out.finish(
+                    st, oy as u64, ox as u64, oc as u64, acc, rescale, false, true,
+                )?;
             }
         }
     }

@@ -164,6 +164,7 @@ pub fn resize(
                     acc << 16,
                     Rescale::ShiftOnly,
                     false,
+                    false,
                 )?;
             }
             x_mod += step_x_mod;
