@@ -17,6 +17,9 @@
 //! assert!(text.contains("0x0004 NPU_OP_STOP mask=0xffff"));
 //! ```
 
+pub mod arch_interface;
 pub mod artifact;
+pub mod compile;
+pub mod container;
 pub mod disasm;
 pub mod run;

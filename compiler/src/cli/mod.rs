@@ -1,5 +1,6 @@
 //! Command-line parsing and dispatch; each subcommand lives in its own module.
 
+mod compile;
 mod disasm;
 mod run;
 
@@ -16,6 +17,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Compile a model to an npuc container for the NPU.
+    Compile(compile::Args),
     /// Disassemble the command streams of a compiled artifact.
     Disasm(disasm::Args),
     /// Run a compiled model on the reference simulator.
@@ -26,6 +29,7 @@ enum Command {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Compile(args) => compile::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Run(args) => run::run(args),
     };

@@ -1,0 +1,290 @@
+//! The architecture interface the compiler passes see.
+//!
+//! Passes never look at configuration tables directly: they ask a [`Target`] for block limits,
+//! the microblock and OFM block of an operation, the encoded weight and scale streams and a
+//! cost estimate. [`U85Target`] implements it for the five Ethos-U85 configurations over
+//! [`npuc_backend::arch`].
+
+use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
+use npuc_backend::isa::Microblock;
+use npuc_codecs::ordering::{
+    self, IfmPrecision, KernelDecomposition, KernelDilation, MacsPerCc, OhwiWeights, Operation,
+    OrderingParams, WeightOrder, WeightOrdering, WeightSparsity,
+};
+use npuc_codecs::scale::{encode_scale_stream, AccFormat, ChannelScale, ScaleStreamParams};
+use thiserror::Error;
+
+/// The kind of NPU kernel operation, as far as block selection and costs care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelKind {
+    /// NPU_OP_CONV (convolution, fully connected).
+    Conv,
+    /// NPU_OP_DEPTHWISE.
+    Depthwise,
+    /// NPU_OP_POOL.
+    Pool,
+    /// NPU_OP_ELEMENTWISE (binary).
+    Elementwise,
+}
+
+/// What block selection needs to know about one operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpGeometry {
+    /// Kernel kind.
+    pub kind: KernelKind,
+    /// OFM height, width, depth.
+    pub ofm: (u32, u32, u32),
+    /// IFM depth.
+    pub ifm_depth: u32,
+    /// Dilated kernel height and width.
+    pub kernel: (u32, u32),
+    /// Stride y, x.
+    pub stride: (u32, u32),
+    /// Bytes per IFM element.
+    pub ifm_elem_bytes: u32,
+    /// Bytes per OFM element.
+    pub ofm_elem_bytes: u32,
+}
+
+/// The chosen microblock and OFM block of one operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockConfig {
+    /// Microblock (ACC_FORMAT.microblock) and its shape.
+    pub microblock: MicroblockShape,
+    /// OFM block height, width, depth (NPU_SET_OFM_BLK_*_M1 + 1).
+    pub ofm_block: (u32, u32, u32),
+}
+
+/// Encoded weights of one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodedWeights {
+    /// One SWD stream per weight decoder (each a multiple of 16 bytes).
+    pub streams: Vec<Vec<u8>>,
+    /// Weight order used (NPU_SET_KERNEL_STRIDE.weight_order).
+    pub order: WeightOrder,
+}
+
+/// Why a target could not encode something.
+#[derive(Debug, Error)]
+pub enum TargetError {
+    #[error("weight ordering: {0}")]
+    Ordering(#[from] ordering::OrderingError),
+    #[error("weight encoding: {0}")]
+    Swd(String),
+    #[error("scale stream: {0}")]
+    Scale(#[from] npuc_codecs::scale::ScaleError),
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+/// The architecture interface used by the compiler passes.
+pub trait Target {
+    /// The configuration.
+    fn config(&self) -> &ArchConfig;
+    /// The CONFIG word written into the container header.
+    fn config_word(&self) -> u32 {
+        self.config().config_word()
+    }
+    /// Largest OFM block (height, width, depth).
+    fn ofm_block_max(&self) -> (u32, u32, u32) {
+        self.config().ofm_block_max
+    }
+    /// Microblock and OFM block for an operation; always valid for the configuration.
+    fn choose_block(&self, geom: &OpGeometry) -> BlockConfig;
+    /// Orders and encodes OHWI weights (zero point already subtracted) for a conv-like op.
+    fn encode_weights(
+        &self,
+        kind: KernelKind,
+        weights: &OhwiWeights,
+        stride: (u32, u32),
+        dilation: (u32, u32),
+        block: &BlockConfig,
+    ) -> Result<EncodedWeights, TargetError>;
+    /// Encodes the per-channel bias/scale records (32-bit accumulator).
+    fn encode_scales(
+        &self,
+        channels: &[ChannelScale],
+        block: &BlockConfig,
+    ) -> Result<Vec<u8>, TargetError>;
+    /// A simple cycle estimate of one operation.
+    fn estimate_cycles(&self, geom: &OpGeometry) -> u64;
+}
+
+/// The Ethos-U85 in one of its five configurations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct U85Target {
+    arch: ArchConfig,
+}
+
+impl U85Target {
+    /// The target for a configuration.
+    pub fn new(accelerator: Accelerator) -> U85Target {
+        U85Target {
+            arch: accelerator.config(),
+        }
+    }
+}
+
+fn codec_microblock(mb: Microblock) -> ordering::Microblock {
+    match mb {
+        Microblock::U1x1 => ordering::Microblock::U1x1,
+        Microblock::U1x2 => ordering::Microblock::U1x2,
+        Microblock::U1x4 => ordering::Microblock::U1x4,
+        Microblock::U2x2 => ordering::Microblock::U2x2,
+        Microblock::U2x4 => ordering::Microblock::U2x4,
+        Microblock::U4x4 => ordering::Microblock::U4x4,
+    }
+}
+
+fn round_up(v: u32, m: u32) -> u32 {
+    v.div_ceil(m) * m
+}
+
+impl Target for U85Target {
+    fn config(&self) -> &ArchConfig {
+        &self.arch
+    }
+
+    /// Block choice: the first microblock in the configuration's preference order, then the
+    /// largest OFM block (multiples of the microblock, within the OFM rounded up) whose
+    /// accumulators, IFM footprint and output bytes each fit half of the corresponding
+    /// internal RAM (double buffering), which is conservative against Vela's limits.
+    fn choose_block(&self, g: &OpGeometry) -> BlockConfig {
+        // TRM 3.9.2: a 16-deep u1x1/u1x2 microblock is only for 16-bit IFM 1x1 convolutions,
+        // so 8-bit convolutions take the next preference.
+        let mbs = self.arch.microblocks();
+        let mb = mbs
+            .iter()
+            .copied()
+            .find(|mb| {
+                g.kind != KernelKind::Conv
+                    || !(mb.depth == 16
+                        && matches!(mb.encoding, Microblock::U1x1 | Microblock::U1x2))
+            })
+            .unwrap_or(mbs[0]);
+        let (max_h, max_w, max_d) = self.arch.ofm_block_max;
+        let lim_h = round_up(g.ofm.0, mb.height).min(max_h);
+        let lim_w = round_up(g.ofm.1, mb.width).min(max_w);
+        let lim_d = round_up(g.ofm.2, mb.depth).min(max_d);
+        let ram = self.arch.ram;
+        let fits = |h: u32, w: u32, d: u32| -> bool {
+            let acc = u64::from(h * w * d) * 4;
+            let ih = u64::from((h - 1) * g.stride.0 + g.kernel.0);
+            let iw = u64::from((w - 1) * g.stride.1 + g.kernel.1);
+            let id = match g.kind {
+                KernelKind::Conv => u64::from(round_up(g.ifm_depth.min(64), 16)),
+                _ => u64::from(round_up(d, 16)),
+            };
+            let inputs = if g.kind == KernelKind::Elementwise {
+                2
+            } else {
+                1
+            };
+            let ifm = ih * iw * id * u64::from(g.ifm_elem_bytes) * inputs;
+            let ob = u64::from(h * w * d * g.ofm_elem_bytes);
+            acc <= u64::from(ram.accumulator) / 2
+                && ifm <= u64::from(ram.ifm) / 2
+                && ob <= u64::from(ram.output)
+        };
+        let mut best = (mb.height, mb.width, mb.depth);
+        let mut best_vol = 0u64;
+        let mut d = mb.depth;
+        while d <= lim_d {
+            let mut h = mb.height;
+            while h <= lim_h {
+                let mut w = mb.width;
+                while w <= lim_w {
+                    if fits(h, w, d) {
+                        let vol = u64::from(h * w * d);
+                        if vol > best_vol {
+                            best_vol = vol;
+                            best = (h, w, d);
+                        }
+                    }
+                    w += mb.width;
+                }
+                h += mb.height;
+            }
+            d += mb.depth;
+        }
+        BlockConfig {
+            microblock: mb,
+            ofm_block: best,
+        }
+    }
+
+    fn encode_weights(
+        &self,
+        kind: KernelKind,
+        weights: &OhwiWeights,
+        stride: (u32, u32),
+        dilation: (u32, u32),
+        block: &BlockConfig,
+    ) -> Result<EncodedWeights, TargetError> {
+        let (operation, order) = match kind {
+            KernelKind::Conv => (Operation::Conv, WeightOrder::DepthFirst),
+            KernelKind::Depthwise => (Operation::Depthwise, WeightOrder::PartKernelFirst),
+            _ => {
+                return Err(TargetError::Unsupported(
+                    "weights for a weightless op".into(),
+                ))
+            }
+        };
+        let dil = |d: u32| {
+            if d == 2 {
+                KernelDilation::X2
+            } else {
+                KernelDilation::None
+            }
+        };
+        let macs = MacsPerCc::from_macs(self.arch.macs_per_cc)
+            .ok_or_else(|| TargetError::Unsupported("MAC count".into()))?;
+        let params = OrderingParams {
+            operation,
+            weight_order: order,
+            ifm_precision: IfmPrecision::B8,
+            weight_sparsity: WeightSparsity::None,
+            stride_x: stride.1,
+            stride_y: stride.0,
+            dilation_x: dil(dilation.1),
+            dilation_y: dil(dilation.0),
+            decomposition: KernelDecomposition::D8x8,
+            ofm_block_depth: block.ofm_block.2,
+            microblock: codec_microblock(block.microblock.encoding),
+            macs_per_cc: macs,
+        };
+        let ordering = WeightOrdering::new(&params, weights.shape())?;
+        let streams = ordering.order(weights)?;
+        let streams = npuc_codecs::swd::encode::encode_streams(&streams)
+            .map_err(|e| TargetError::Swd(e.to_string()))?;
+        Ok(EncodedWeights { streams, order })
+    }
+
+    fn encode_scales(
+        &self,
+        channels: &[ChannelScale],
+        block: &BlockConfig,
+    ) -> Result<Vec<u8>, TargetError> {
+        let params = ScaleStreamParams {
+            acc: AccFormat::I32,
+            microblock_depth: block.microblock.depth,
+            reverse_c: false,
+        };
+        Ok(encode_scale_stream(channels, &params)?)
+    }
+
+    /// MAC-bound estimate for conv-like ops (utilisation ignored), element-bound for the rest.
+    fn estimate_cycles(&self, g: &OpGeometry) -> u64 {
+        let out = u64::from(g.ofm.0) * u64::from(g.ofm.1) * u64::from(g.ofm.2);
+        let taps = u64::from(g.kernel.0) * u64::from(g.kernel.1);
+        match g.kind {
+            KernelKind::Conv => {
+                (out * taps * u64::from(g.ifm_depth)).div_ceil(u64::from(self.arch.macs_per_cc))
+            }
+            KernelKind::Depthwise | KernelKind::Pool => {
+                (out * taps).div_ceil(u64::from(self.arch.macs_per_cc / 8))
+            }
+            KernelKind::Elementwise => out.div_ceil(u64::from(self.arch.scaling_units)),
+        }
+    }
+}

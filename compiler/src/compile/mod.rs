@@ -1,0 +1,171 @@
+//! `npuc compile`: IR graph to an Ethos-U85 register command stream.
+//!
+//! The pipeline of this first slice:
+//! 1. [`lower`]: match operator groups of the IR into one NPU kernel operation each:
+//!    CONV2D / DEPTHWISE_CONV2D / FULLY_CONNECTED with their RESCALE and optional CLAMP;
+//!    MAX_POOL2D / AVG_POOL2D with an optional CLAMP; RESCALE-wrapped ADD / SUB / MUL with an
+//!    optional CLAMP; RESHAPE as an alias.
+//! 2. [`alloc`]: feature maps into region 1 (arena) by liveness; weights and scales into
+//!    region 0 (read-only).
+//! 3. [`emit`]: the register command stream (only changed registers re-emitted, KERNEL_WAIT
+//!    where an operation touches memory the previous one wrote or read, NPU_OP_STOP at the end).
+//!
+//! Anything outside the slice is a [`CompileError`] naming the operator.
+//!
+//! ```
+//! use npuc_ir::*;
+//! let mut b = GraphBuilder::new("pool");
+//! let x = b.input("x", DType::Int8, [1, 4, 4, 8]);
+//! let attrs = PoolAttrs { kernel: [2, 2], stride: [2, 2], pad: [0; 4] };
+//! let y = b.op("pool", Op::MaxPool2d(attrs), &[x]);
+//! b.output(y);
+//! let g = b.finish().unwrap();
+//! let model = npuc::compile::compile(&g, &npuc::compile::Options::default()).unwrap();
+//! assert_eq!(*model.command_stream.last().unwrap(), 0xffff_0000); // NPU_OP_STOP 0xffff
+//! ```
+
+pub mod alloc;
+pub mod emit;
+pub mod lower;
+
+use crate::arch_interface::{Target, U85Target};
+use npuc_backend::arch::Accelerator;
+use npuc_ir::{DType, Graph, Quantization};
+use thiserror::Error;
+
+/// Compilation options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Target configuration.
+    pub accelerator: Accelerator,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            accelerator: Accelerator::U85_256,
+        }
+    }
+}
+
+/// Why a graph could not be compiled.
+#[derive(Debug, Error)]
+pub enum CompileError {
+    /// An operator (group) the NPU path does not support (yet).
+    #[error("operator {name} ({kind}) is not supported on the NPU: {reason}")]
+    Unsupported {
+        name: String,
+        kind: String,
+        reason: String,
+    },
+    /// The graph itself is malformed.
+    #[error("invalid graph: {0}")]
+    Graph(String),
+    /// Encoding weights or scales failed.
+    #[error("operator {name}: {source}")]
+    Encode {
+        name: String,
+        #[source]
+        source: crate::arch_interface::TargetError,
+    },
+    /// A register field could not hold a value.
+    #[error("command stream: {0}")]
+    Stream(String),
+}
+
+/// A graph input or output as placed in memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorPlacement {
+    /// Tensor name.
+    pub name: String,
+    /// Shape.
+    pub shape: Vec<usize>,
+    /// Element type.
+    pub dtype: DType,
+    /// Quantization record, if any.
+    pub quant: Option<Quantization>,
+    /// Memory region (1 = arena).
+    pub region: u8,
+    /// Byte offset in the region.
+    pub offset: u64,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+/// One NPU operation of the compiled model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorInfo {
+    /// Name of the IR operator that produced the NPU operation's output.
+    pub name: String,
+    /// NPU kernel (`CONV`, `DEPTHWISE`, `POOL`, `ELEMENTWISE`).
+    pub kernel: String,
+    /// The IR operators fused into it, in order.
+    pub fused: Vec<String>,
+    /// Estimated cycles.
+    pub cycles: u64,
+}
+
+/// A compiled model: command stream, read-only data and where everything lives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompiledModel {
+    /// Target configuration.
+    pub accelerator: Accelerator,
+    /// CONFIG register word of the configuration.
+    pub config_word: u32,
+    /// The register command stream (32-bit words).
+    pub command_stream: Vec<u32>,
+    /// Region 0: weights and scale streams.
+    pub read_only: Vec<u8>,
+    /// Size of region 1 (the feature-map arena) in bytes.
+    pub arena_size: u64,
+    /// Graph inputs.
+    pub inputs: Vec<TensorPlacement>,
+    /// Graph outputs.
+    pub outputs: Vec<TensorPlacement>,
+    /// The NPU operations in execution order.
+    pub operators: Vec<OperatorInfo>,
+}
+
+impl CompiledModel {
+    /// Total estimated cycles.
+    pub fn estimated_cycles(&self) -> u64 {
+        self.operators.iter().map(|o| o.cycles).sum()
+    }
+}
+
+/// Region of the read-only data (weights, scales).
+pub const REGION_READ_ONLY: u8 = 0;
+/// Region of the feature-map arena.
+pub const REGION_ARENA: u8 = 1;
+
+/// Compiles a validated graph for one configuration.
+pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, CompileError> {
+    npuc_ir::validate(graph).map_err(|e| CompileError::Graph(e.to_string()))?;
+    let target = U85Target::new(options.accelerator);
+    let lowered = lower::lower(graph)?;
+    let placement = alloc::allocate(graph, &lowered);
+    let emitted = emit::emit(&target, &lowered, &placement)?;
+    let place = |t: npuc_ir::TensorId| -> TensorPlacement {
+        let tensor = graph.tensor(t).expect("graph tensor");
+        let buf = lowered.buffer_of(t);
+        TensorPlacement {
+            name: tensor.name.clone(),
+            shape: tensor.ty.shape.0.clone(),
+            dtype: tensor.ty.dtype,
+            quant: tensor.quant.clone(),
+            region: REGION_ARENA,
+            offset: placement.offsets[buf],
+            size: lowered.buffers[buf].size,
+        }
+    };
+    Ok(CompiledModel {
+        accelerator: options.accelerator,
+        config_word: target.config_word(),
+        command_stream: emitted.words,
+        read_only: emitted.read_only,
+        arena_size: placement.arena_size,
+        inputs: graph.inputs().iter().map(|&t| place(t)).collect(),
+        outputs: graph.outputs().iter().map(|&t| place(t)).collect(),
+        operators: emitted.operators,
+    })
+}
