@@ -413,10 +413,6 @@ struct RegionPlan {
 
 /// Lanes of the slice DP: (weight parameter, zdiv) pairs.
 const LANES: usize = 8;
-/// Cost standing for "not codable" in the DP tables (kept small enough
-/// that sums never overflow).
-const BIG: u32 = 1 << 28;
-
 /// Sparse histogram: (index, count) for every index that occurs.
 fn sparse_hist(idx: &[u16]) -> Vec<(u16, u32)> {
     let mut h = vec![0u32; 512];
@@ -482,7 +478,7 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         .map(|(p, _)| p)
         .collect();
     // Lane s uses weight parameter lane_w[s] and zdiv lane_z[s]; unused
-    // lanes cost BIG per symbol.
+    // lanes cost LANE_BIG per symbol.
     let mut lane_w = [usize::MAX; LANES];
     let mut lane_z = [0u32; LANES];
     let mut used = 0;
@@ -500,108 +496,137 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         } else {
             0
         };
-    // Per index, the weight bits of every lane (BIG if not codable or unused).
-    let mut wlane = vec![[BIG; LANES]; 512];
-    for (i, row) in wlane.iter_mut().enumerate() {
-        for s in 0..used {
-            row[s] = wps[lane_w[s]].cost(i as u16, ubits).min(BIG);
-        }
-    }
-    // Per short zero run, the zero-run bits of every lane.
+    // The DP runs over blocks of up to BLOCK symbols: slice boundaries fall
+    // on block starts. A symbol followed by a zero run of ISOLATE or more
+    // gets a block of its own, so that such runs can be coded in a slice
+    // with their own zdiv (ordering padding produces them regularly).
+    // Per-lane block sums use SWAR: four 32-bit lanes per u128.
+    const BLOCK: usize = 16;
+    const ISOLATE: u32 = 48;
     const ZTAB: usize = 256;
-    let mut zlane = vec![[0u32; LANES]; ZTAB];
-    if sym.alternating {
-        for (r, row) in zlane.iter_mut().enumerate() {
-            for s in 0..used {
-                row[s] = zcost(r as u32, lane_z[s]);
-            }
+    const LANE_BIG: u32 = 1 << 16;
+    type Row = [u128; 2];
+    let pack = |v: [u32; LANES]| -> Row {
+        let mut r = [0u128; 2];
+        for (s, &x) in v.iter().enumerate() {
+            r[s / 4] |= u128::from(x) << (32 * (s % 4));
         }
-    }
-    let zrow = |r: u32| -> [u32; LANES] {
-        if (r as usize) < ZTAB {
-            zlane[r as usize]
-        } else {
-            let mut row = [0u32; LANES];
-            for s in 0..used {
-                row[s] = zcost(r, lane_z[s]).min(BIG);
-            }
-            row
-        }
+        r
     };
+    let unpack = |r: Row| -> [u64; LANES] {
+        std::array::from_fn(|s| ((r[s / 4] >> (32 * (s % 4))) as u32) as u64)
+    };
+    let zrow32 = |r: u32| -> [u32; LANES] {
+        let mut row = [0u32; LANES];
+        if sym.alternating {
+            for s in 0..used {
+                row[s] = zcost(r, lane_z[s]);
+            }
+        }
+        row
+    };
+    // Per index, the weight bits of every lane (LANE_BIG if not codable or unused).
+    let wlane: Vec<Row> = (0..512u16)
+        .map(|i| {
+            let mut v = [LANE_BIG; LANES];
+            for s in 0..used {
+                v[s] = wps[lane_w[s]].cost(i, ubits).min(LANE_BIG);
+            }
+            pack(v)
+        })
+        .collect();
+    // Per short zero run, the zero-run bits of every lane.
+    let zlane: Vec<Row> = (0..ZTAB as u32).map(|r| pack(zrow32(r))).collect();
 
-    // Costs are kept relative to the best lane (`base` holds the offset).
-    let mut switched = vec![0u8; n];
-    let mut best_before = vec![0u8; n];
-    let mut cost = [BIG; LANES];
+    // Forward pass over blocks. Costs are kept relative to the best lane
+    // (`base` holds the offset); `rel[b]` keeps each lane's relative cost
+    // after block b saturated to 255: the backtrack only needs to know
+    // whether it exceeds the switch cost (the lane started a new slice at
+    // block b + 1, coming from a best lane) and which lanes are best (0).
+    debug_assert!(switch_cost < 255);
+    let mut starts: Vec<usize> = Vec::with_capacity(n / BLOCK + 2);
+    let mut rel: Vec<[u8; LANES]> = Vec::with_capacity(n / BLOCK + 2);
+    let mut cost = [0u64; LANES];
     let mut base = 0u64;
-    if n > 0 {
-        let wl = &wlane[usize::from(sym.idx[0])];
-        let zl = if sym.alternating {
-            zrow(sym.zruns[1])
+    let sw = u64::from(switch_cost);
+    let mut i = 0;
+    while i < n {
+        // Block i..j; sums of short-run symbols in SWAR, long runs exact.
+        let mut acc: Row = [0, 0];
+        let mut exact = [0u64; LANES];
+        let mut j = i;
+        while j < n && j - i < BLOCK {
+            let r = if sym.alternating { sym.zruns[j + 1] } else { 0 };
+            if r >= ISOLATE && j > i {
+                break;
+            }
+            let w = wlane[usize::from(sym.idx[j])];
+            acc[0] += w[0];
+            acc[1] += w[1];
+            if (r as usize) < ZTAB {
+                let z = zlane[r as usize];
+                acc[0] += z[0];
+                acc[1] += z[1];
+            } else {
+                for (e, z) in exact.iter_mut().zip(zrow32(r)) {
+                    *e += u64::from(z);
+                }
+            }
+            j += 1;
+            if r >= ISOLATE {
+                break;
+            }
+        }
+        let sums = unpack(acc);
+        let z0 = if i == 0 {
+            zrow32(if sym.alternating { sym.zruns[0] } else { 0 })
         } else {
             [0; LANES]
         };
-        let z0 = if sym.alternating {
-            zrow(sym.zruns[0])
-        } else {
-            [0; LANES]
-        };
+        let mut t = [0u64; LANES];
         for s in 0..LANES {
-            cost[s] = switch_cost + z0[s] + wl[s] + zl[s];
+            let prev = if i == 0 { sw } else { cost[s].min(sw) };
+            t[s] = prev + sums[s] + exact[s] + u64::from(z0[s]);
         }
-        switched[0] = u8::MAX;
-    }
-    for i in 1..n {
-        let mut m = u32::MAX;
-        for &c in &cost {
-            m = m.min(c);
-        }
-        let mut eq = 0u32;
-        for (s, &c) in cost.iter().enumerate() {
-            eq |= u32::from(c == m) << s;
-        }
-        best_before[i] = eq.trailing_zeros() as u8;
-        base += u64::from(m);
-        let wl = &wlane[usize::from(sym.idx[i])];
-        let zl = if sym.alternating {
-            zrow(sym.zruns[i + 1])
-        } else {
-            [0; LANES]
-        };
-        let mut mask = 0u32;
+        let m = t.iter().copied().fold(u64::MAX, u64::min);
+        base += m;
+        let mut row = [0u8; LANES];
         for s in 0..LANES {
-            let c = cost[s] - m;
-            mask |= u32::from(c > switch_cost) << s;
-            cost[s] = c.min(switch_cost) + wl[s] + zl[s];
+            cost[s] = t[s] - m;
+            row[s] = cost[s].min(255) as u8;
         }
-        switched[i] = mask as u8;
+        starts.push(i);
+        rel.push(row);
+        i = j;
     }
-    // Backtrack from the best final lane.
-    let (mut s, mut last) = (0usize, cost[0]);
-    for (k, &c) in cost.iter().enumerate() {
-        if c < last {
-            last = c;
-            s = k;
-        }
-    }
+    // Backtrack from the first best final lane.
+    let best = |row: &[u8; LANES]| row.iter().position(|&c| c == 0).unwrap_or(0);
     let mut slices = Vec::new();
-    let mut end = n;
-    let mut i = n;
-    while i > 0 {
-        i -= 1;
-        if switched[i] & (1 << s) != 0 {
-            slices.push(SlicePlan {
-                start: i,
-                end,
-                wparam: wps[lane_w[s]],
-                zdiv: lane_z[s] as u8,
-            });
-            end = i;
-            s = usize::from(best_before[i]);
+    let nb = starts.len();
+    if nb > 0 {
+        let mut s = best(&rel[nb - 1]);
+        let mut end = n;
+        for b in (1..nb).rev() {
+            if u64::from(rel[b - 1][s]) > sw {
+                slices.push(SlicePlan {
+                    start: starts[b],
+                    end,
+                    wparam: wps[lane_w[s]],
+                    zdiv: lane_z[s] as u8,
+                });
+                end = starts[b];
+                s = best(&rel[b - 1]);
+            }
         }
+        slices.push(SlicePlan {
+            start: 0,
+            end,
+            wparam: wps[lane_w[s]],
+            zdiv: lane_z[s] as u8,
+        });
     }
     slices.reverse();
-    let total = base + u64::from(last);
+    let total = base;
     // The first slice's switch cost stands for its header.
     let bits = total + u64::from(SLICE_HEADER_BITS) - u64::from(switch_cost.min(total as u32));
     (slices, bits)
@@ -620,21 +645,33 @@ struct Candidate {
 /// 0..=3 (alternating mode), in one pass.
 fn region_stats(weights: &[i16]) -> (Vec<u32>, u64) {
     let mut hist = vec![0u32; 511];
+    // Zero runs: short ones counted, long ones costed directly.
+    let mut short = [0u32; 256];
     let mut c = [0u64; 4];
     let mut run = 0u32;
+    let add_run = |run: u32, short: &mut [u32; 256], c: &mut [u64; 4]| {
+        if let Some(k) = short.get_mut(run as usize) {
+            *k += 1;
+        } else {
+            for (zd, ci) in c.iter_mut().enumerate() {
+                *ci += u64::from(zcost(run, zd as u32));
+            }
+        }
+    };
     for &v in weights {
         hist[slot(v)] += 1;
         if v == 0 {
             run += 1;
         } else {
-            for (zd, ci) in c.iter_mut().enumerate() {
-                *ci += u64::from(zcost(run, zd as u32));
-            }
+            add_run(run, &mut short, &mut c);
             run = 0;
         }
     }
-    for (zd, ci) in c.iter_mut().enumerate() {
-        *ci += u64::from(zcost(run, zd as u32));
+    add_run(run, &mut short, &mut c);
+    for (r, &k) in short.iter().enumerate() {
+        for (zd, ci) in c.iter_mut().enumerate() {
+            *ci += u64::from(k) * u64::from(zcost(r as u32, zd as u32));
+        }
     }
     (hist, c.iter().min().copied().unwrap_or(0))
 }
