@@ -1,4 +1,4 @@
-//! TFLite flatbuffer reader (and, later, lowering to the npuc IR).
+//! TFLite flatbuffer reader and lowering to the npuc IR.
 //!
 //! # Reading
 //!
@@ -50,18 +50,18 @@
 //! `ids`, `error`, and the generated `schema` (`src/schema_generated.rs`, committed; rerun
 //! `frontend-tflite/generate.sh` with flatc 25.12.19 after a schema update). Lowering to the
 //! npuc IR is the `lower` module.
-
-# Lowering
-
-[`lower::lower`] turns the main subgraph into an `npuc_ir::Graph` whose reference interpreter
-reproduces TFLite's reference kernels bit for bit (checked against every golden in
-`models/golden/` by `tests/goldens.rs`): convolutions as raw accumulators plus an explicit
-RESCALE with TFLite's rounding (gemmlowp double rounding for int8, the 16-bit-multiplier
-single rounding of the 16x8 kernels, single rounding for per-channel fully connected), fused
-activations as CLAMPs, ADD/SUB/MUL with TFLite's input rescale scheme, int8 activations as
-TABLEs computed from TFLite's kernels, softmax as a fixed-point composite, data movement
-without a direct IR operator as GATHERs with constant index tables. Unsupported operators or
-options give a [`lower::LowerError`] naming the operator index and opcode.
+//!
+//! # Lowering
+//!
+//! [`lower::lower`] turns the main subgraph into an `npuc_ir::Graph` whose reference interpreter
+//! reproduces TFLite's reference kernels bit for bit (checked against every golden in
+//! `models/golden/` by `tests/goldens.rs`): convolutions as raw accumulators plus an explicit
+//! RESCALE with TFLite's rounding (gemmlowp double rounding for int8, the 16-bit-multiplier
+//! single rounding of the 16x8 kernels, single rounding for per-channel fully connected), fused
+//! activations as CLAMPs, ADD/SUB/MUL with TFLite's input rescale scheme, int8 activations as
+//! TABLEs computed from TFLite's kernels, softmax as a fixed-point composite, data movement
+//! without a direct IR operator as GATHERs with constant index tables. Unsupported operators or
+//! options give a [`lower::LowerError`] naming the operator index and opcode.
 //!
 //! `cargo run -p npuc-frontend-tflite --example tflite_dump -- FILE.tflite` prints what the
 //! reader sees in a file.

@@ -5,13 +5,13 @@
 //! Every TFLite operator becomes one or more IR operators; the quantization arithmetic is
 //! explicit:
 //!
-//! * convolution-like operators produce raw accumulators followed by a [`Op::Rescale`] with the
+//! * convolution-like operators produce raw accumulators followed by a [`npuc_ir::Op::Rescale`] with the
 //!   rounding TFLite uses (gemmlowp double rounding for int8 conv / depthwise / elementwise,
 //!   the 64-bit single-rounding path with a 16-bit multiplier for 16x8 kernels), and the fused
-//!   activation becomes an [`Op::Clamp`];
+//!   activation becomes an [`npuc_ir::Op::Clamp`];
 //! * elementwise ADD/SUB follow TFLite's scheme (inputs shifted left by 20, or 15 for int16,
 //!   rescaled per input, summed, rescaled to the output);
-//! * table-like activations become [`Op::Table`]s computed at lowering time;
+//! * table-like activations become [`npuc_ir::Op::Table`]s computed at lowering time;
 //! * softmax is a composite of integer IR operators reproducing TFLite's fixed-point kernel.
 //!
 //! Multipliers and shifts are derived from the tensors' real scales the way TFLite's
