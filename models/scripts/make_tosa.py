@@ -98,19 +98,22 @@ def graph_info(buf):
 
 
 def convert(name, workdir):
-    src = os.path.join(TFLITE_DIR, name + ".tflite")
-    mlir = os.path.join(workdir, name + ".mlir")
-    out = os.path.join(workdir, name + ".tosa")
+    # relative names in workdir: tosa-opt writes the .mlir path into every
+    # operator's location string, which ends up in the .tosa file
+    shutil.copyfile(os.path.join(TFLITE_DIR, name + ".tflite"), os.path.join(workdir, name + ".tflite"))
+    src, mlir, out = name + ".tflite", name + ".mlir", name + ".tosa"
     p = subprocess.run([os.path.join(BIN, "tosa-converter-for-tflite"), src, "--text", "-o", mlir],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, cwd=workdir)
     if p.returncode != 0:
         return None, "tosa-converter-for-tflite: " + (p.stderr.strip() or p.stdout.strip()).splitlines()[-1][:300]
-    with open(mlir) as f:
+    with open(os.path.join(workdir, mlir)) as f:
         text = f.read()
     left = sorted({w.split('"')[0] for w in text.split('"tfl.')[1:]})
     p = subprocess.run([os.path.join(BIN, "tosa-opt"), mlir, f"--tosa-attach-target={TARGET}",
                         "--tosa-validate=strict-op-spec-alignment", "--tosa-serialize",
-                        f"--tosa-flatbuffer-filename={out}", "-o", os.devnull], capture_output=True, text=True)
+                        f"--tosa-flatbuffer-filename={out}", "-o", os.devnull], capture_output=True, text=True,
+                       cwd=workdir)
+    out = os.path.join(workdir, out)
     if p.returncode != 0 or not os.path.exists(out):
         err = (p.stderr.strip() or p.stdout.strip() or "no output").splitlines()
         msg = next((l for l in err if "error" in l), err[0])
