@@ -1,8 +1,11 @@
 //! SWD encoder benchmark: stream size against Vela's golden streams and
 //! encode speed.
 //!
-//! `cargo bench -p npuc-codecs --bench weights` prints, per golden SWD case
-//! (`models/fixtures/weights-u85-256`) and per synthetic weight distribution,
+//! `cargo bench -p npuc-codecs --bench weights` prints, per golden case
+//! (`models/fixtures/weights-u85-256`; for Vela's FWD cases the SWD stream is
+//! compared with Vela's FWD stream), per Vela stream of synthetic realistic
+//! weights (`models/fixtures/swd-synthetic-u85-256`) and per synthetic weight
+//! distribution (no Vela stream: the ratio column is then bytes per weight),
 //! npuc's SWD stream bytes next to Vela's, the ratio, and the encode speed in
 //! MB of weights (one byte per weight) per second on one core; then runs
 //! criterion timings of the same encodes.
@@ -132,6 +135,30 @@ fn golden_streams() -> Vec<(String, Vec<i16>, Option<usize>)> {
     out
 }
 
+/// Vela SWD streams for synthetic realistic weights (decoded to get the
+/// weights in stream order).
+fn synthetic_vela_streams() -> Vec<(String, Vec<i16>, Option<usize>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../models/fixtures/swd-synthetic-u85-256");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.path().join("vela_stream0.bin").exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+        .into_iter()
+        .map(|n| {
+            let vela = std::fs::read(dir.join(&n).join("vela_stream0.bin")).unwrap();
+            let w = npuc_codecs::swd::decode::decode(&vela, 1 << 22).unwrap();
+            (format!("{n} (synthetic)"), w, Some(vela.len()))
+        })
+        .collect()
+}
+
 fn table(rows: &[(String, Vec<i16>, Option<usize>)]) {
     println!();
     println!(
@@ -188,6 +215,7 @@ fn table(rows: &[(String, Vec<i16>, Option<usize>)]) {
 fn main() {
     let golden = golden_streams();
     table(&golden);
+    table(&synthetic_vela_streams());
     let synth: Vec<(String, Vec<i16>, Option<usize>)> = synthetic(1 << 20)
         .into_iter()
         .map(|(n, w)| (n.to_string(), w, None))
