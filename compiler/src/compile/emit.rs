@@ -421,7 +421,7 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
         if let Some(s) = op.ifm_scale {
             w.set(Command::SetIfmScale(SetIfmScale {
                 shift: s.shift,
-                dbl_rnd: 0,
+                dbl_rnd: s.dbl_rnd,
                 round_mode: s.round,
                 scale: s.scale,
             }));
@@ -429,7 +429,7 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
         if let Some(s) = op.ifm2_scale {
             w.set(Command::SetIfm2Scale(SetIfm2Scale {
                 shift: s.shift,
-                dbl_rnd: 0,
+                dbl_rnd: s.dbl_rnd,
                 round_mode: s.round,
                 scale: s.scale,
             }));

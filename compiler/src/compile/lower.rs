@@ -66,6 +66,8 @@ pub enum Requant {
 pub struct InputScale {
     pub scale: u32,
     pub shift: u8,
+    /// Double-rounding position offset (a left shift folded into the scale).
+    pub dbl_rnd: u8,
     pub round: RoundModeIfm,
 }
 
@@ -490,30 +492,88 @@ impl<'g> Ctx<'g> {
         Ok(())
     }
 
-    /// An elementwise operand: an i8 tensor through a per-tensor RESCALE to i32, or (MUL) an
-    /// i8 tensor directly.
+    /// The producer of `t` if `t` only feeds one operator and is not a graph output.
+    fn fusable_producer(&self, t: TensorId) -> Option<(OpId, &'g OpNode)> {
+        self.sole_consumer(t)?;
+        let p = self.g.producer(t)?;
+        Some((p, self.node(p)))
+    }
+
+    /// An exact per-tensor RESCALE of an i8 tensor to i32 (multiplier `2^shift`): returns the
+    /// i8 input and the zero point.
+    fn widen(&self, t: TensorId) -> Option<(OpId, TensorId, i64)> {
+        let (p, pnode) = self.fusable_producer(t)?;
+        let Op::Rescale(r) = &pnode.op else {
+            return None;
+        };
+        let x = pnode.inputs()[0];
+        let exact = r.multiplier.len() == 1
+            && r.shift[0] < 31
+            && i64::from(r.multiplier[0]) == 1i64 << r.shift[0];
+        (exact
+            && r.output_dtype == DType::Int32
+            && self.dtype(x) == DType::Int8
+            && !r.input_unsigned
+            && r.output_zp == 0)
+            .then_some((p, x, r.input_zp))
+    }
+
+    /// An elementwise operand; the forms accepted are
+    /// * i8 -> RESCALE(i32, multiplier M, shift S) (any rounding),
+    /// * i8 -> exact RESCALE(i32, zero point) -> LOGICAL_LEFT_SHIFT(k) -> RESCALE(M, S) (the
+    ///   TFLite ADD/SUB scheme; the left shift becomes the IFM_SCALE dbl_rnd field),
+    /// * (MUL only) i8 -> exact RESCALE(i32, zero point), or an i8 tensor directly.
     fn operand(
         &mut self,
         node: &OpNode,
         t: TensorId,
         names: &mut Vec<String>,
     ) -> Result<(TensorId, i64, Option<InputScale>), CompileError> {
-        if let Some(p) = self.g.producer(t) {
-            let pnode = self.node(p);
+        let is_mul = matches!(node.op, Op::Mul(_));
+        if is_mul {
+            if let Some((p, x, zp)) = self.widen(t) {
+                self.fused.insert(p);
+                names.push(self.node(p).name.clone());
+                return Ok((x, zp, None));
+            }
+            if self.dtype(t) == DType::Int8 {
+                return Ok((t, 0, None));
+            }
+        } else if let Some((p, pnode)) = self.fusable_producer(t) {
             if let Op::Rescale(r) = &pnode.op {
-                let x = pnode.inputs()[0];
-                if self.sole_consumer(t) == Some(self.g.consumers(t)[0].0)
-                    && r.output_dtype == DType::Int32
-                    && self.dtype(x) == DType::Int8
+                let u = pnode.inputs()[0];
+                let simple = r.output_dtype == DType::Int32
                     && r.multiplier.len() == 1
                     && !r.input_unsigned
                     && r.output_zp == 0
                     && (0..=63).contains(&r.shift[0])
-                    && r.multiplier[0] >= 0
-                {
-                    // The NPU does not saturate the scaled input; make sure TOSA would not.
+                    && r.multiplier[0] >= 0;
+                // Optional LOGICAL_LEFT_SHIFT by a constant after an exact widening.
+                let mut chain = None;
+                if simple && r.input_zp == 0 && self.dtype(u) == DType::Int32 {
+                    if let Some((lp, lnode)) = self.fusable_producer(u) {
+                        if matches!(lnode.op, Op::LogicalLeftShift) {
+                            let k = self
+                                .const_data(lnode.inputs()[1])
+                                .map(|d| d.to_i64_vec())
+                                .filter(|v| !v.is_empty() && v.iter().all(|&k| k == v[0]))
+                                .map(|v| v[0]);
+                            if let (Some(k), Some((wp, x, zp))) = (k, self.widen(lnode.inputs()[0]))
+                            {
+                                if (0..=30).contains(&k) && k <= i64::from(r.shift[0]) {
+                                    chain = Some((vec![wp, lp], x, zp, k as u8));
+                                }
+                            }
+                        }
+                    }
+                }
+                let direct =
+                    (simple && self.dtype(u) == DType::Int8).then(|| (vec![], u, r.input_zp, 0u8));
+                if let Some((extra, x, zp, k)) = chain.or(direct) {
+                    let shift = r.shift[0] as u8 - k;
+                    // The NPU does not saturate the scaled input; make sure the IR would not.
                     let m = i128::from(r.multiplier[0]);
-                    if (256 * m) >> r.shift[0] >= 1 << 31 {
+                    if (256 * m) >> shift >= 1 << 31 {
                         return Err(unsupported(pnode, "input rescale could saturate"));
                     }
                     let round = if r.scale32 && r.rounding == RescaleRounding::DoubleRound {
@@ -521,19 +581,21 @@ impl<'g> Ctx<'g> {
                     } else {
                         RoundModeIfm::Natural
                     };
+                    for e in extra {
+                        self.fused.insert(e);
+                        names.push(self.node(e).name.clone());
+                    }
                     self.fused.insert(p);
                     names.push(pnode.name.clone());
                     let s = InputScale {
                         scale: r.multiplier[0] as u32,
-                        shift: r.shift[0] as u8,
+                        shift,
+                        dbl_rnd: k,
                         round,
                     };
-                    return Ok((x, r.input_zp, Some(s)));
+                    return Ok((x, zp, Some(s)));
                 }
             }
-        }
-        if self.dtype(t) == DType::Int8 && matches!(node.op, Op::Mul(_)) {
-            return Ok((t, 0, None));
         }
         Err(unsupported(
             node,
@@ -571,6 +633,7 @@ impl<'g> Ctx<'g> {
                 ));
             }
             let one = InputScale {
+                dbl_rnd: 0,
                 scale: 1,
                 shift: 0,
                 round: RoundModeIfm::DoubleSymmetric,
@@ -711,6 +774,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     let order = g
         .topo_order()
         .map_err(|e| CompileError::Graph(e.to_string()))?;
+    let mut deferred = Vec::new();
     for o in order {
         if cx.fused.contains(&o) {
             continue;
@@ -725,21 +789,21 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 let buf = cx.input_buffer(node, x)?;
                 cx.lowered.tensor_buffer.insert(node.outputs()[0], buf);
             }
-            Op::Rescale(_) => {
-                // Input rescales of an elementwise operation are fused by that operation.
-                let out = node.outputs()[0];
-                let feeds_elementwise = cx
-                    .sole_consumer(out)
-                    .is_some_and(|c| matches!(cx.node(c).op, Op::Add | Op::Sub | Op::Mul(_)));
-                if !feeds_elementwise {
-                    return Err(unsupported(
-                        node,
-                        "a RESCALE that does not follow a convolution or surround an elementwise operation",
-                    ));
-                }
+            Op::Rescale(_) | Op::LogicalLeftShift
+                if cx.dtype(node.outputs()[0]) == DType::Int32 =>
+            {
+                // Possibly part of an elementwise operand; the elementwise operation fuses it,
+                // and anything left unfused is reported below.
+                deferred.push(o);
             }
             _ => return Err(unsupported(node, "operator not in the NPU slice yet")),
         }
+    }
+    if let Some(&o) = deferred.iter().find(|o| !cx.fused.contains(o)) {
+        return Err(unsupported(
+            cx.node(o),
+            "only RESCALEs after a convolution or around an elementwise operation are supported",
+        ));
     }
     for &t in g.outputs() {
         let Some(&buf) = cx.lowered.tensor_buffer.get(&t) else {
