@@ -202,7 +202,7 @@ fn table(rows: &[(String, Vec<i16>, Option<usize>)]) {
     if tv > 0 {
         println!(
             "{:40} {:>9} {:>10} {:>10} {:>7.4}",
-            "total (golden)",
+            "total (cases with a Vela stream)",
             "",
             tn,
             tv,

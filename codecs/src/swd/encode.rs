@@ -526,17 +526,21 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         row
     };
     // Per index, the weight bits of every lane (LANE_BIG if not codable or unused).
-    let wlane: Vec<Row> = (0..512u16)
-        .map(|i| {
-            let mut v = [LANE_BIG; LANES];
-            for s in 0..used {
-                v[s] = wps[lane_w[s]].cost(i, ubits).min(LANE_BIG);
-            }
-            pack(v)
-        })
-        .collect();
+    // Only indices that occur need a row.
+    let mut wlane: Vec<Row> = vec![pack([LANE_BIG; LANES]); 512];
+    for &(i, _) in &hist {
+        let mut v = [LANE_BIG; LANES];
+        for s in 0..used {
+            v[s] = wps[lane_w[s]].cost(i, ubits).min(LANE_BIG);
+        }
+        wlane[usize::from(i)] = pack(v);
+    }
     // Per short zero run, the zero-run bits of every lane.
-    let zlane: Vec<Row> = (0..ZTAB as u32).map(|r| pack(zrow32(r))).collect();
+    let zlane: Vec<Row> = if sym.alternating {
+        (0..ZTAB as u32).map(|r| pack(zrow32(r))).collect()
+    } else {
+        vec![[0, 0]; ZTAB]
+    };
 
     // Forward pass over blocks. Costs are kept relative to the best lane
     // (`base` holds the offset); `rel[b]` keeps each lane's relative cost
