@@ -109,6 +109,29 @@ fn slices_longer_than_32768_weights_are_split() {
 }
 
 #[test]
+fn alternating_slices_longer_than_32768_nonzero_weights_are_split() {
+    // Half zeros in runs of 0..3: alternating mode, ~75000 nonzero weights.
+    let w: Vec<i16> = (0..150_000u32)
+        .map(|i| {
+            let h = i.wrapping_mul(2_654_435_761) >> 24;
+            if h % 2 == 0 {
+                0
+            } else {
+                (h % 61) as i16 - 30
+            }
+        })
+        .collect();
+    let s = encode(&w).unwrap();
+    let d = decode_traced(&s, w.len()).unwrap();
+    assert!(d.weights == w);
+    assert!(d
+        .slices
+        .iter()
+        .all(|t| t.header.zero_run_mode.is_alternating()));
+    assert!(d.slices.len() >= 3);
+}
+
+#[test]
 fn a_very_long_zero_run_is_one_zero_run() {
     let mut w = vec![0i16; 1_000_000];
     w[500_000] = 3;
