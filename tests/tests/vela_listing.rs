@@ -72,7 +72,13 @@ fn disassembly_matches_vela_listing_on_every_fixture() {
         };
         compared_files += 1;
         let listed = common::vela_listing::parse(&listing);
-        let artifact = Artifact::read(path).unwrap_or_else(|e| panic!("{config}/{name}: {e}"));
+        let Some(artifact) = common::read_vela_artifact(config, name, path) else {
+            assert!(
+                listed.is_empty(),
+                "{config}/{name}: Vela lists streams but the model has no ethos-u operator"
+            );
+            continue;
+        };
         assert_eq!(
             artifact.streams.len(),
             listed.len(),
@@ -118,7 +124,9 @@ fn disassembly_matches_vela_listing_on_every_fixture() {
 #[test]
 fn every_fixture_decodes_with_no_unknown_word() {
     for (config, name, path) in common::vela_artifacts() {
-        let artifact = Artifact::read(&path).unwrap_or_else(|e| panic!("{config}/{name}: {e}"));
+        let Some(artifact) = common::read_vela_artifact(&config, &name, &path) else {
+            continue;
+        };
         for s in &artifact.streams {
             npuc::disasm::decode(s).unwrap_or_else(|e| panic!("{config}/{name}: {e}"));
             let expected = match config.as_str() {

@@ -36,3 +36,41 @@ pub fn vela_artifacts() -> Vec<(String, String, PathBuf)> {
     out.sort();
     out
 }
+
+/// The number of `ethos-u` operators `models/corpus.json` records for a Vela compilation
+/// (`config` is the directory under models/vela, e.g. `u85_256`).
+pub fn expected_ethos_u_ops(config: &str, name: &str) -> usize {
+    let corpus: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(models_dir().join("corpus.json")).expect("models/corpus.json"),
+    )
+    .expect("corpus.json is JSON");
+    let model = corpus["models"]
+        .as_array()
+        .and_then(|a| a.iter().find(|m| m["name"] == name))
+        .unwrap_or_else(|| panic!("{name} is not in models/corpus.json"));
+    model["vela"][config]["ethos_u_ops"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("corpus.json has no {config} entry for {name}")) as usize
+}
+
+/// Reads a Vela artifact, or `None` when corpus.json says Vela placed nothing on the NPU
+/// (and the reader agrees).
+pub fn read_vela_artifact(
+    config: &str,
+    name: &str,
+    path: &Path,
+) -> Option<npuc::artifact::Artifact> {
+    let expected = expected_ethos_u_ops(config, name);
+    match npuc::artifact::Artifact::read(path) {
+        Ok(a) => {
+            assert_eq!(
+                a.streams.len(),
+                expected,
+                "{config}/{name}: ethos-u operators"
+            );
+            Some(a)
+        }
+        Err(npuc::artifact::ArtifactError::NoNpuOperators) if expected == 0 => None,
+        Err(e) => panic!("{config}/{name}: {e}"),
+    }
+}
