@@ -7,8 +7,10 @@
 //! 1. **Regions.** The sequence is cut into regions, each starting with a
 //!    `newpal` slice that sets the zero-run mode class (alternating or not)
 //!    and the index mapping (palette, `dirofs`, `palbits`). A dynamic
-//!    programme over blocks of weights decides where a new region pays for
-//!    its header and palette, with per-block costs from histograms.
+//!    programme over blocks of 2048 weights decides where switching between
+//!    alternating and non-alternating mode pays for a new header and
+//!    palette, with per-block costs from bit tables; a split is kept only if
+//!    its planned size beats a single region.
 //! 2. **Index mapping.** Per region, candidate mappings are direct coding and
 //!    palettes of the most frequent values (by frequency rank, so frequent
 //!    values get small indices); each is costed exactly from the value
@@ -91,6 +93,7 @@ pub fn encode_with_stats(weights: &[i16]) -> Result<(Vec<u8>, EncodeStats), Enco
         });
     }
     let regions = plan_regions(weights);
+    debug_assert!(regions.windows(2).all(|r| r[0].end == r[1].start));
     let mut w = BitWriter::with_capacity(weights.len() + 64);
     let mut stats = EncodeStats::default();
     for r in &regions {
@@ -797,16 +800,144 @@ struct Region {
     plan: RegionPlan,
 }
 
-/// Splits the stream into regions. Currently a single region.
+/// Block size (weights) of the region DP.
+const REGION_BLOCK: usize = 2048;
+
+/// Splits the stream into regions, each starting with a `newpal` slice.
+///
+/// A dynamic programme over blocks of [`REGION_BLOCK`] weights with two
+/// states, alternating and non-alternating mode (each with the index
+/// mapping and weight parameters that are best for the whole stream),
+/// decides where switching mode pays for a new slice header and palette.
+/// Block costs come from per-value bit tables (zero runs with the best
+/// `zdiv` per block). If it proposes more than one region, each region is
+/// planned on its own (with its own palette) and the split is kept only if
+/// its planned size beats the single-region plan.
 fn plan_regions(weights: &[i16]) -> Vec<Region> {
     if weights.is_empty() {
         return Vec::new();
     }
-    vec![Region {
-        start: 0,
-        end: weights.len(),
-        plan: plan_region(weights),
-    }]
+    let single = plan_region(weights);
+    let whole = |plan| {
+        vec![Region {
+            start: 0,
+            end: weights.len(),
+            plan,
+        }]
+    };
+    let nb = weights.len().div_ceil(REGION_BLOCK);
+    if nb < 2 {
+        return whole(single);
+    }
+    let (hist, zero_run_bits) = region_stats(weights);
+    let mut cands = Vec::new();
+    candidates(weights, &hist, zero_run_bits, true, &mut cands);
+    candidates(weights, &hist, zero_run_bits, false, &mut cands);
+    let best_of = |alt: bool| {
+        cands
+            .iter()
+            .filter(|c| c.alternating == alt)
+            .min_by_key(|c| c.estimate)
+    };
+    let (Some(alt), Some(non)) = (best_of(true), best_of(false)) else {
+        return whole(single);
+    };
+    // Bits per value for each class with its best single weight parameter.
+    let value_bits = |c: &Candidate| -> Option<Vec<u32>> {
+        let ubits = c.mapping.palette.uncompressed_bits();
+        let ih: Vec<(u16, u32)> = (0..511)
+            .filter(|&s| hist[s] > 0 && !(c.alternating && s == slot(0)))
+            .map(|s| (c.mapping.index_of[s], hist[s]))
+            .collect();
+        let (p, _) = *best_wparams(&ih, ubits, 1).first()?;
+        Some(
+            (0..511)
+                .map(|s| {
+                    if c.alternating && s == slot(0) {
+                        0
+                    } else if hist[s] > 0 {
+                        p.cost(c.mapping.index_of[s], ubits).min(1 << 16)
+                    } else {
+                        0
+                    }
+                })
+                .collect(),
+        )
+    };
+    let (Some(alt_bits), Some(non_bits)) = (value_bits(alt), value_bits(non)) else {
+        return whole(single);
+    };
+    // Per-block costs: [alternating, non-alternating].
+    let mut block = vec![[0u64; 2]; nb];
+    let mut run = 0u32;
+    let mut zsum = [0u64; 4];
+    for (b, chunk) in weights.chunks(REGION_BLOCK).enumerate() {
+        let (mut a, mut n) = (0u64, 0u64);
+        for &v in chunk {
+            let s = slot(v);
+            a += u64::from(alt_bits[s]);
+            n += u64::from(non_bits[s]);
+            if v == 0 {
+                run += 1;
+            } else {
+                for (zd, z) in zsum.iter_mut().enumerate() {
+                    *z += u64::from(zcost(run, zd as u32));
+                }
+                run = 0;
+            }
+        }
+        if b + 1 == nb {
+            for (zd, z) in zsum.iter_mut().enumerate() {
+                *z += u64::from(zcost(run, zd as u32));
+            }
+        }
+        block[b] = [a + zsum.iter().copied().min().unwrap_or(0), n];
+        zsum = [0; 4];
+    }
+    let switch = [
+        u64::from(
+            SLICE_HEADER_BITS + alt.mapping.header_bits() + EXPECTED_W_PADDING + EXPECTED_Z_PADDING,
+        ),
+        u64::from(SLICE_HEADER_BITS + non.mapping.header_bits() + EXPECTED_W_PADDING),
+    ];
+    let mut cost = [switch[0] + block[0][0], switch[1] + block[0][1]];
+    let mut switched = vec![[false; 2]; nb];
+    for b in 1..nb {
+        let prev = cost;
+        for s in 0..2 {
+            let stay = prev[s];
+            let from = prev[1 - s] + switch[s];
+            switched[b][s] = from < stay;
+            cost[s] = stay.min(from) + block[b][s];
+        }
+    }
+    let mut s = usize::from(cost[1] < cost[0]);
+    let mut bounds = vec![weights.len()];
+    for b in (1..nb).rev() {
+        if switched[b][s] {
+            bounds.push(b * REGION_BLOCK);
+            s = 1 - s;
+        }
+    }
+    if bounds.len() == 1 {
+        return whole(single);
+    }
+    bounds.push(0);
+    bounds.reverse();
+    let regions: Vec<Region> = bounds
+        .windows(2)
+        .map(|w| Region {
+            start: w[0],
+            end: w[1],
+            plan: plan_region(&weights[w[0]..w[1]]),
+        })
+        .collect();
+    let split_bits: u64 = regions.iter().map(|r| r.plan.bits).sum();
+    if split_bits < single.bits {
+        regions
+    } else {
+        whole(single)
+    }
 }
 
 /// A plan that always exists: non-alternating direct mode with dirofs 0,
@@ -1042,6 +1173,36 @@ mod tests {
         round_trip(&[-255, 255, 0, 1, -1]);
         let v: Vec<i16> = (0..3000).map(|i| ((i * 7919) % 511 - 255) as i16).collect();
         round_trip(&v);
+    }
+
+    #[test]
+    fn dense_and_sparse_stretches_get_their_own_regions() {
+        // Dense uniform int8, then 97 % zeros, then dense again: one
+        // non-alternating region would code every zero as an index, one
+        // alternating region would pay a zero run per dense weight.
+        let mut x = 0x1234_5678u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut w: Vec<i16> = (0..20_000).map(|_| (next() % 255) as i16 - 127).collect();
+        w.extend((0..20_000).map(|_| {
+            let r = next();
+            if r % 100 < 97 {
+                0
+            } else {
+                (r >> 8) as i16 % 127
+            }
+        }));
+        w.extend((0..20_000).map(|_| (next() % 255) as i16 - 127));
+        let (s, stats) = encode_with_stats(&w).unwrap();
+        assert_eq!(decode(&s, w.len()).unwrap(), w);
+        assert_eq!(stats.regions, 3);
+        let single = plan_region(&w);
+        let split: u64 = plan_regions(&w).iter().map(|r| r.plan.bits).sum();
+        assert!(split + 2000 < single.bits, "{split} vs {}", single.bits);
     }
 
     #[test]
