@@ -47,7 +47,7 @@ fn avgpool_reciprocal() {
     assert_eq!(avgpool_scale(9), ((((1i64 << 30) + 1) << 4) / 9, 34));
     for d in 1..=64u32 {
         let (s, sh) = avgpool_scale(d);
-        assert!((1 << 30) <= s && s < (1 << 31), "d={d}");
+        assert!(((1 << 30)..(1 << 31)).contains(&s), "d={d}");
         // 9 * d / d rounds to 9 with natural rounding
         assert_eq!(
             rsr(

@@ -1,4 +1,5 @@
 //! NPU_OP_DMA_START (TRM 3.10.4) and copy_bytes (3.6.3).
+#![allow(clippy::needless_range_loop)]
 mod sim_common;
 use npuc_backend::isa::*;
 use npuc_backend::sim::Fault;

@@ -1,4 +1,5 @@
 //! NPU_OP_ELEMENTWISE corners (TRM 3.10.6).
+#![allow(clippy::needless_range_loop)]
 mod sim_common;
 use npuc_backend::isa::*;
 use sim_common::*;

@@ -1,4 +1,5 @@
 //! Diagnostics (TRM 3.5.4, 3.6.1, 3.11.2): every failure names the command and the rule.
+#![allow(clippy::needless_range_loop)]
 mod sim_common;
 use npuc_backend::isa::*;
 use npuc_backend::sim::{Fault, SimError};

@@ -330,7 +330,7 @@ impl Output {
             ) || allowed_all,
             "3.6.5",
             "transpose == HWC || HCW || CHW || allowed_perms == allowed_perms_all",
-            || format!("{}", t.name()),
+            || t.name().to_string(),
         )?;
         check(
             t == ActivationTranspose::Hwc || !b64,
