@@ -1,0 +1,262 @@
+//! The npuc container round trip, compile errors, and register values against Vela's listing.
+
+mod compile_common;
+
+use compile_common::*;
+use npuc::compile::{compile, CompileError, Options};
+use npuc::container;
+use npuc_backend::isa::{decode_stream, Command};
+use npuc_ir::*;
+
+#[test]
+fn container_round_trip() {
+    let g = conv3x3_relu(&mut Rng(1));
+    let m = compile(&g, &Options::default()).unwrap();
+    let bytes = container::to_bytes(&m);
+    assert_eq!(&bytes[..4], b"NPUC");
+    assert_eq!(bytes.len() % 16, 0);
+    let c = container::from_bytes(&bytes).unwrap();
+    assert_eq!(c.version, container::VERSION);
+    assert_eq!(c.config_word, m.config_word);
+    assert_eq!(c.command_stream, m.command_stream);
+    assert_eq!(c.read_only, m.read_only);
+    assert_eq!(c.arena_size, m.arena_size);
+    assert_eq!(c.manifest, container::manifest(&m));
+    let x = &c.manifest.inputs[0];
+    assert_eq!(
+        (x.name.as_str(), x.dtype.as_str(), x.region),
+        ("x", "i8", 1)
+    );
+    assert_eq!(x.shape, vec![1, 8, 8, 3]);
+    assert_eq!(x.quantization.as_ref().unwrap().zero_points, vec![-3]);
+    assert_eq!(
+        c.manifest.operators[0].fused,
+        vec!["conv", "rescale", "relu"]
+    );
+    assert!(matches!(
+        container::from_bytes(b"XXXX0000000000000000000000000000000000000000000000"),
+        Err(container::ContainerError::Magic)
+    ));
+    assert!(container::from_bytes(&bytes[..20]).is_err());
+}
+
+#[test]
+fn unsupported_operators_are_errors_naming_the_operator() {
+    let mut b = GraphBuilder::new("argmax");
+    let x = b.input("x", DType::Int8, [1, 4, 4, 8]);
+    let y = b.op("the_argmax", Op::ArgMax(AxisAttrs { axis: 3 }), &[x]);
+    b.output(y);
+    let g = b.finish().unwrap();
+    let e = compile(&g, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, CompileError::Unsupported { name, .. } if name == "the_argmax"),
+        "{e}"
+    );
+
+    // A RESCALE on its own (not after a convolution, not around an elementwise op).
+    let mut b = GraphBuilder::new("rescale");
+    let x = b.input("x", DType::Int8, [1, 4]);
+    let r = RescaleAttrs::per_tensor(DType::Int32, 1 << 30, 30, RescaleRounding::SingleRound);
+    let y = b.op("lonely", Op::Rescale(r), &[x]);
+    b.output(y);
+    let g = b.finish().unwrap();
+    let e = compile(&g, &Options::default()).unwrap_err();
+    assert!(e.to_string().contains("lonely"), "{e}");
+
+    // Depth multiplier 2.
+    let mut b = GraphBuilder::new("dw2");
+    let x = b.input("x", DType::Int8, [1, 4, 4, 2]);
+    let w = b.const_i8("w", [1, 1, 2, 2], &[1, 2, 3, 4]);
+    let bias = b.const_i32("b", [4], &[0; 4]);
+    let acc = b.op(
+        "dw",
+        Op::DepthwiseConv2d(ConvAttrs::default()),
+        &[x, w, bias],
+    );
+    let r = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 32, RescaleRounding::DoubleRound);
+    let y = b.op("rs", Op::Rescale(r), &[acc]);
+    b.output(y);
+    let g = b.finish().unwrap();
+    let e = compile(&g, &Options::default()).unwrap_err();
+    assert!(e.to_string().contains("depth multiplier"), "{e}");
+}
+
+/// Register values of the compiled conv2d_3x3_relu corpus model next to the ones in Vela's
+/// listing (models/vela/u85_256/conv2d_3x3_relu.cmd.txt): shapes, kernel, stride, padding,
+/// zero points, activation range and OFM scale round mode. A sanity check, not byte equality.
+#[test]
+fn conv2d_3x3_relu_registers_match_vela_where_comparable() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../models/tflite/conv2d_3x3_relu.tflite"
+    );
+    let bytes = std::fs::read(path).unwrap();
+    let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
+    let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
+    let m = compile(&g, &Options::default()).unwrap();
+    let d = decode_stream(&m.command_stream).unwrap();
+    let find = |f: &dyn Fn(&Command) -> Option<u64>| d.iter().find_map(|x| f(&x.command));
+    use Command as C;
+    // From Vela's listing: IFM 12x12x3, OFM 12x12x16 (split by Vela into 16 + 4 channels of a
+    // 20-channel OFM; we compare the common fields), kernel 3x3 stride 1, pads 1, IFM zero
+    // point -1 (0xffff), OFM zero point -128, activation -128..127, OFM round mode double
+    // symmetric with dbl_rnd 0, 32-bit accumulators.
+    assert_eq!(
+        find(&|c| if let C::SetIfmHeight0M1(v) = c {
+            Some(v.height_m1.into())
+        } else {
+            None
+        }),
+        Some(11)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetIfmWidth0M1(v) = c {
+            Some(v.width_m1.into())
+        } else {
+            None
+        }),
+        Some(11)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetIfmDepthM1(v) = c {
+            Some(v.depth_m1.into())
+        } else {
+            None
+        }),
+        Some(2)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetOfmHeightM1(v) = c {
+            Some(v.height_m1.into())
+        } else {
+            None
+        }),
+        Some(11)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetKernelHeightM1(v) = c {
+            Some(v.height_m1.into())
+        } else {
+            None
+        }),
+        Some(2)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetKernelWidthM1(v) = c {
+            Some(v.width_m1.into())
+        } else {
+            None
+        }),
+        Some(2)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetIfmPadTop(v) = c {
+            Some(v.pad.into())
+        } else {
+            None
+        }),
+        Some(1)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetIfmPadBottom(v) = c {
+            Some(v.pad.into())
+        } else {
+            None
+        }),
+        Some(1)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetIfmPadLeft(v) = c {
+            Some(v.pad.into())
+        } else {
+            None
+        }),
+        Some(1)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetIfmPadRight(v) = c {
+            Some(v.pad.into())
+        } else {
+            None
+        }),
+        Some(1)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetIfmZeroPoint(v) = c {
+            Some(v.zero_point.into())
+        } else {
+            None
+        }),
+        Some(0xffff)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetOfmZeroPoint(v) = c {
+            Some(v.zero_point.into())
+        } else {
+            None
+        }),
+        Some(0xff80)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetActivationMin(v) = c {
+            Some(v.clip_boundary.into())
+        } else {
+            None
+        }),
+        Some(0xff80)
+    );
+    assert_eq!(
+        find(&|c| if let C::SetActivationMax(v) = c {
+            Some(v.clip_boundary.into())
+        } else {
+            None
+        }),
+        Some(127)
+    );
+    let ks = d
+        .iter()
+        .find_map(|x| {
+            if let C::SetKernelStride(v) = x.command {
+                Some(v)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert_eq!(
+        (
+            ks.stride_x_lsb,
+            ks.stride_x_msb,
+            ks.stride_y_lsb,
+            ks.stride_y_msb
+        ),
+        (0, 0, 0, 0)
+    );
+    let os = d
+        .iter()
+        .find_map(|x| {
+            if let C::SetOfmScale(v) = x.command {
+                Some(v)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert_eq!(
+        os.round_mode,
+        npuc_backend::isa::RoundModeOfm::DoubleSymmetric
+    );
+    assert_eq!(os.dbl_rnd, 0);
+    let op = d
+        .iter()
+        .find_map(|x| {
+            if let C::SetOfmPrecision(v) = x.command {
+                Some(v)
+            } else {
+                None
+            }
+        })
+        .unwrap();
+    assert_eq!(op.scale_mode, npuc_backend::isa::OfmScaleMode::PerChannel);
+    assert!(d.iter().any(|x| matches!(x.command, C::OpConv(_))));
+}
