@@ -1,5 +1,6 @@
-//! Compiled artifacts npuc reads: a Vela-compiled `.tflite` (one command stream per `ethos-u`
-//! operator), a COP1/COP2 payload on its own, or a raw little-endian command stream.
+//! Compiled artifacts npuc reads: npuc's own container (`NPUC`, see docs/container.md), a
+//! Vela-compiled `.tflite` (one command stream per `ethos-u` operator), a COP1/COP2 payload on
+//! its own, or a raw little-endian command stream.
 
 use npuc_backend::arch::Accelerator;
 use npuc_backend::cop::{self, CopError, NpuPayload};
@@ -37,6 +38,9 @@ pub enum ArtifactError {
     /// A raw stream whose length is not whole words.
     #[error("{0}")]
     Stream(#[from] DecodeError),
+    /// An npuc container that is malformed.
+    #[error("{0}")]
+    Container(#[from] crate::container::ContainerError),
     /// A TFLite file without `ethos-u` operators.
     #[error("the model has no ethos-u operators (it has not been compiled for the NPU)")]
     NoNpuOperators,
@@ -56,6 +60,8 @@ pub enum StreamOrigin {
     },
     /// A payload or raw stream file.
     File,
+    /// npuc's own container.
+    Container,
 }
 
 /// One command stream with what is known about it.
@@ -94,6 +100,19 @@ impl Artifact {
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
         if bytes.get(4..8) == Some(b"TFL3") {
             return Artifact::from_tflite(&TfliteModel::parse(bytes)?);
+        }
+        if bytes.get(..4) == Some(&crate::container::MAGIC[..]) {
+            let c = crate::container::from_bytes(bytes)?;
+            let accelerator = Accelerator::from_config_word(c.config_word).ok();
+            return Ok(Artifact {
+                streams: vec![NpuStream {
+                    origin: StreamOrigin::Container,
+                    words: c.command_stream,
+                    payload: None,
+                    accelerator,
+                    op: None,
+                }],
+            });
         }
         if matches!(bytes.get(..4), Some(b"COP1" | b"COP2")) {
             let p = cop::parse_payload(bytes)?;

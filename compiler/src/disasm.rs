@@ -12,7 +12,7 @@ use std::fmt::Write;
 
 /// A stream that does not decode; carries the text decoded before the error.
 #[derive(Debug, thiserror::Error)]
-#[error("{header}: {source}")]
+#[error("{}", header.trim_start_matches("# "))]
 pub struct DisasmError {
     /// The stream's header line.
     pub header: String,
@@ -33,6 +33,7 @@ pub fn header(index: usize, s: &NpuStream) -> String {
             format!("# ethos-u operator {index} (subgraph {subgraph}, operator {operator})")
         }
         StreamOrigin::File => format!("# command stream {index}"),
+        StreamOrigin::Container => "# npuc container".to_string(),
     };
     if let Some(a) = s.accelerator {
         let _ = write!(h, ": {a}");
@@ -44,7 +45,7 @@ pub fn header(index: usize, s: &NpuStream) -> String {
 fn op_index(i: usize, s: &NpuStream) -> usize {
     match s.origin {
         StreamOrigin::EthosUOp { index, .. } => index,
-        StreamOrigin::File => i,
+        StreamOrigin::File | StreamOrigin::Container => i,
     }
 }
 

@@ -125,3 +125,38 @@ fn a_plain_tflite_model_is_not_an_npu_artifact() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no ethos-u operators"));
 }
+
+#[test]
+fn npuc_compile_output_disassembles() {
+    let dir = std::env::temp_dir().join(format!("npuc-cli-container-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bin = dir.join("conv.bin");
+    let out = npuc()
+        .arg("compile")
+        .arg(model("tflite/conv2d_3x3_relu.tflite"))
+        .arg("-o")
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = npuc().arg("disasm").arg(&bin).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("# npuc container: ethos-u85-256, "),
+        "{text}"
+    );
+    assert!(text.contains(" NPU_OP_CONV weights_ifm2=0\n"), "{text}");
+    assert!(
+        text.trim_end().ends_with("NPU_OP_STOP mask=0xffff"),
+        "{text}"
+    );
+}

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 /// Arguments of `npuc disasm`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Vela-compiled .tflite, a COP1/COP2 payload, or a raw little-endian command stream (.bin).
+    /// An npuc container (.bin from `npuc compile`), a Vela-compiled .tflite, a COP1/COP2
+    /// payload, or a raw little-endian command stream.
     artifact: PathBuf,
     /// Print a JSON array of {op, offset, name, fields} objects with raw field values.
     #[arg(long)]
