@@ -14,7 +14,6 @@ const CONFIGS: [&str; 3] = ["u85_256", "u85_2048", "u85_256_sram_only"];
 /// Fixtures not bit-exact yet, with the reason (as of the 460-fixture corpus). A listed
 /// fixture that passes fails the test, so the list only shrinks.
 const KNOWN_FAILING: &[(&str, &str, &str)] = &[
-    ("u85_256", "add_relu6", "wrong values, not investigated yet"),
     (
         "u85_256",
         "batch_matmul",
@@ -44,11 +43,6 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
         "u85_256",
         "batch_matmul_bcast",
         "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "concat_c_two_scales",
-        "wrong values, not investigated yet",
     ),
     (
         "u85_256",
@@ -78,53 +72,12 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
     ),
     (
         "u85_256",
-        "logical_and",
-        "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "logical_not",
-        "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "logical_or",
-        "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "prelu_like_mul_max",
-        "wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "reduce_all",
-        "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
         "reduce_any",
         "boolean ops: wrong values, not investigated yet",
-    ),
-    ("u85_256", "select_v2", "wrong values, not investigated yet"),
-    (
-        "u85_256",
-        "softmax_beta2",
-        "wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "sub_const_scalar",
-        "wrong values, not investigated yet",
     ),
     (
         "u85_256",
         "transformer_encoder",
-        "wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "add_relu6",
         "wrong values, not investigated yet",
     ),
     (
@@ -159,11 +112,6 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
     ),
     (
         "u85_2048",
-        "concat_c_two_scales",
-        "wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
         "dense_autoencoder",
         "fully connected: +-1 LSB rounding differences, not investigated yet",
     ),
@@ -190,48 +138,8 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
     ),
     (
         "u85_2048",
-        "logical_and",
-        "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "logical_not",
-        "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "logical_or",
-        "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "prelu_like_mul_max",
-        "wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "reduce_all",
-        "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
         "reduce_any",
         "boolean ops: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "select_v2",
-        "wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "softmax_beta2",
-        "wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "sub_const_scalar",
-        "wrong values, not investigated yet",
     ),
     (
         "u85_2048",

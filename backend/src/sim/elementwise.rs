@@ -60,7 +60,10 @@ fn operand(
             "activation_storage == none for a scalar operand",
             || format!("{:?} storage {}", fm.which, fm.storage.name()),
         )?;
-        return Ok(Operand::Scalar(i64::from(scalar)));
+        // The scalar has the operand's zero point subtracted like a tensor element (Vela 5.2
+        // programs the raw quantized constant; docs/decisions-sim.md #11).
+        let zp = fm.input_zero_point()?;
+        return Ok(Operand::Scalar(i64::from(scalar) - zp));
     }
     if mode != BroadcastMode::None {
         check(
