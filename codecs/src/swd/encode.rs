@@ -640,6 +640,7 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
 }
 
 /// A candidate coding of a region before slice planning.
+#[derive(Clone)]
 struct Candidate {
     estimate: u64,
     mapping: Mapping,
@@ -767,10 +768,20 @@ fn plan_candidate(weights: &[i16], c: Candidate) -> RegionPlan {
 /// Plans one region: the best candidate by estimate is planned exactly;
 /// runners-up within 2% of it are planned too and the smallest plan wins.
 fn plan_region(weights: &[i16]) -> RegionPlan {
+    plan_region_from(weights, all_candidates(weights))
+}
+
+/// Candidates of both mode classes for a region.
+fn all_candidates(weights: &[i16]) -> Vec<Candidate> {
     let mut cands = Vec::new();
     let (hist, zero_run_bits) = region_stats(weights);
     candidates(weights, &hist, zero_run_bits, true, &mut cands);
     candidates(weights, &hist, zero_run_bits, false, &mut cands);
+    cands
+}
+
+/// [`plan_region`] with the candidates already computed.
+fn plan_region_from(weights: &[i16], mut cands: Vec<Candidate>) -> RegionPlan {
     cands.sort_by_key(|c| c.estimate);
     let Some(best_estimate) = cands.first().map(|c| c.estimate) else {
         return fallback_plan(weights);
@@ -817,7 +828,20 @@ fn plan_regions(weights: &[i16]) -> Vec<Region> {
     if weights.is_empty() {
         return Vec::new();
     }
-    let single = plan_region(weights);
+    let cands = all_candidates(weights);
+    let mut hist = vec![0u32; 511];
+    for &v in weights {
+        hist[slot(v)] += 1;
+    }
+    let best_of = |alt: bool| {
+        cands
+            .iter()
+            .filter(|c| c.alternating == alt)
+            .min_by_key(|c| c.estimate)
+            .cloned()
+    };
+    let (alt, non) = (best_of(true), best_of(false));
+    let single = plan_region_from(weights, cands);
     let whole = |plan| {
         vec![Region {
             start: 0,
@@ -829,17 +853,7 @@ fn plan_regions(weights: &[i16]) -> Vec<Region> {
     if nb < 2 {
         return whole(single);
     }
-    let (hist, zero_run_bits) = region_stats(weights);
-    let mut cands = Vec::new();
-    candidates(weights, &hist, zero_run_bits, true, &mut cands);
-    candidates(weights, &hist, zero_run_bits, false, &mut cands);
-    let best_of = |alt: bool| {
-        cands
-            .iter()
-            .filter(|c| c.alternating == alt)
-            .min_by_key(|c| c.estimate)
-    };
-    let (Some(alt), Some(non)) = (best_of(true), best_of(false)) else {
+    let (Some(alt), Some(non)) = (alt.as_ref(), non.as_ref()) else {
         return whole(single);
     };
     // Bits per value for each class with its best single weight parameter.
