@@ -16,36 +16,6 @@ const CONFIGS: [&str; 3] = ["u85_256", "u85_2048", "u85_256_sram_only"];
 const KNOWN_FAILING: &[(&str, &str, &str)] = &[
     (
         "u85_256",
-        "batch_matmul",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "batch_matmul_16x8",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "batch_matmul_3d",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "batch_matmul_adj_x",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "batch_matmul_adj_y",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
-        "batch_matmul_bcast",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_256",
         "dense_autoencoder",
         "fully connected: +-1 LSB rounding differences, not investigated yet",
     ),
@@ -79,36 +49,6 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
         "u85_256",
         "transformer_encoder",
         "wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "batch_matmul",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "batch_matmul_16x8",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "batch_matmul_3d",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "batch_matmul_adj_x",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "batch_matmul_adj_y",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
-    ),
-    (
-        "u85_2048",
-        "batch_matmul_bcast",
-        "BATCH_MATMUL lowering: wrong values, not investigated yet",
     ),
     (
         "u85_2048",

@@ -134,11 +134,12 @@ pub fn conv(
     let (c, kh, kw) = (g.ifm_d, g.kh, g.kw);
     let mut counts = OpCounts::default();
     let wv: Vec<i32> = if weights_ifm2 {
-        let b = gather_plain(&Fm::ifm2(regs), st, (1, c, g.ofm_d))?;
+        // B is read at (0, x = oc, c = ic): A x B^T (docs/decisions-sim.md #25).
+        let b = gather_plain(&Fm::ifm2(regs), st, (1, g.ofm_d, c))?;
         let mut w = vec![0i32; g.ofm_d * c];
         for ic in 0..c {
             for oc in 0..g.ofm_d {
-                w[oc * c + ic] = b.at(0, ic, oc) as i32;
+                w[oc * c + ic] = b.at(0, oc, ic) as i32;
             }
         }
         w
