@@ -562,8 +562,18 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         let mut acc: Row = [0, 0];
         let mut exact = [0u64; LANES];
         let mut j = i;
-        while j < n && j - i < BLOCK {
-            let r = if sym.alternating { sym.zruns[j + 1] } else { 0 };
+        if !sym.alternating {
+            // No zero runs: plain sums of up to BLOCK weight rows.
+            let end = (i + BLOCK).min(n);
+            for &ix in &sym.idx[i..end] {
+                let w = wlane[usize::from(ix)];
+                acc[0] += w[0];
+                acc[1] += w[1];
+            }
+            j = end;
+        }
+        while sym.alternating && j < n && j - i < BLOCK {
+            let r = sym.zruns[j + 1];
             if r >= ISOLATE && j > i {
                 break;
             }
@@ -885,6 +895,17 @@ fn plan_regions(weights: &[i16]) -> Vec<Region> {
     let mut block = vec![[0u64; 2]; nb];
     let mut run = 0u32;
     let mut zsum = [0u64; 4];
+    // Zero runs that end in the block: short ones counted, long ones costed.
+    let mut short = [0u32; 64];
+    let add_run = |run: u32, short: &mut [u32; 64], zsum: &mut [u64; 4]| {
+        if let Some(k) = short.get_mut(run as usize) {
+            *k += 1;
+        } else {
+            for (zd, z) in zsum.iter_mut().enumerate() {
+                *z += u64::from(zcost(run, zd as u32));
+            }
+        }
+    };
     for (b, chunk) in weights.chunks(REGION_BLOCK).enumerate() {
         let (mut a, mut n) = (0u64, 0u64);
         for &v in chunk {
@@ -894,15 +915,19 @@ fn plan_regions(weights: &[i16]) -> Vec<Region> {
             if v == 0 {
                 run += 1;
             } else {
-                for (zd, z) in zsum.iter_mut().enumerate() {
-                    *z += u64::from(zcost(run, zd as u32));
-                }
+                add_run(run, &mut short, &mut zsum);
                 run = 0;
             }
         }
         if b + 1 == nb {
-            for (zd, z) in zsum.iter_mut().enumerate() {
-                *z += u64::from(zcost(run, zd as u32));
+            add_run(run, &mut short, &mut zsum);
+        }
+        for (r, k) in short.iter_mut().enumerate() {
+            if *k > 0 {
+                for (zd, z) in zsum.iter_mut().enumerate() {
+                    *z += u64::from(*k) * u64::from(zcost(r as u32, zd as u32));
+                }
+                *k = 0;
             }
         }
         block[b] = [a + zsum.iter().copied().min().unwrap_or(0), n];
@@ -1090,46 +1115,35 @@ fn emit_slice(
                 if wq_i >= w_cnt {
                     break;
                 }
+                // One position: c = 0 ("0"), 1 ("1" + wunary1 0) or 2
+                // ("1" + wunary1 1). c < 2 ends the index; with wtrunc every
+                // position ends it (q <= 2).
                 let q = wq_left;
-                let done;
-                if trunc {
-                    // q in 0..=2: 0 -> "0", 1 -> "10", 2 -> "11"
-                    if q > 0 {
-                        wunary0 |= 1 << i;
-                        wunary1 |= u64::from(q == 2) << wunary1_len;
-                        wunary1_len += 1;
-                    }
-                    done = true;
-                } else if q >= 2 {
-                    wunary0 |= 1 << i;
-                    wunary1 |= 1 << wunary1_len;
-                    wunary1_len += 1;
-                    wq_left -= 2;
-                    done = false;
-                } else {
-                    if q == 1 {
-                        wunary0 |= 1 << i;
-                        wunary1_len += 1; // bit 0
-                    }
-                    done = true;
-                }
-                if done {
+                let b0 = u64::from(q > 0);
+                wunary0 |= b0 << i;
+                wunary1 |= u64::from(q >= 2) << wunary1_len;
+                wunary1_len += b0 as u32;
+                if trunc || q < 2 {
                     wq_i += 1;
                     wq_left = idx.get(wq_i).map_or(0, |&x| u32::from(x) >> wdiv);
+                } else {
+                    wq_left -= 2;
                 }
             }
             w.write(wunary0, WUNARY0_BITS);
         }
         if z_enable {
             let mut zunary = 0u64;
-            for i in 0..zlen {
-                if zq_i >= z_cnt {
-                    break; // padding bits stay 0
-                }
-                if zq_left > 0 {
-                    zunary |= 1 << i;
-                    zq_left -= 1;
-                } else {
+            let mut i = 0;
+            // Runs of '1' (quotient) bits in bulk, then the terminating '0'.
+            while i < zlen && zq_i < z_cnt {
+                let k = zq_left.min(zlen - i);
+                zunary |= ((1u64 << k) - 1) << i;
+                i += k;
+                zq_left -= k;
+                if i < zlen {
+                    // the '0' ending run zq_i (padding bits also stay 0)
+                    i += 1;
                     zq_i += 1;
                     zq_left = zruns.get(zq_i).map_or(0, |&z| z >> zdiv);
                 }
