@@ -82,7 +82,7 @@ fn activation_clamp_and_zero_point() {
     assert_eq!(a.apply(-10, &lut).unwrap(), -5);
     let a = act(ActivationFunction::LutNone, ActivationClipRange::None);
     assert_eq!(a.apply(200, &lut).unwrap(), 205);
-    // (int32)(acc64 + zp) wraps (docs/decisions-sim.md #5b)
+    // (int32)(acc64 + zp) wraps (docs/decisions.md, simulator #5b)
     assert_eq!(a.apply((1i64 << 32) + 1, &lut).unwrap(), 6);
 }
 

@@ -53,7 +53,7 @@ fn linear_copy() {
     assert_eq!(r.traffic.written[1], 16);
 }
 
-/// 3-D: STRIDE0 per element (x < SIZE0), STRIDE1 per row (y < SIZE1) (docs/decisions-sim.md #13).
+/// 3-D: STRIDE0 per element (x < SIZE0), STRIDE1 per row (y < SIZE1) (docs/decisions.md, simulator #13).
 #[test]
 fn three_d_strides() {
     let mem: Vec<u8> = (0..128).collect();

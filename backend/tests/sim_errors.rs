@@ -136,7 +136,7 @@ fn conditional_branch_on_result_flag() {
     assert_eq!(r.ops.len(), 1);
 }
 
-/// Stride 4 (encodable, outside "1 to 3") is a failed assert (docs/decisions-sim.md #15).
+/// Stride 4 (encodable, outside "1 to 3") is a failed assert (docs/decisions.md, simulator #15).
 #[test]
 fn stride_four_is_rejected() {
     let (mut s, _) = sim_with(vec![0u8; 64]);

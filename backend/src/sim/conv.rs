@@ -134,7 +134,7 @@ pub fn conv(
     let (c, kh, kw) = (g.ifm_d, g.kh, g.kw);
     let mut counts = OpCounts::default();
     let wv: Vec<i32> = if weights_ifm2 {
-        // B is read at (0, x = oc, c = ic): A x B^T (docs/decisions-sim.md #25).
+        // B is read at (0, x = oc, c = ic): A x B^T (docs/decisions.md, simulator #25).
         let b = gather_plain(&Fm::ifm2(regs), st, (1, g.ofm_d, c))?;
         let mut w = vec![0i32; g.ofm_d * c];
         for ic in 0..c {

@@ -61,7 +61,7 @@ fn operand(
             || format!("{:?} storage {}", fm.which, fm.storage.name()),
         )?;
         // The scalar has the operand's zero point subtracted like a tensor element (Vela 5.2
-        // programs the raw quantized constant; docs/decisions-sim.md #11).
+        // programs the raw quantized constant; docs/decisions.md, simulator #11).
         let zp = fm.input_zero_point()?;
         return Ok(Operand::Scalar(i64::from(scalar) - zp));
     }
@@ -161,7 +161,7 @@ pub fn elementwise(
     let ifm = Fm::ifm(regs);
     let ifm2 = Fm::ifm2(regs);
     // A scalar IFM reads no tensor: like a scalar IFM2 (`use_ifm2`), it does not count
-    // towards g_num_ifm (docs/decisions-sim.md #24).
+    // towards g_num_ifm (docs/decisions.md, simulator #24).
     let a_scalar = regs.ifm_broadcast.broadcast_mode == BroadcastMode::Scalar;
     st.add_operation_to_chain(
         (!a_scalar).then(|| chain_input(&ifm)),
@@ -333,7 +333,7 @@ pub fn elementwise(
                     M::AndNot => sa.apply(av)? & !sb.apply(bv)?,
                 };
                 // The exact result (a 32x32-bit product keeps 64 bits for the shift-only
-                // rescale Vela relies on): docs/decisions-sim.md #9.
+                // rescale Vela relies on): docs/decisions.md, simulator #9.
                 out.finish(
                     st, oy as u64, ox as u64, oc as u64, acc, rescale, false, true,
                 )?;

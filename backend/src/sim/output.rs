@@ -150,7 +150,7 @@ impl Output {
     }
 
     /// `rescale`; `acc_checks` applies the ACC_FORMAT range asserts (off for ELEMENTWISE, whose
-    /// operand is its own result, not the accumulator: docs/decisions-sim.md #9).
+    /// operand is its own result, not the accumulator: docs/decisions.md, simulator #9).
     #[inline]
     pub fn rescale_checked(
         &self,
@@ -205,7 +205,7 @@ impl Output {
     }
 
     /// `read_bias(oc)`: from the stream in per-channel mode, 0 in global mode (see
-    /// docs/decisions-sim.md, "bias in global scale mode").
+    /// docs/decisions.md, simulator, "bias in global scale mode").
     #[inline]
     pub fn bias(&self, oc: u64) -> i64 {
         match &self.scales {
