@@ -778,16 +778,16 @@ fn plan_candidate(weights: &[i16], c: Candidate) -> RegionPlan {
 /// Plans one region: the best candidate by estimate is planned exactly;
 /// runners-up within 2% of it are planned too and the smallest plan wins.
 fn plan_region(weights: &[i16]) -> RegionPlan {
-    plan_region_from(weights, all_candidates(weights))
+    plan_region_from(weights, all_candidates(weights).0)
 }
 
-/// Candidates of both mode classes for a region.
-fn all_candidates(weights: &[i16]) -> Vec<Candidate> {
+/// Candidates of both mode classes for a region, and its value histogram.
+fn all_candidates(weights: &[i16]) -> (Vec<Candidate>, Vec<u32>) {
     let mut cands = Vec::new();
     let (hist, zero_run_bits) = region_stats(weights);
     candidates(weights, &hist, zero_run_bits, true, &mut cands);
     candidates(weights, &hist, zero_run_bits, false, &mut cands);
-    cands
+    (cands, hist)
 }
 
 /// [`plan_region`] with the candidates already computed.
@@ -838,11 +838,7 @@ fn plan_regions(weights: &[i16]) -> Vec<Region> {
     if weights.is_empty() {
         return Vec::new();
     }
-    let cands = all_candidates(weights);
-    let mut hist = vec![0u32; 511];
-    for &v in weights {
-        hist[slot(v)] += 1;
-    }
+    let (cands, hist) = all_candidates(weights);
     let best_of = |alt: bool| {
         cands
             .iter()
@@ -1123,12 +1119,13 @@ fn emit_slice(
                 wunary0 |= b0 << i;
                 wunary1 |= u64::from(q >= 2) << wunary1_len;
                 wunary1_len += b0 as u32;
-                if trunc || q < 2 {
-                    wq_i += 1;
-                    wq_left = idx.get(wq_i).map_or(0, |&x| u32::from(x) >> wdiv);
-                } else {
-                    wq_left -= 2;
-                }
+                // Branch-free: q is data and mispredicts badly.
+                // (the next index is loaded before `end` is known, which
+                // keeps the load off the loop-carried dependency chain)
+                let end = trunc || q < 2;
+                let next = u32::from(idx[(wq_i + 1).min(w_cnt - 1)]) >> wdiv;
+                wq_i += usize::from(end);
+                wq_left = if end { next } else { q.wrapping_sub(2) };
             }
             w.write(wunary0, WUNARY0_BITS);
         }
