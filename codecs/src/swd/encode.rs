@@ -668,7 +668,12 @@ fn region_stats(weights: &[i16]) -> (Vec<u32>, u64) {
     let mut c = [0u64; 4];
     let mut run = 0u32;
     let add_run = |run: u32, short: &mut [u32; 256], c: &mut [u64; 4]| {
-        if let Some(k) = short.get_mut(run as usize) {
+        if run == 0 {
+            // most runs are empty: no memory round trip through short[0]
+            for (zd, ci) in c.iter_mut().enumerate() {
+                *ci += 1 + zd as u64;
+            }
+        } else if let Some(k) = short.get_mut(run as usize) {
             *k += 1;
         } else {
             for (zd, ci) in c.iter_mut().enumerate() {
@@ -894,7 +899,13 @@ fn plan_regions(weights: &[i16]) -> Vec<Region> {
     // Zero runs that end in the block: short ones counted, long ones costed.
     let mut short = [0u32; 64];
     let add_run = |run: u32, short: &mut [u32; 64], zsum: &mut [u64; 4]| {
-        if let Some(k) = short.get_mut(run as usize) {
+        if run == 0 {
+            // most runs are empty: no memory round trip through short[0]
+            zsum[0] += 1;
+            zsum[1] += 2;
+            zsum[2] += 3;
+            zsum[3] += 4;
+        } else if let Some(k) = short.get_mut(run as usize) {
             *k += 1;
         } else {
             for (zd, z) in zsum.iter_mut().enumerate() {
@@ -1106,26 +1117,42 @@ fn emit_slice(
         let mut wunary1 = 0u64;
         let mut wunary1_len = 0u32;
         if w_enable && !unc {
+            // Positions of this chunk, filled weight by weight. Each
+            // position is c = 0 ("0"), 1 ("1" + wunary1 0) or 2 ("1" +
+            // wunary1 1); c < 2 ends an index. Without wtrunc a quotient q
+            // takes q / 2 positions of c = 2 and one of c = q % 2, and may
+            // continue in the next chunk; with wtrunc every index is one
+            // position (q <= 2).
             let mut wunary0 = 0u64;
-            for i in 0..WUNARY0_BITS {
-                if wq_i >= w_cnt {
-                    break;
-                }
-                // One position: c = 0 ("0"), 1 ("1" + wunary1 0) or 2
-                // ("1" + wunary1 1). c < 2 ends the index; with wtrunc every
-                // position ends it (q <= 2).
+            let mut i = 0u32;
+            while i < WUNARY0_BITS && wq_i < w_cnt {
                 let q = wq_left;
-                let b0 = u64::from(q > 0);
-                wunary0 |= b0 << i;
-                wunary1 |= u64::from(q >= 2) << wunary1_len;
-                wunary1_len += b0 as u32;
-                // Branch-free: q is data and mispredicts badly.
-                // (the next index is loaded before `end` is known, which
-                // keeps the load off the loop-carried dependency chain)
-                let end = trunc || q < 2;
-                let next = u32::from(idx[(wq_i + 1).min(w_cnt - 1)]) >> wdiv;
-                wq_i += usize::from(end);
-                wq_left = if end { next } else { q.wrapping_sub(2) };
+                if trunc {
+                    let b0 = u64::from(q > 0);
+                    wunary0 |= b0 << i;
+                    wunary1 |= u64::from(q >= 2) << wunary1_len;
+                    wunary1_len += b0 as u32;
+                    i += 1;
+                } else {
+                    let (pairs, last) = (q >> 1, q & 1);
+                    let room = WUNARY0_BITS - i;
+                    if pairs >= room {
+                        // The chunk ends inside this index.
+                        let ones = (1u64 << room) - 1;
+                        wunary0 |= ones << i;
+                        wunary1 |= ones << wunary1_len;
+                        wunary1_len += room;
+                        wq_left = q - 2 * room;
+                        break;
+                    }
+                    let ones = (1u64 << pairs) - 1;
+                    wunary0 |= (ones | (u64::from(last) << pairs)) << i;
+                    wunary1 |= ones << wunary1_len;
+                    wunary1_len += pairs + last;
+                    i += pairs + 1;
+                }
+                wq_i += 1;
+                wq_left = idx.get(wq_i).map_or(0, |&x| u32::from(x) >> wdiv);
             }
             w.write(wunary0, WUNARY0_BITS);
         }
