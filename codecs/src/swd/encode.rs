@@ -139,9 +139,9 @@ struct Mapping {
 
 impl Mapping {
     /// Builds a mapping from palette entries (weight values, most frequent
-    /// first) for the values marked in `present`. Returns `None` if a present
-    /// value has no index.
-    fn build(entries: &[i16], present: &[bool], alternating: bool) -> Option<Self> {
+    /// first) for the values in `present` (each value once). Returns `None`
+    /// if a present value has no index.
+    fn build(entries: &[i16], present: &[i16], alternating: bool) -> Option<Self> {
         let k = entries.len();
         debug_assert!(k == 0 || (2..=PALETTE_SIZE_MAX).contains(&k));
         let mut in_pal = [false; 511];
@@ -150,12 +150,8 @@ impl Mapping {
         }
         // dirofs: smallest code among present values outside the palette.
         let mut min_code = u16::MAX;
-        for (s, &p) in present.iter().enumerate() {
-            if p && !in_pal[s] {
-                let v = s as i16 - 255;
-                if alternating && v == 0 {
-                    continue;
-                }
+        for &v in present {
+            if !(in_pal[slot(v)] || (alternating && v == 0)) {
                 min_code = min_code.min(code_of(v));
             }
         }
@@ -171,9 +167,9 @@ impl Mapping {
             }
         }
         let mut max_index = 0u32;
-        for (s, &p) in present.iter().enumerate() {
-            let v = s as i16 - 255;
-            if !p || (alternating && v == 0) {
+        for &v in present {
+            let s = slot(v);
+            if alternating && v == 0 {
                 continue;
             }
             if index_of[s] == NO_INDEX {
@@ -709,7 +705,10 @@ fn candidates(
     out: &mut Vec<Candidate>,
 ) {
     let mut hist = full_hist.to_vec();
-    let present: Vec<bool> = hist.iter().map(|&c| c > 0).collect();
+    let present: Vec<i16> = (0..511)
+        .filter(|&s| hist[s] > 0)
+        .map(|s| s as i16 - 255)
+        .collect();
     let nonzero = hist.iter().enumerate().any(|(s, &c)| c > 0 && s != slot(0));
     if alternating && !nonzero {
         // All-zero region: one zero index, direct mode with dirofs 0.
@@ -740,7 +739,7 @@ fn candidates(
     by_freq.sort_by_key(|&v| (std::cmp::Reverse(hist[slot(v)]), code_of(v)));
     let d = by_freq.len();
     let mut sizes: Vec<usize> = vec![0];
-    for k in [2usize, 3, 4, 6, 8, 12, 16, 24, 32] {
+    for k in [2usize, 4, 8, 16, 32] {
         if k <= d {
             sizes.push(k);
         }
@@ -752,11 +751,11 @@ fn candidates(
         let Some(mapping) = Mapping::build(&by_freq[..k], &present, alternating) else {
             continue;
         };
-        let mut ih: Vec<(u16, u32)> = (0..511)
-            .filter(|&s| hist[s] > 0)
-            .map(|s| (mapping.index_of[s], hist[s]))
+        let ih: Vec<(u16, u32)> = present
+            .iter()
+            .map(|&v| (mapping.index_of[slot(v)], hist[slot(v)]))
+            .filter(|&(_, c)| c > 0)
             .collect();
-        ih.sort_unstable();
         let ubits = mapping.palette.uncompressed_bits();
         let Some(&(_, wbits)) = best_wparams(&ih, ubits, 1).first() else {
             continue;
