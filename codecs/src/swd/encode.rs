@@ -956,6 +956,17 @@ fn plan_regions(weights: &[i16]) -> Vec<Region> {
             cost[s] = stay.min(from) + block[b][s];
         }
     }
+    // Only worth planning a split if the block model predicts a clear gain
+    // over staying in one mode (the slice DP inside one region recovers
+    // much of the difference on its own).
+    let stay = (0..2)
+        .map(|s| switch[s] + block.iter().map(|b| b[s]).sum::<u64>())
+        .min()
+        .unwrap_or(0);
+    let dp = cost[0].min(cost[1]);
+    if dp + (stay / 100).max(256) > stay {
+        return whole(single);
+    }
     let mut s = usize::from(cost[1] < cost[0]);
     let mut bounds = vec![weights.len()];
     for b in (1..nb).rev() {
