@@ -6,6 +6,10 @@
 //! - [`artifact`]: reading compiled artifacts (Vela-compiled `.tflite`, COP1/COP2 payloads,
 //!   raw command streams).
 //! - [`disasm`]: disassembly of their command streams as text or JSON.
+//! - [`compile`]: TFLite/TOSA graph to command stream ([`container`] is the output format,
+//!   [`arch_interface`] what the passes see of the hardware).
+//! - [`run`]: Vela-compiled models on the reference simulator; [`reference`]: plain models on
+//!   the IR's reference interpreter.
 //!
 //! ```
 //! use npuc::artifact::Artifact;
@@ -22,4 +26,5 @@ pub mod artifact;
 pub mod compile;
 pub mod container;
 pub mod disasm;
+pub mod reference;
 pub mod run;

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 /// Arguments of `npuc run`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Vela-compiled .tflite.
+    /// A Vela-compiled .tflite (run on the simulator), or a plain .tflite / .tosa (run on the
+    /// reference interpreter).
     artifact: PathBuf,
     /// Graph inputs as .npy files, in the graph's input order.
     #[arg(long = "input")]
@@ -27,13 +28,34 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             npuc::run::npy::read(&bytes).with_context(|| format!("reading {}", p.display()))?,
         );
     }
-    let out = npuc::run::run_vela(&model, &inputs)?;
+    let outputs = if is_npu_compiled(&model) {
+        npuc::run::run_vela(&model, &inputs)?.outputs
+    } else {
+        npuc::reference::run_file(&model, &inputs).with_context(|| {
+            format!(
+                "running {} on the reference interpreter",
+                args.artifact.display()
+            )
+        })?
+    };
     std::fs::create_dir_all(&args.output_dir)
         .with_context(|| format!("creating {}", args.output_dir.display()))?;
-    for (k, a) in out.outputs.iter().enumerate() {
+    for (k, a) in outputs.iter().enumerate() {
         let p = args.output_dir.join(format!("out{k}.npy"));
         std::fs::write(&p, npuc::run::npy::write(a))
             .with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(())
+}
+
+/// A TFLite file with at least one `ethos-u` operator (anything unreadable is left to the
+/// simulator path, which reports it).
+fn is_npu_compiled(model: &[u8]) -> bool {
+    if npuc::reference::is_tosa(model) {
+        return false;
+    }
+    match npuc_frontend_tflite::TfliteModel::parse(model) {
+        Ok(m) => m.operator_codes().iter().any(|c| c.is_ethos_u()),
+        Err(_) => true,
+    }
 }
