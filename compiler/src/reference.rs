@@ -11,16 +11,16 @@ use npuc_ir::{DType, Graph, TensorValue};
 pub enum ReferenceError {
     /// The TFLite file is malformed.
     #[error("{0}")]
-    Tflite(#[from] npuc_frontend_tflite::TfliteError),
+    Tflite(Box<npuc_frontend_tflite::TfliteError>),
     /// The TFLite graph cannot be lowered.
     #[error("{0}")]
-    TfliteLower(#[from] npuc_frontend_tflite::lower::LowerError),
+    TfliteLower(Box<npuc_frontend_tflite::lower::LowerError>),
     /// The TOSA file is malformed.
     #[error("{0}")]
-    Tosa(#[from] npuc_frontend_tosa::TosaError),
+    Tosa(Box<npuc_frontend_tosa::TosaError>),
     /// The TOSA graph cannot be lowered.
     #[error("{0}")]
-    TosaLower(#[from] npuc_frontend_tosa::LowerError),
+    TosaLower(Box<npuc_frontend_tosa::LowerError>),
     /// The inputs do not match the graph.
     #[error("input {index}: {reason}")]
     Input {
@@ -31,11 +31,29 @@ pub enum ReferenceError {
     },
     /// The interpreter stopped.
     #[error("{0}")]
-    Interp(#[from] npuc_ir::InterpError),
+    Interp(Box<npuc_ir::InterpError>),
     /// An output type has no `.npy` form.
     #[error("output {0} has type {1:?}, which has no .npy form here")]
     OutputType(usize, DType),
 }
+
+macro_rules! boxed_from {
+    ($($variant:ident: $ty:ty),*) => {
+        $(impl From<$ty> for ReferenceError {
+            fn from(e: $ty) -> Self {
+                ReferenceError::$variant(Box::new(e))
+            }
+        })*
+    };
+}
+
+boxed_from!(
+    Tflite: npuc_frontend_tflite::TfliteError,
+    TfliteLower: npuc_frontend_tflite::lower::LowerError,
+    Tosa: npuc_frontend_tosa::TosaError,
+    TosaLower: npuc_frontend_tosa::LowerError,
+    Interp: npuc_ir::InterpError
+);
 
 /// Whether `bytes` is a TOSA flatbuffer (identifier `TOSA` at byte 4).
 pub fn is_tosa(bytes: &[u8]) -> bool {
