@@ -171,7 +171,6 @@ fn branch_rf_true_on_unpredictable_flag_fails() {
 /// COND_STATUS.result_flag resets to 0 (TRM COND_STATUS register, "default value 0x0"), so
 /// rf_true before any OFM write is defined and not taken.
 #[test]
-#[ignore = "simulator bug: State::result_flag starts as None (UNPREDICTABLE) instead of the COND_STATUS reset value 0, so rf_true before any OFM write is a failed assert instead of not taken"]
 fn branch_rf_true_before_any_ofm_uses_reset_value() {
     let (mut s, _) = sim_with(vec![0u8; 64]);
     let c = [Command::OpBranch(OpBranch {

@@ -51,7 +51,7 @@ impl AccStorage {
 }
 
 /// Everything an operation may change besides the registers.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct State {
     /// Regions and LUT RAM.
     pub mem: Memory,
@@ -67,6 +67,23 @@ pub struct State {
     pub acc: AccStorage,
     /// COND_STATUS.result_flag; `None` when UNPREDICTABLE (last OFM was not 1x1x1).
     pub result_flag: Option<bool>,
+}
+
+impl Default for State {
+    /// The state after reset: empty memory map and FIFOs, no chain, and COND_STATUS at its
+    /// reset value 0x0 (TRM 3.3.1.11), so `result_flag` is defined (false) until an OFM
+    /// that is not 1x1x1 is written.
+    fn default() -> Self {
+        State {
+            mem: Memory::default(),
+            fifo: Default::default(),
+            fifo_valid: [false; NUM_CHAINING_FIFO],
+            chain_length: 0,
+            chain_num_ifm: 0,
+            acc: AccStorage::default(),
+            result_flag: Some(false),
+        }
+    }
 }
 
 impl State {
