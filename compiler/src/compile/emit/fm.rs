@@ -1,0 +1,171 @@
+//! IFM, IFM2 and OFM feature-map registers.
+
+use super::*;
+
+pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64) {
+    let (h, wd, c) = fm.shape;
+    let (hi, lo) = addr(base);
+    let (shi, slo) = addr(u64::from(wd) * u64::from(c));
+    let (xhi, xlo) = addr(u64::from(c));
+    w.set(Command::SetIfmPrecision(SetIfmPrecision {
+        activation_type: ActivationType::Signed,
+        activation_precision: ActivationPrecision::B8,
+        activation_format: ActivationFormat::Nhwc,
+        activation_storage: ActivationStorage::Tile2x2,
+    }));
+    w.set(Command::SetIfmRegion(SetIfmRegion {
+        region: REGION_ARENA,
+    }));
+    w.set(Command::SetIfmBase0(SetIfmBase0 {
+        addr_hi: hi,
+        addr_lo: lo,
+    }));
+    w.set(Command::SetIfmBase1(SetIfmBase1::default()));
+    w.set(Command::SetIfmBase2(SetIfmBase2::default()));
+    w.set(Command::SetIfmBase3(SetIfmBase3::default()));
+    w.set(Command::SetIfmHeight0M1(SetIfmHeight0M1 {
+        height_m1: (h - 1) as u16,
+    }));
+    w.set(Command::SetIfmHeight1M1(SetIfmHeight1M1 {
+        height_m1: (h - 1) as u16,
+    }));
+    w.set(Command::SetIfmWidth0M1(SetIfmWidth0M1 {
+        width_m1: (wd - 1) as u16,
+    }));
+    w.set(Command::SetIfmDepthM1(SetIfmDepthM1 {
+        depth_m1: (c - 1) as u16,
+    }));
+    w.set(Command::SetIfmStrideY(SetIfmStrideY {
+        addr_hi: shi,
+        addr_lo: slo,
+    }));
+    w.set(Command::SetIfmStrideX(SetIfmStrideX {
+        addr_hi: xhi,
+        addr_lo: xlo,
+    }));
+    w.set(Command::SetIfmStrideC(SetIfmStrideC {
+        addr_hi: 0,
+        addr_lo: 1,
+    }));
+    w.set(Command::SetIfmZeroPoint(SetIfmZeroPoint {
+        zero_point: zp16(fm.zero_point),
+    }));
+    w.set(Command::SetIfmUpscale(SetIfmUpscale {
+        mode: IfmUpscaleMode::None,
+    }));
+}
+
+pub(super) fn ifm2_commands(w: &mut Writer, fm: &Fm, base: u64) {
+    let (h, wd, c) = fm.shape;
+    let (hi, lo) = addr(base);
+    let (shi, slo) = addr(u64::from(wd) * u64::from(c));
+    let (xhi, xlo) = addr(u64::from(c));
+    w.set(Command::SetIfm2Precision(SetIfm2Precision {
+        activation_type: ActivationType::Signed,
+        activation_precision: ActivationPrecision::B8,
+        activation_format: ActivationFormat::Nhwc,
+        activation_storage: ActivationStorage::Tile2x2,
+    }));
+    w.set(Command::SetIfm2Region(SetIfm2Region {
+        region: REGION_ARENA,
+    }));
+    w.set(Command::SetIfm2Base0(SetIfm2Base0 {
+        addr_hi: hi,
+        addr_lo: lo,
+    }));
+    w.set(Command::SetIfm2Base1(SetIfm2Base1::default()));
+    w.set(Command::SetIfm2Base2(SetIfm2Base2::default()));
+    w.set(Command::SetIfm2Base3(SetIfm2Base3::default()));
+    w.set(Command::SetIfm2Height0M1(SetIfm2Height0M1 {
+        height_m1: (h - 1) as u16,
+    }));
+    w.set(Command::SetIfm2Height1M1(SetIfm2Height1M1 {
+        height_m1: (h - 1) as u16,
+    }));
+    w.set(Command::SetIfm2Width0M1(SetIfm2Width0M1 {
+        width_m1: (wd - 1) as u16,
+    }));
+    w.set(Command::SetIfm2StrideY(SetIfm2StrideY {
+        addr_hi: shi,
+        addr_lo: slo,
+    }));
+    w.set(Command::SetIfm2StrideX(SetIfm2StrideX {
+        addr_hi: xhi,
+        addr_lo: xlo,
+    }));
+    w.set(Command::SetIfm2StrideC(SetIfm2StrideC {
+        addr_hi: 0,
+        addr_lo: 1,
+    }));
+    w.set(Command::SetIfm2ZeroPoint(SetIfm2ZeroPoint {
+        zero_point: zp16(fm.zero_point),
+    }));
+}
+
+pub(super) fn broadcast(b: (bool, bool, bool)) -> BroadcastMode {
+    let bits = u32::from(b.0) | (u32::from(b.1) << 1) | (u32::from(b.2) << 2);
+    BroadcastMode::from_raw(bits).unwrap_or(BroadcastMode::None)
+}
+
+pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
+    let (h, wd, c) = op.ofm.shape;
+    let (hi, lo) = addr(base);
+    let (shi, slo) = addr(u64::from(wd) * u64::from(c));
+    let (xhi, xlo) = addr(u64::from(c));
+    let scale_mode = match op.requant {
+        Requant::PerChannel(_) => OfmScaleMode::PerChannel,
+        Requant::Global { .. } => OfmScaleMode::Global,
+    };
+    w.set(Command::SetOfmPrecision(SetOfmPrecision {
+        activation_type: ActivationType::Signed,
+        activation_precision: ActivationPrecision::B8,
+        activation_format: ActivationFormat::Nhwc,
+        scale_mode,
+        activation_reverse: ActivationReverse::None,
+        activation_transpose: ActivationTranspose::Hwc,
+        activation_storage: ActivationStorage::Tile2x2,
+    }));
+    w.set(Command::SetOfmRegion(SetOfmRegion {
+        region: REGION_ARENA,
+    }));
+    w.set(Command::SetOfmBase0(SetOfmBase0 {
+        addr_hi: hi,
+        addr_lo: lo,
+    }));
+    w.set(Command::SetOfmBase1(SetOfmBase1::default()));
+    w.set(Command::SetOfmBase2(SetOfmBase2::default()));
+    w.set(Command::SetOfmBase3(SetOfmBase3::default()));
+    w.set(Command::SetOfmHeightM1(SetOfmHeightM1 {
+        height_m1: (h - 1) as u16,
+    }));
+    w.set(Command::SetOfmWidthM1(SetOfmWidthM1 {
+        width_m1: (wd - 1) as u16,
+    }));
+    w.set(Command::SetOfmDepthM1(SetOfmDepthM1 {
+        depth_m1: (c - 1) as u16,
+    }));
+    w.set(Command::SetOfmHeight0M1(SetOfmHeight0M1 {
+        height_m1: (h - 1) as u16,
+    }));
+    w.set(Command::SetOfmHeight1M1(SetOfmHeight1M1 {
+        height_m1: (h - 1) as u16,
+    }));
+    w.set(Command::SetOfmWidth0M1(SetOfmWidth0M1 {
+        width_m1: (wd - 1) as u16,
+    }));
+    w.set(Command::SetOfmStrideY(SetOfmStrideY {
+        addr_hi: shi,
+        addr_lo: slo,
+    }));
+    w.set(Command::SetOfmStrideX(SetOfmStrideX {
+        addr_hi: xhi,
+        addr_lo: xlo,
+    }));
+    w.set(Command::SetOfmStrideC(SetOfmStrideC {
+        addr_hi: 0,
+        addr_lo: 1,
+    }));
+    w.set(Command::SetOfmZeroPoint(SetOfmZeroPoint {
+        zero_point: zp16(op.ofm.zero_point),
+    }));
+}

@@ -1,0 +1,222 @@
+//! Register command stream generation.
+//!
+//! Every operation lists the full register state it needs; a register command is emitted only
+//! if its value differs from the last one emitted (or was never emitted). BLOCKDEP is 0 for the
+//! whole stream (no overlap between consecutive operations is permitted), and a KERNEL_WAIT 0
+//! precedes an operation that reads or writes bytes the previous operation read or wrote
+//! (read-after-write, write-after-read, write-after-write). The stream ends with NPU_OP_STOP.
+
+use super::alloc::Placement;
+use super::lower::{Fm, Kernel, Lowered, NpuOp, Requant};
+use super::{CompileError, OperatorInfo, REGION_ARENA, REGION_READ_ONLY};
+use crate::arch_interface::{BlockConfig, KernelKind, OpGeometry, Target};
+use npuc_backend::isa::*;
+use npuc_codecs::ordering::WeightOrder as CodecOrder;
+use std::collections::BTreeMap;
+
+mod fm;
+mod kernel;
+mod weights;
+
+use fm::{broadcast, ifm2_commands, ifm_commands, ofm_commands};
+use kernel::kernel_commands;
+
+/// The emitted stream and read-only data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Emitted {
+    pub words: Vec<u32>,
+    pub read_only: Vec<u8>,
+    pub operators: Vec<OperatorInfo>,
+}
+
+/// Emits commands, skipping register writes that do not change the value.
+#[derive(Default)]
+struct Writer {
+    commands: Vec<Command>,
+    state: BTreeMap<Opcode, Command>,
+}
+
+impl Writer {
+    fn set(&mut self, c: Command) {
+        let op = c.opcode();
+        if self.state.get(&op) != Some(&c) {
+            self.state.insert(op, c);
+            self.commands.push(c);
+        }
+    }
+
+    fn op(&mut self, c: Command) {
+        self.commands.push(c);
+    }
+}
+
+fn addr(v: u64) -> (u8, u32) {
+    ((v >> 32) as u8, v as u32)
+}
+
+fn zp16(v: i64) -> u16 {
+    v as i16 as u16
+}
+
+fn kind_of(k: Kernel) -> KernelKind {
+    match k {
+        Kernel::Conv => KernelKind::Conv,
+        Kernel::Depthwise => KernelKind::Depthwise,
+        Kernel::Pool(_) => KernelKind::Pool,
+        Kernel::Elementwise(_) => KernelKind::Elementwise,
+    }
+}
+
+fn geometry(op: &NpuOp) -> OpGeometry {
+    let kd = (
+        (op.kernel_size.0 - 1) * op.dilation.0 + 1,
+        (op.kernel_size.1 - 1) * op.dilation.1 + 1,
+    );
+    OpGeometry {
+        kind: kind_of(op.kernel),
+        ofm: op.ofm.shape,
+        ifm_depth: op.ifm.shape.2,
+        kernel: kd,
+        stride: op.stride,
+        ifm_elem_bytes: 1,
+        ofm_elem_bytes: 1,
+    }
+}
+
+/// Byte range of a feature map in the arena.
+fn range(fm: &Fm, p: &Placement, l: &Lowered) -> (u64, u64) {
+    let off = p.offsets[fm.buffer];
+    (off, off + l.buffers[fm.buffer].size)
+}
+
+fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
+    a.0 < b.1 && b.0 < a.1
+}
+fn align16(ro: &mut Vec<u8>) {
+    ro.resize(ro.len().next_multiple_of(16), 0);
+}
+
+/// Byte ranges an operation reads and the range it writes.
+type Access = (Vec<(u64, u64)>, (u64, u64));
+
+/// Emits the command stream of a lowered, placed graph.
+pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, CompileError> {
+    let mut w = Writer::default();
+    let mut ro: Vec<u8> = Vec::new();
+    let mut operators = Vec::new();
+    w.set(Command::SetBlockdep(SetBlockdep { blockdep: 0 }));
+    // Byte ranges read and written by the previous operation.
+    let mut prev: Option<Access> = None;
+    for op in &l.ops {
+        let geom = geometry(op);
+        let block: BlockConfig = target.choose_block(&geom);
+        let order = weights::weight_commands(&mut w, &mut ro, target, op, &geom, &block)?;
+        // OFM_SCALE carries the round mode (always) and the global scale.
+        let (scale, shift) = match &op.requant {
+            Requant::Global { scale, shift } => (*scale, *shift),
+            Requant::PerChannel(ch) => ch.first().map_or((0, 0), |c| (c.scale, c.shift)),
+        };
+        w.set(Command::SetOfmScale(SetOfmScale {
+            shift,
+            dbl_rnd: 0,
+            round_mode: op.round,
+            scale,
+        }));
+        ifm_commands(&mut w, &op.ifm, p.offsets[op.ifm.buffer]);
+        kernel_commands(&mut w, op, order);
+        ofm_commands(&mut w, op, p.offsets[op.ofm.buffer]);
+        if let Some(ifm2) = &op.ifm2 {
+            ifm2_commands(&mut w, ifm2, p.offsets[ifm2.buffer]);
+            w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
+                broadcast_mode: broadcast(op.ifm.broadcast),
+            }));
+            w.set(Command::SetIfm2Broadcast(SetIfm2Broadcast {
+                broadcast_mode: broadcast(ifm2.broadcast),
+            }));
+        }
+        if let Some(s) = op.ifm_scale {
+            w.set(Command::SetIfmScale(SetIfmScale {
+                shift: s.shift,
+                dbl_rnd: s.dbl_rnd,
+                round_mode: s.round,
+                scale: s.scale,
+            }));
+        }
+        if let Some(s) = op.ifm2_scale {
+            w.set(Command::SetIfm2Scale(SetIfm2Scale {
+                shift: s.shift,
+                dbl_rnd: s.dbl_rnd,
+                round_mode: s.round,
+                scale: s.scale,
+            }));
+        }
+        w.set(Command::SetActivation(SetActivation {
+            activation_function: ActivationFunction::LutNone,
+            table: 0,
+            activation_clip_range: ActivationClipRange::B16,
+        }));
+        w.set(Command::SetActivationMin(SetActivationMin {
+            clip_boundary: zp16(op.act.0),
+        }));
+        w.set(Command::SetActivationMax(SetActivationMax {
+            clip_boundary: zp16(op.act.1),
+        }));
+        let (bh, bw, bd) = block.ofm_block;
+        w.set(Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 {
+            height_m1: (bh - 1) as u8,
+        }));
+        w.set(Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 {
+            width_m1: (bw - 1) as u8,
+        }));
+        w.set(Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 {
+            depth_m1: (bd - 1) as u16,
+        }));
+        w.set(Command::SetAccFormat(SetAccFormat {
+            acc_format: AccFormat::I32,
+            acc_input: AccInput::Reset,
+            acc_output: AccOutput::Enable,
+            microblock: block.microblock.encoding,
+        }));
+        // Hazards against the previous operation (at most two kernels are outstanding).
+        let reads: Vec<(u64, u64)> = std::iter::once(&op.ifm)
+            .chain(op.ifm2.as_ref())
+            .map(|fm| range(fm, p, l))
+            .collect();
+        let write = range(&op.ofm, p, l);
+        if let Some((preads, pwrite)) = &prev {
+            let raw = reads.iter().any(|&r| overlaps(r, *pwrite));
+            let war = preads.iter().any(|&r| overlaps(r, write));
+            let waw = overlaps(write, *pwrite);
+            if raw || war || waw {
+                w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+            }
+        }
+        prev = Some((reads, write));
+        let (cmd, kernel_name) = match op.kernel {
+            Kernel::Conv => (Command::OpConv(OpConv { weights_ifm2: 0 }), "CONV"),
+            Kernel::Depthwise => (Command::OpDepthwise(OpDepthwise {}), "DEPTHWISE"),
+            Kernel::Pool(mode) => (Command::OpPool(OpPool { pooling_mode: mode }), "POOL"),
+            Kernel::Elementwise(mode) => (
+                Command::OpElementwise(OpElementwise {
+                    elementwise_mode: mode,
+                }),
+                "ELEMENTWISE",
+            ),
+        };
+        w.op(cmd);
+        operators.push(OperatorInfo {
+            name: op.name.clone(),
+            kernel: kernel_name.to_string(),
+            fused: op.fused.clone(),
+            cycles: target.estimate_cycles(&geom),
+        });
+    }
+    w.op(Command::OpStop(OpStop { mask: 0xffff }));
+    align16(&mut ro);
+    let words = encode_stream(&w.commands).map_err(|e| CompileError::Stream(e.to_string()))?;
+    Ok(Emitted {
+        words,
+        read_only: ro,
+        operators,
+    })
+}

@@ -1,0 +1,415 @@
+//! Operator groups of the IR to NPU kernel operations.
+//!
+//! One module per operator family (`conv`, `pool`, `elementwise`); this module holds the
+//! shared types, the lowering context and the dispatch over the IR operators.
+
+mod conv;
+mod elementwise;
+mod pool;
+
+use super::CompileError;
+use npuc_backend::isa::{ElementwiseMode, PoolingMode, RoundModeIfm, RoundModeOfm};
+use npuc_codecs::ordering::{OhwiWeights, WeightShape};
+use npuc_codecs::scale::ChannelScale;
+use npuc_ir::{
+    DType, Graph, Op, OpId, OpNode, RescaleAttrs, RescaleRounding, TensorData, TensorId,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A feature-map buffer: one per graph input and per NPU operation output (RESHAPE aliases).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Buffer {
+    /// Size in bytes.
+    pub size: u64,
+    /// Index of the NPU operation writing it (`None` for graph inputs).
+    pub producer: Option<usize>,
+    /// Index of the last NPU operation reading it.
+    pub last_use: Option<usize>,
+    /// Graph input or output (live for the whole run on that side).
+    pub is_input: bool,
+    /// Graph output.
+    pub is_output: bool,
+}
+
+/// A feature map as one NPU operation sees it (NHWC, batch 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fm {
+    /// Buffer index.
+    pub buffer: usize,
+    /// Height, width, depth of the tensor.
+    pub shape: (u32, u32, u32),
+    /// Zero point.
+    pub zero_point: i64,
+    /// Element type (int8 in this slice).
+    pub dtype: DType,
+    /// Broadcast along height, width, depth (elementwise inputs).
+    pub broadcast: (bool, bool, bool),
+}
+
+/// NPU kernel of an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    /// NPU_OP_CONV.
+    Conv,
+    /// NPU_OP_DEPTHWISE.
+    Depthwise,
+    /// NPU_OP_POOL.
+    Pool(PoolingMode),
+    /// NPU_OP_ELEMENTWISE.
+    Elementwise(ElementwiseMode),
+}
+
+/// How the accumulator is requantized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Requant {
+    /// Per-channel records (scale stream), with bias.
+    PerChannel(Vec<ChannelScale>),
+    /// OFM_SCALE (global), no bias.
+    Global { scale: u32, shift: u8 },
+}
+
+/// An IFM/IFM2 input scale (elementwise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputScale {
+    pub scale: u32,
+    pub shift: u8,
+    /// Double-rounding position offset (a left shift folded into the scale).
+    pub dbl_rnd: u8,
+    pub round: RoundModeIfm,
+}
+
+/// One NPU kernel operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NpuOp {
+    /// Name of the last IR operator of the group.
+    pub name: String,
+    /// Names of all IR operators of the group.
+    pub fused: Vec<String>,
+    pub kernel: Kernel,
+    pub ifm: Fm,
+    pub ifm2: Option<Fm>,
+    pub ofm: Fm,
+    /// Undilated kernel height, width.
+    pub kernel_size: (u32, u32),
+    /// Stride y, x.
+    pub stride: (u32, u32),
+    /// Dilation y, x (1 or 2).
+    pub dilation: (u32, u32),
+    /// Padding top, bottom, left, right (bottom/right as the hardware derives the IFM extent).
+    pub pad: [u32; 4],
+    /// OHWI weights with the weight zero point subtracted.
+    pub weights: Option<OhwiWeights>,
+    pub requant: Requant,
+    pub round: RoundModeOfm,
+    pub ifm_scale: Option<InputScale>,
+    pub ifm2_scale: Option<InputScale>,
+    /// Activation clamp bounds (after the zero point).
+    pub act: (i64, i64),
+}
+
+/// The result of lowering.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lowered {
+    pub ops: Vec<NpuOp>,
+    pub buffers: Vec<Buffer>,
+    tensor_buffer: BTreeMap<TensorId, usize>,
+}
+
+impl Lowered {
+    /// The buffer holding a graph input/output or NPU operation output tensor.
+    pub fn buffer_of(&self, t: TensorId) -> usize {
+        self.tensor_buffer[&t]
+    }
+}
+
+pub(crate) struct Ctx<'g> {
+    g: &'g Graph,
+    lowered: Lowered,
+    fused: BTreeSet<OpId>,
+}
+
+pub(crate) fn unsupported(node: &OpNode, reason: impl Into<String>) -> CompileError {
+    CompileError::Unsupported {
+        name: node.name.clone(),
+        kind: node.op.kind().to_string(),
+        reason: reason.into(),
+    }
+}
+
+pub(crate) fn rescale_round(r: &RescaleAttrs) -> RoundModeOfm {
+    if r.scale32 && r.rounding == RescaleRounding::DoubleRound {
+        RoundModeOfm::DoubleSymmetric
+    } else {
+        RoundModeOfm::Natural
+    }
+}
+
+impl<'g> Ctx<'g> {
+    fn node(&self, o: OpId) -> &'g OpNode {
+        self.g.op(o).expect("op id from the graph")
+    }
+
+    fn dtype(&self, t: TensorId) -> DType {
+        self.g.tensor(t).expect("tensor").ty.dtype
+    }
+
+    fn dims(&self, t: TensorId) -> &'g [usize] {
+        self.g.tensor(t).expect("tensor").ty.shape.dims()
+    }
+
+    fn const_data(&self, t: TensorId) -> Option<&'g TensorData> {
+        self.g.tensor(t).and_then(|x| x.data.as_ref())
+    }
+
+    /// The single consumer of `t` if `t` is an intermediate that can be fused away.
+    fn sole_consumer(&self, t: TensorId) -> Option<OpId> {
+        if self.g.outputs().contains(&t) {
+            return None;
+        }
+        let c = self.g.consumers(t);
+        (c.len() == 1).then(|| c[0].0)
+    }
+
+    fn new_buffer(&mut self, t: TensorId, producer: Option<usize>) -> usize {
+        let tensor = self.g.tensor(t).expect("tensor");
+        let n = tensor.ty.shape.num_elements().unwrap_or(0) as u64;
+        let size = n * tensor.ty.dtype.byte_size() as u64;
+        let idx = self.lowered.buffers.len();
+        self.lowered.buffers.push(Buffer {
+            size,
+            producer,
+            last_use: None,
+            is_input: producer.is_none(),
+            is_output: false,
+        });
+        self.lowered.tensor_buffer.insert(t, idx);
+        idx
+    }
+
+    /// The buffer of a non-constant tensor read by an NPU operation.
+    fn input_buffer(&self, node: &OpNode, t: TensorId) -> Result<usize, CompileError> {
+        self.lowered.tensor_buffer.get(&t).copied().ok_or_else(|| {
+            unsupported(
+                node,
+                "an input is a constant or comes from an unsupported operator",
+            )
+        })
+    }
+
+    fn hwc(
+        &self,
+        node: &OpNode,
+        t: TensorId,
+        spatial: bool,
+    ) -> Result<(u32, u32, u32), CompileError> {
+        let d = self.dims(t);
+        let big = |v: usize| v > 65536;
+        let (h, w, c) = match d.len() {
+            4 if d[0] == 1 => (d[1], d[2], d[3]),
+            4 => return Err(unsupported(node, "batch sizes other than 1")),
+            3 if !spatial => (d[0], d[1], d[2]),
+            2 if !spatial => (1, d[0], d[1]),
+            1 if !spatial => (1, 1, d[0]),
+            0 if !spatial => (1, 1, 1),
+            _ => return Err(unsupported(node, format!("tensor rank {}", d.len()))),
+        };
+        if big(h) || big(w) || big(c) {
+            return Err(unsupported(node, "a dimension above 65536"));
+        }
+        Ok((h as u32, w as u32, c as u32))
+    }
+
+    fn fm(&self, node: &OpNode, t: TensorId, spatial: bool, zp: i64) -> Result<Fm, CompileError> {
+        let dtype = self.dtype(t);
+        if dtype != DType::Int8 {
+            return Err(unsupported(
+                node,
+                format!("{dtype} feature maps (only i8 so far)"),
+            ));
+        }
+        if !(-128..=127).contains(&zp) {
+            return Err(unsupported(node, format!("zero point {zp}")));
+        }
+        Ok(Fm {
+            buffer: self.input_buffer(node, t)?,
+            shape: self.hwc(node, t, spatial)?,
+            zero_point: zp,
+            dtype,
+            broadcast: (false, false, false),
+        })
+    }
+
+    /// Follows `t` through an optional CLAMP; returns the final tensor, the bounds and the
+    /// fused operator names.
+    fn fuse_clamp(&mut self, t: TensorId, names: &mut Vec<String>) -> (TensorId, (i64, i64)) {
+        let mut bounds = (-128, 127);
+        if let Some(c) = self.sole_consumer(t) {
+            if let Op::Clamp(a) = &self.node(c).op {
+                bounds = (a.min.max(-128), a.max.min(127));
+                self.fused.insert(c);
+                names.push(self.node(c).name.clone());
+                return (self.node(c).outputs()[0], bounds);
+            }
+        }
+        (t, bounds)
+    }
+
+    fn ofm(
+        &mut self,
+        node: &OpNode,
+        t: TensorId,
+        spatial: bool,
+        zp: i64,
+    ) -> Result<Fm, CompileError> {
+        let idx = self.lowered.ops.len();
+        let buf = self.new_buffer(t, Some(idx));
+        let r = self.fm(node, t, spatial, zp);
+        if r.is_err() {
+            self.lowered.buffers.pop();
+            self.lowered.tensor_buffer.remove(&t);
+        }
+        let _ = buf;
+        r
+    }
+
+    fn check_rescale_out(&self, node: &OpNode, r: &RescaleAttrs) -> Result<(), CompileError> {
+        if r.output_dtype != DType::Int8 || r.input_unsigned || r.output_unsigned {
+            return Err(unsupported(
+                node,
+                "only i32 -> i8 signed rescales are fused",
+            ));
+        }
+        if r.input_zp != 0 {
+            return Err(unsupported(
+                node,
+                "nonzero input zero point on an accumulator",
+            ));
+        }
+        if !(-128..=127).contains(&r.output_zp) {
+            return Err(unsupported(node, "output zero point out of range"));
+        }
+        if r.shift.iter().any(|&s| !(0..=63).contains(&s)) || r.multiplier.iter().any(|&m| m < 0) {
+            return Err(unsupported(node, "multiplier/shift out of range"));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, op: NpuOp) {
+        let idx = self.lowered.ops.len();
+        for fm in std::iter::once(op.ifm).chain(op.ifm2) {
+            self.lowered.buffers[fm.buffer].last_use = Some(idx);
+        }
+        self.lowered.ops.push(op);
+    }
+}
+
+/// Validated window geometry.
+pub(crate) struct Geometry {
+    stride: (u32, u32),
+    dilation: (u32, u32),
+    pad: [u32; 4],
+}
+
+impl Geometry {
+    fn new(
+        node: &OpNode,
+        ifm: &Fm,
+        ofm: &Fm,
+        kernel: (u32, u32),
+        stride: [usize; 2],
+        dilation: [usize; 2],
+        pad: [usize; 4],
+    ) -> Result<Geometry, CompileError> {
+        if stride.iter().any(|&s| !(1..=3).contains(&s)) {
+            return Err(unsupported(node, "strides above 3"));
+        }
+        if dilation.iter().any(|&d| !(1..=2).contains(&d)) {
+            return Err(unsupported(node, "dilations above 2"));
+        }
+        let kd = (
+            (kernel.0 - 1) * dilation[0] as u32 + 1,
+            (kernel.1 - 1) * dilation[1] as u32 + 1,
+        );
+        if kd.0 * kd.1 > 4096 || (kd.0 > 64 && kd.1 > 64) {
+            return Err(unsupported(node, "kernel too large"));
+        }
+        if pad[0] > 127 || pad[2] > 127 {
+            return Err(unsupported(node, "padding above 127"));
+        }
+        // The hardware derives the IFM extent from the OFM size, kernel, stride and padding;
+        // bottom/right padding is chosen so that the derived extent covers the real one.
+        let eff = |o: u32, s: usize, k: u32, before: usize, i: u32| -> i64 {
+            i64::from(o - 1) * s as i64 + i64::from(k) - before as i64 - i64::from(i)
+        };
+        let bottom = eff(ofm.shape.0, stride[0], kd.0, pad[0], ifm.shape.0).max(0);
+        let right = eff(ofm.shape.1, stride[1], kd.1, pad[2], ifm.shape.1).max(0);
+        if bottom > 255 || right > 255 {
+            return Err(unsupported(node, "padding above 255"));
+        }
+        Ok(Geometry {
+            stride: (stride[0] as u32, stride[1] as u32),
+            dilation: (dilation[0] as u32, dilation[1] as u32),
+            pad: [pad[0] as u32, bottom as u32, pad[2] as u32, right as u32],
+        })
+    }
+}
+
+/// Lowers a validated graph into NPU operations.
+pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
+    let mut cx = Ctx {
+        g,
+        lowered: Lowered {
+            ops: Vec::new(),
+            buffers: Vec::new(),
+            tensor_buffer: BTreeMap::new(),
+        },
+        fused: BTreeSet::new(),
+    };
+    for &t in g.inputs() {
+        cx.new_buffer(t, None);
+    }
+    let order = g
+        .topo_order()
+        .map_err(|e| CompileError::Graph(e.to_string()))?;
+    let mut deferred = Vec::new();
+    for o in order {
+        if cx.fused.contains(&o) {
+            continue;
+        }
+        let node = cx.node(o);
+        match &node.op {
+            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::FullyConnected(_) => cx.lower_conv(o)?,
+            Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::Clamp(_) => cx.lower_pool(o)?,
+            Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
+            Op::Reshape(_) | Op::Identity => {
+                let x = node.inputs()[0];
+                let buf = cx.input_buffer(node, x)?;
+                cx.lowered.tensor_buffer.insert(node.outputs()[0], buf);
+            }
+            Op::Rescale(_) | Op::LogicalLeftShift
+                if cx.dtype(node.outputs()[0]) == DType::Int32 =>
+            {
+                // Possibly part of an elementwise operand; the elementwise operation fuses it,
+                // and anything left unfused is reported below.
+                deferred.push(o);
+            }
+            _ => return Err(unsupported(node, "operator not in the NPU slice yet")),
+        }
+    }
+    if let Some(&o) = deferred.iter().find(|o| !cx.fused.contains(o)) {
+        return Err(unsupported(
+            cx.node(o),
+            "only RESCALEs after a convolution or around an elementwise operation are supported",
+        ));
+    }
+    for &t in g.outputs() {
+        let Some(&buf) = cx.lowered.tensor_buffer.get(&t) else {
+            return Err(CompileError::Graph(format!(
+                "output {} is not produced by an NPU operation",
+                g.tensor(t).map_or("?", |x| x.name.as_str())
+            )));
+        };
+        cx.lowered.buffers[buf].is_output = true;
+    }
+    Ok(cx.lowered)
+}

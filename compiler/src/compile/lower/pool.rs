@@ -1,0 +1,63 @@
+//! MAX_POOL2D, AVG_POOL2D and standalone CLAMP as NPU pooling operations.
+
+use super::*;
+
+impl<'g> Ctx<'g> {
+    pub(super) fn lower_pool(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let x = node.inputs()[0];
+        let mut names = vec![node.name.clone()];
+        let (mode, kernel, stride, pad, izp, ozp, shift) = match &node.op {
+            Op::MaxPool2d(a) => (PoolingMode::Max, a.kernel, a.stride, a.pad, 0, 0, 0),
+            Op::AvgPool2d(a) => {
+                if a.kernel[0] > 8 || a.kernel[1] > 8 {
+                    return Err(unsupported(node, "average pool kernels above 8x8"));
+                }
+                (
+                    PoolingMode::Average,
+                    a.kernel,
+                    a.stride,
+                    a.pad,
+                    a.input_zp,
+                    a.output_zp,
+                    0,
+                )
+            }
+            // CLAMP on its own: a 1x1 max pool with the clamp as activation.
+            Op::Clamp(_) => (PoolingMode::Max, [1, 1], [1, 1], [0; 4], 0, 0, 0),
+            _ => unreachable!("lower_pool on a non-pool op"),
+        };
+        let (out_t, mut act) = self.fuse_clamp(node.outputs()[0], &mut names);
+        if let Op::Clamp(a) = &node.op {
+            act = (a.min.max(-128), a.max.min(127));
+        }
+        let spatial = !matches!(node.op, Op::Clamp(_));
+        let ifm = self.fm(node, x, spatial, izp)?;
+        let ofm = self.ofm(node, out_t, spatial, ozp)?;
+        let k = (kernel[0] as u32, kernel[1] as u32);
+        let geometry = Geometry::new(node, &ifm, &ofm, k, stride, [1, 1], pad)?;
+        let (scale, round) = match mode {
+            PoolingMode::Average => (1, RoundModeOfm::Natural),
+            _ => (1, RoundModeOfm::Natural),
+        };
+        self.push(NpuOp {
+            name: node.name.clone(),
+            fused: names,
+            kernel: Kernel::Pool(mode),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: k,
+            stride: geometry.stride,
+            dilation: (1, 1),
+            pad: geometry.pad,
+            weights: None,
+            requant: Requant::Global { scale, shift },
+            round,
+            ifm_scale: None,
+            ifm2_scale: None,
+            act,
+        });
+        Ok(())
+    }
+}
