@@ -5,8 +5,10 @@
 //! - [`arch`]: the five U85 configurations (128..2048 MACs/cycle) and their limits.
 //! - [`cop`]: the command-stream payloads Vela puts in its `ethos-u` custom operators
 //!   (COP1 and COP2 headers).
+//! - [`system`]: system configurations and memory modes (Vela's `vela.ini` presets and parser).
 
 pub mod arch;
 pub mod cop;
 pub mod isa;
 pub mod sim;
+pub mod system;
