@@ -44,6 +44,8 @@ pub struct OpGeometry {
     pub ifm_elem_bytes: u32,
     /// Bytes per OFM element.
     pub ofm_elem_bytes: u32,
+    /// Bytes per accumulator in the accumulator RAM (4 for `I32`, 8 for `I48`).
+    pub acc_bytes: u32,
 }
 
 /// The chosen microblock and OFM block of one operation.
@@ -96,14 +98,16 @@ pub trait Target {
         &self,
         kind: KernelKind,
         weights: &OhwiWeights,
+        ifm_precision: IfmPrecision,
         stride: (u32, u32),
         dilation: (u32, u32),
         block: &BlockConfig,
     ) -> Result<EncodedWeights, TargetError>;
-    /// Encodes the per-channel bias/scale records (32-bit accumulator).
+    /// Encodes the per-channel bias/scale records for an accumulator format.
     fn encode_scales(
         &self,
         channels: &[ChannelScale],
+        acc: AccFormat,
         block: &BlockConfig,
     ) -> Result<Vec<u8>, TargetError>;
     /// A simple cycle estimate of one operation.
@@ -168,7 +172,7 @@ impl Target for U85Target {
         let lim_d = round_up(g.ofm.2, mb.depth).min(max_d);
         let ram = self.arch.ram;
         let fits = |h: u32, w: u32, d: u32| -> bool {
-            let acc = u64::from(h * w * d) * 4;
+            let acc = u64::from(h * w * d) * u64::from(g.acc_bytes);
             let ih = u64::from((h - 1) * g.stride.0 + g.kernel.0);
             let iw = u64::from((w - 1) * g.stride.1 + g.kernel.1);
             let id = match g.kind {
@@ -217,6 +221,7 @@ impl Target for U85Target {
         &self,
         kind: KernelKind,
         weights: &OhwiWeights,
+        ifm_precision: IfmPrecision,
         stride: (u32, u32),
         dilation: (u32, u32),
         block: &BlockConfig,
@@ -242,7 +247,7 @@ impl Target for U85Target {
         let params = OrderingParams {
             operation,
             weight_order: order,
-            ifm_precision: IfmPrecision::B8,
+            ifm_precision,
             weight_sparsity: WeightSparsity::None,
             stride_x: stride.1,
             stride_y: stride.0,
@@ -263,10 +268,11 @@ impl Target for U85Target {
     fn encode_scales(
         &self,
         channels: &[ChannelScale],
+        acc: AccFormat,
         block: &BlockConfig,
     ) -> Result<Vec<u8>, TargetError> {
         let params = ScaleStreamParams {
-            acc: AccFormat::I32,
+            acc,
             microblock_depth: block.microblock.depth,
             reverse_c: false,
         };

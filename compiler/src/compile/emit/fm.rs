@@ -5,11 +5,12 @@ use super::*;
 pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64) {
     let (h, wd, c) = fm.shape;
     let (hi, lo) = addr(base);
-    let (shi, slo) = addr(u64::from(wd) * u64::from(c));
-    let (xhi, xlo) = addr(u64::from(c));
+    let e = u64::from(fm.elem_bytes());
+    let (shi, slo) = addr(u64::from(wd) * u64::from(c) * e);
+    let (xhi, xlo) = addr(u64::from(c) * e);
     w.set(Command::SetIfmPrecision(SetIfmPrecision {
-        activation_type: ActivationType::Signed,
-        activation_precision: ActivationPrecision::B8,
+        activation_type: activation_type(fm),
+        activation_precision: precision(fm),
         activation_format: ActivationFormat::Nhwc,
         activation_storage: ActivationStorage::Tile2x2,
     }));
@@ -45,7 +46,7 @@ pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64) {
     }));
     w.set(Command::SetIfmStrideC(SetIfmStrideC {
         addr_hi: 0,
-        addr_lo: 1,
+        addr_lo: e as u32,
     }));
     w.set(Command::SetIfmZeroPoint(SetIfmZeroPoint {
         zero_point: zp16(fm.zero_point),
@@ -58,11 +59,12 @@ pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64) {
 pub(super) fn ifm2_commands(w: &mut Writer, fm: &Fm, base: u64) {
     let (h, wd, c) = fm.shape;
     let (hi, lo) = addr(base);
-    let (shi, slo) = addr(u64::from(wd) * u64::from(c));
-    let (xhi, xlo) = addr(u64::from(c));
+    let e = u64::from(fm.elem_bytes());
+    let (shi, slo) = addr(u64::from(wd) * u64::from(c) * e);
+    let (xhi, xlo) = addr(u64::from(c) * e);
     w.set(Command::SetIfm2Precision(SetIfm2Precision {
-        activation_type: ActivationType::Signed,
-        activation_precision: ActivationPrecision::B8,
+        activation_type: activation_type(fm),
+        activation_precision: precision(fm),
         activation_format: ActivationFormat::Nhwc,
         activation_storage: ActivationStorage::Tile2x2,
     }));
@@ -95,7 +97,7 @@ pub(super) fn ifm2_commands(w: &mut Writer, fm: &Fm, base: u64) {
     }));
     w.set(Command::SetIfm2StrideC(SetIfm2StrideC {
         addr_hi: 0,
-        addr_lo: 1,
+        addr_lo: e as u32,
     }));
     w.set(Command::SetIfm2ZeroPoint(SetIfm2ZeroPoint {
         zero_point: zp16(fm.zero_point),
@@ -110,15 +112,16 @@ pub(super) fn broadcast(b: (bool, bool, bool)) -> BroadcastMode {
 pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
     let (h, wd, c) = op.ofm.shape;
     let (hi, lo) = addr(base);
-    let (shi, slo) = addr(u64::from(wd) * u64::from(c));
-    let (xhi, xlo) = addr(u64::from(c));
+    let e = u64::from(op.ofm.elem_bytes());
+    let (shi, slo) = addr(u64::from(wd) * u64::from(c) * e);
+    let (xhi, xlo) = addr(u64::from(c) * e);
     let scale_mode = match op.requant {
         Requant::PerChannel(_) => OfmScaleMode::PerChannel,
         Requant::Global { .. } => OfmScaleMode::Global,
     };
     w.set(Command::SetOfmPrecision(SetOfmPrecision {
-        activation_type: ActivationType::Signed,
-        activation_precision: ActivationPrecision::B8,
+        activation_type: activation_type(&op.ofm),
+        activation_precision: precision(&op.ofm),
         activation_format: ActivationFormat::Nhwc,
         scale_mode,
         activation_reverse: ActivationReverse::None,
@@ -163,7 +166,7 @@ pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
     }));
     w.set(Command::SetOfmStrideC(SetOfmStrideC {
         addr_hi: 0,
-        addr_lo: 1,
+        addr_lo: e as u32,
     }));
     w.set(Command::SetOfmZeroPoint(SetOfmZeroPoint {
         zero_point: zp16(op.ofm.zero_point),

@@ -78,8 +78,31 @@ fn geometry(op: &NpuOp) -> OpGeometry {
         ifm_depth: op.ifm.shape.2,
         kernel: kd,
         stride: op.stride,
-        ifm_elem_bytes: 1,
-        ofm_elem_bytes: 1,
+        ifm_elem_bytes: op.ifm.elem_bytes(),
+        ofm_elem_bytes: op.ofm.elem_bytes(),
+        acc_bytes: match op.acc {
+            AccFormat::I32 => 4,
+            AccFormat::I48 => 8,
+        },
+    }
+}
+
+/// ACTIVATION_PRECISION of a feature map's element type.
+fn precision(fm: &Fm) -> ActivationPrecision {
+    match fm.elem_bytes() {
+        1 => ActivationPrecision::B8,
+        2 => ActivationPrecision::B16,
+        4 => ActivationPrecision::B32,
+        _ => ActivationPrecision::B64,
+    }
+}
+
+/// ACTIVATION_TYPE of a feature map's element type.
+fn activation_type(fm: &Fm) -> ActivationType {
+    if fm.dtype.is_unsigned() {
+        ActivationType::Unsigned
+    } else {
+        ActivationType::Signed
     }
 }
 
@@ -172,7 +195,7 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
             depth_m1: (bd - 1) as u16,
         }));
         w.set(Command::SetAccFormat(SetAccFormat {
-            acc_format: AccFormat::I32,
+            acc_format: op.acc,
             acc_input: AccInput::Reset,
             acc_output: AccOutput::Enable,
             microblock: block.microblock.encoding,

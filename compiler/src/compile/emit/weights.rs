@@ -1,6 +1,8 @@
 //! Weight and scale streams of one operation into the read-only region, and their registers.
 
 use super::*;
+use npuc_codecs::ordering::IfmPrecision;
+use npuc_codecs::scale::AccFormat as CodecAcc;
 
 /// Encodes the scale stream and the weight streams of `op` (if it has weights) into `ro`,
 /// emits their region/base/length registers and returns the weight order used.
@@ -25,9 +27,27 @@ pub(super) fn weight_commands(
                 op.name
             )));
         };
-        let scales = target.encode_scales(channels, block).map_err(enc_err)?;
+        let acc = match op.acc {
+            AccFormat::I32 => CodecAcc::I32,
+            AccFormat::I48 => CodecAcc::I48,
+        };
+        let scales = target
+            .encode_scales(channels, acc, block)
+            .map_err(enc_err)?;
+        let ifm_precision = if op.ifm.elem_bytes() == 2 {
+            IfmPrecision::B16
+        } else {
+            IfmPrecision::B8
+        };
         let enc = target
-            .encode_weights(geom.kind, weights, op.stride, op.dilation, block)
+            .encode_weights(
+                geom.kind,
+                weights,
+                ifm_precision,
+                op.stride,
+                op.dilation,
+                block,
+            )
             .map_err(enc_err)?;
         order = match enc.order {
             CodecOrder::DepthFirst => WeightOrder::DepthFirst,

@@ -212,6 +212,7 @@ impl<'g> Ctx<'g> {
             ifm_scale: ascale,
             ifm2_scale: bscale,
             act,
+            acc: AccFormat::I32,
         });
         Ok(())
     }

@@ -8,7 +8,7 @@ mod elementwise;
 mod pool;
 
 use super::CompileError;
-use npuc_backend::isa::{ElementwiseMode, PoolingMode, RoundModeIfm, RoundModeOfm};
+use npuc_backend::isa::{AccFormat, ElementwiseMode, PoolingMode, RoundModeIfm, RoundModeOfm};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{
@@ -44,6 +44,13 @@ pub struct Fm {
     pub dtype: DType,
     /// Broadcast along height, width, depth (elementwise inputs).
     pub broadcast: (bool, bool, bool),
+}
+
+impl Fm {
+    /// Bytes per element.
+    pub fn elem_bytes(&self) -> u32 {
+        self.dtype.byte_size() as u32
+    }
 }
 
 /// NPU kernel of an operation.
@@ -105,6 +112,9 @@ pub struct NpuOp {
     pub ifm2_scale: Option<InputScale>,
     /// Activation clamp bounds (after the zero point).
     pub act: (i64, i64),
+    /// Accumulator format (ACC_FORMAT.acc_format): `I32` for 8-bit inputs; `I48` for 16x8
+    /// convolutions (48-bit bias, 15-bit scales) and 16-bit elementwise operations.
+    pub acc: AccFormat,
 }
 
 /// The result of lowering.

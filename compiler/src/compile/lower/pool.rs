@@ -57,6 +57,7 @@ impl<'g> Ctx<'g> {
             ifm_scale: None,
             ifm2_scale: None,
             act,
+            acc: AccFormat::I32,
         });
         Ok(())
     }
