@@ -22,6 +22,9 @@ impl Rng {
     pub fn i8s(&mut self, n: usize) -> Vec<i8> {
         (0..n).map(|_| self.range(-128, 127) as i8).collect()
     }
+    pub fn i16s(&mut self, n: usize) -> Vec<i16> {
+        (0..n).map(|_| self.range(-32768, 32767) as i16).collect()
+    }
 }
 
 /// A per-channel (or per-tensor) i32 -> i8 rescale.
@@ -374,14 +377,66 @@ pub fn simulate(m: &CompiledModel, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Random full-range inputs for a graph.
+/// Random full-range inputs for a graph (i8 or i16 inputs).
 pub fn random_inputs(g: &Graph, rng: &mut Rng) -> Vec<TensorValue> {
     g.inputs()
         .iter()
         .map(|&t| {
             let ty = &g.tensor(t).unwrap().ty;
             let n = ty.shape.num_elements().unwrap();
-            TensorValue::new(ty.shape.clone(), TensorData::I8(rng.i8s(n))).unwrap()
+            let data = match ty.dtype {
+                DType::Int16 => TensorData::I16(rng.i16s(n)),
+                _ => TensorData::I8(rng.i8s(n)),
+            };
+            TensorValue::new(ty.shape.clone(), data).unwrap()
         })
         .collect()
+}
+
+/// Compiles `g` for every configuration and checks that the stream ends in NPU_OP_STOP and
+/// that the simulator reproduces the reference interpreter byte for byte on `samples` seeded
+/// random full-range inputs (samples the reference leaves undefined are skipped).
+pub fn check_sim(name: &str, g: &Graph, samples: usize) {
+    use npuc::compile::{compile, Options};
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::isa::{decode_stream, Command};
+    for accel in Accelerator::ALL {
+        let m = compile(g, &Options { accelerator: accel })
+            .unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
+        let decoded = decode_stream(&m.command_stream)
+            .unwrap_or_else(|e| panic!("{name} on {accel}: decode: {e}"));
+        assert!(
+            matches!(decoded.last().map(|d| d.command), Some(Command::OpStop(_))),
+            "{name} on {accel}: stream does not end in NPU_OP_STOP"
+        );
+        let mut rng = Rng(0xdead_beef ^ accel.macs_per_cc() as u64);
+        let mut compared = 0;
+        for sample in 0..samples * 4 {
+            if compared == samples {
+                break;
+            }
+            let inputs = random_inputs(g, &mut rng);
+            let expected = match npuc_ir::run_outputs(g, inputs.clone()) {
+                Ok(v) => v,
+                Err(npuc_ir::InterpError::Undefined { .. }) => continue,
+                Err(e) => panic!("{name}: reference: {e}"),
+            };
+            let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
+            let got = simulate(&m, &bytes);
+            for (i, (e, o)) in expected.iter().zip(&got).enumerate() {
+                let e = e.to_le_bytes();
+                if let Some(pos) = e.iter().zip(o).position(|(a, b)| a != b) {
+                    panic!(
+                        "{name} on {accel}, sample {sample}, output {i}: first mismatch at byte {pos}: expected {:#04x} got {:#04x}",
+                        e[pos], o[pos]
+                    );
+                }
+            }
+            compared += 1;
+        }
+        assert_eq!(
+            compared, samples,
+            "{name} on {accel}: too many undefined samples"
+        );
+    }
 }

@@ -1,8 +1,92 @@
-//! CONV2D, DEPTHWISE_CONV2D and FULLY_CONNECTED with their RESCALE and CLAMP.
+//! CONV2D, DEPTHWISE_CONV2D and FULLY_CONNECTED with their RESCALE and CLAMP, for 8-bit and
+//! 16-bit (16x8) inputs.
+//!
+//! * Accumulator format: a 16-bit-multiplier RESCALE (`scale32 == false`, TFLite's int16x8
+//!   kernels) runs on the 48-bit accumulator (`I48`: 48-bit bias, 15-bit scale, single
+//!   rounding = `Natural`). A 32-bit-multiplier RESCALE needs the 32-bit accumulator; for
+//!   16-bit inputs that is exact only if no accumulator can leave the i32 range, which is
+//!   checked per output channel from the weights and bias (otherwise the operator is rejected).
+//! * A depth multiplier above 1 becomes an NPU CONV whose weights are zero outside each
+//!   output channel's own input channel.
+//! * A dilation above 2 becomes a dilation-1 kernel with zeros between the taps.
 
 use super::*;
 
+/// The requantization of a convolution accumulator: the fused RESCALE(s), the one that sets
+/// the output, and the accumulator format.
+struct ConvRescale<'g> {
+    ops: Vec<OpId>,
+    out: &'g RescaleAttrs,
+    out_node: &'g OpNode,
+    acc: AccFormat,
+}
+
 impl<'g> Ctx<'g> {
+    /// An exact RESCALE of the accumulator to i32 (`multiplier == 2^shift`, no zero points),
+    /// as the TFLite frontend puts before a 32-bit-multiplier RESCALE of a 16x8 accumulator.
+    fn is_exact_widening(r: &RescaleAttrs) -> bool {
+        r.output_dtype == DType::Int32
+            && r.multiplier.len() == 1
+            && (0..=30).contains(&r.shift[0])
+            && i64::from(r.multiplier[0]) == 1i64 << r.shift[0]
+            && r.input_zp == 0
+            && r.output_zp == 0
+            && !r.input_unsigned
+            && !r.output_unsigned
+    }
+
+    fn conv_rescale(
+        &self,
+        node: &OpNode,
+        acc_t: TensorId,
+    ) -> Result<ConvRescale<'g>, CompileError> {
+        let first = self
+            .sole_consumer(acc_t)
+            .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)))
+            .ok_or_else(|| unsupported(node, "the accumulator must feed exactly one RESCALE"))?;
+        let mut ops = vec![first];
+        let mut rnode = self.node(first);
+        let Op::Rescale(r0) = &rnode.op else {
+            unreachable!()
+        };
+        let mut r = r0;
+        let mut widened = false;
+        if Self::is_exact_widening(r) {
+            let next = self
+                .sole_consumer(rnode.outputs()[0])
+                .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)));
+            if let Some(next) = next {
+                ops.push(next);
+                rnode = self.node(next);
+                let Op::Rescale(r2) = &rnode.op else {
+                    unreachable!()
+                };
+                r = r2;
+                widened = true;
+            }
+        }
+        self.check_rescale_out(rnode, r)?;
+        let acc = if r.scale32 {
+            AccFormat::I32
+        } else if widened {
+            return Err(unsupported(
+                rnode,
+                "a 16-bit-multiplier RESCALE after a widening RESCALE",
+            ));
+        } else {
+            if r.multiplier.iter().any(|&m| m > 0x7fff) {
+                return Err(unsupported(rnode, "16-bit multiplier above 32767"));
+            }
+            AccFormat::I48
+        };
+        Ok(ConvRescale {
+            ops,
+            out: r,
+            out_node: rnode,
+            acc,
+        })
+    }
+
     pub(super) fn lower_conv(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let ins = node.inputs();
@@ -15,39 +99,36 @@ impl<'g> Ctx<'g> {
             Op::FullyConnected(a) => (a.input_zp, a.weight_zp, [1, 1], [1, 1], [0; 4]),
             _ => unreachable!("lower_conv on a non-conv op"),
         };
-        if self.dtype(x) != DType::Int8 {
-            return Err(unsupported(node, "only i8 inputs so far"));
+        let in_dtype = self.dtype(x);
+        if !matches!(in_dtype, DType::Int8 | DType::Int16) {
+            return Err(unsupported(node, format!("{in_dtype} inputs")));
         }
         let (Some(wd), Some(bd)) = (self.const_data(w), self.const_data(b)) else {
             return Err(unsupported(node, "weights and bias must be constants"));
         };
-        let rescale_op = self
-            .sole_consumer(acc_t)
-            .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)))
-            .ok_or_else(|| unsupported(node, "the accumulator must feed exactly one RESCALE"))?;
-        let rnode = self.node(rescale_op);
-        let Op::Rescale(r) = &rnode.op else {
-            unreachable!()
-        };
-        self.check_rescale_out(rnode, r)?;
-        self.fused.insert(rescale_op);
-        let mut names = vec![node.name.clone(), rnode.name.clone()];
-        let (out_t, act) = self.fuse_clamp(rnode.outputs()[0], &mut names);
+        let rq = self.conv_rescale(node, acc_t)?;
+        let r = rq.out;
+        for &f in &rq.ops {
+            self.fused.insert(f);
+        }
+        let mut names = vec![node.name.clone()];
+        names.extend(rq.ops.iter().map(|&f| self.node(f).name.clone()));
+        let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
 
         let wdims = self.dims(w).to_vec();
-        let wvals: Vec<i64> = wd.to_i64_vec();
-        let to_w = |v: i64| -> Result<i16, CompileError> {
-            let d = v - weight_zp;
-            if (-255..=255).contains(&d) {
-                Ok(d as i16)
-            } else {
-                Err(unsupported(
-                    node,
-                    "weight minus zero point outside -255..=255",
-                ))
-            }
-        };
-        let (kernel, weights, ifm, ofm_spatial) = match &node.op {
+        let vals = wd
+            .to_i64_vec()
+            .into_iter()
+            .map(|v| {
+                let d = v - weight_zp;
+                i16::try_from(d)
+                    .ok()
+                    .filter(|d| (-255..=255).contains(d))
+                    .ok_or_else(|| unsupported(node, "weight minus zero point outside -255..=255"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let bad_shape = |e: npuc_codecs::ordering::OrderingError| unsupported(node, e.to_string());
+        let (kernel, weights, spatial) = match &node.op {
             Op::Conv2d(_) => {
                 let shape = WeightShape {
                     ofm_depth: wdims[0],
@@ -55,30 +136,17 @@ impl<'g> Ctx<'g> {
                     kernel_width: wdims[2],
                     ifm_depth: wdims[3],
                 };
-                let vals = wvals
-                    .iter()
-                    .map(|&v| to_w(v))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let ohwi =
-                    OhwiWeights::new(shape, vals).map_err(|e| unsupported(node, e.to_string()))?;
-                (Kernel::Conv, ohwi, self.fm(node, x, true, input_zp)?, true)
+                let ohwi = OhwiWeights::new(shape, vals).map_err(bad_shape)?;
+                (Kernel::Conv, ohwi, true)
+            }
+            Op::DepthwiseConv2d(_) if wdims[3] == 1 => {
+                let ohwi = OhwiWeights::from_depthwise_hwc(wdims[0], wdims[1], wdims[2], &vals)
+                    .map_err(bad_shape)?;
+                (Kernel::Depthwise, ohwi, true)
             }
             Op::DepthwiseConv2d(_) => {
-                if wdims[3] != 1 {
-                    return Err(unsupported(node, "depth multiplier other than 1"));
-                }
-                let vals = wvals
-                    .iter()
-                    .map(|&v| to_w(v))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let ohwi = OhwiWeights::from_depthwise_hwc(wdims[0], wdims[1], wdims[2], &vals)
-                    .map_err(|e| unsupported(node, e.to_string()))?;
-                (
-                    Kernel::Depthwise,
-                    ohwi,
-                    self.fm(node, x, true, input_zp)?,
-                    true,
-                )
+                let ohwi = depth_multiplier_as_conv(&wdims, &vals).map_err(bad_shape)?;
+                (Kernel::Conv, ohwi, true)
             }
             _ => {
                 let shape = WeightShape {
@@ -87,33 +155,49 @@ impl<'g> Ctx<'g> {
                     kernel_width: 1,
                     ifm_depth: wdims[1],
                 };
-                let vals = wvals
-                    .iter()
-                    .map(|&v| to_w(v))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let ohwi =
-                    OhwiWeights::new(shape, vals).map_err(|e| unsupported(node, e.to_string()))?;
-                (
-                    Kernel::Conv,
-                    ohwi,
-                    self.fm(node, x, false, input_zp)?,
-                    false,
-                )
+                let ohwi = OhwiWeights::new(shape, vals).map_err(bad_shape)?;
+                (Kernel::Conv, ohwi, false)
             }
         };
-        let ofm = self.ofm(node, out_t, ofm_spatial, r.output_zp)?;
+        let (weights, dilation) = expand_dilation(weights, dilation).map_err(bad_shape)?;
+        let ifm = self.fm(node, x, spatial, input_zp)?;
+        let ofm = self.ofm(node, out_t, spatial, r.output_zp)?;
         let oc = ofm.shape.2 as usize;
+        if weights.shape().ofm_depth != oc {
+            return Err(unsupported(node, "weight and output depths differ"));
+        }
         let biases = bd.to_i64_vec();
-        let mut channels = Vec::with_capacity(oc);
-        for c in 0..oc {
-            let bias = if biases.len() == 1 {
+        let bias_of = |c: usize| {
+            if biases.len() == 1 {
                 biases[0]
             } else {
                 biases[c]
-            };
+            }
+        };
+        if rq.acc == AccFormat::I32 && in_dtype != DType::Int8 {
+            // The IR accumulates in 48 bits (and a widening RESCALE saturates to i32); the
+            // 32-bit accumulator wraps. Equal only if no accumulator leaves the i32 range.
+            let x_max = (in_dtype.max_value() - input_zp).max(input_zp - in_dtype.min_value());
+            let per_o = weights.values().len() / oc.max(1);
+            for (c, ws) in weights.values().chunks(per_o.max(1)).enumerate() {
+                let sum: i64 = ws.iter().map(|&v| i64::from(v).abs()).sum();
+                if sum * x_max + bias_of(c).abs() > i64::from(i32::MAX) {
+                    return Err(unsupported(
+                        rq.out_node,
+                        format!(
+                            "output channel {c}: the accumulator can exceed 32 bits, and the \
+                             48-bit accumulator only takes 15-bit scales, so this 32-bit \
+                             multiplier cannot be reproduced exactly"
+                        ),
+                    ));
+                }
+            }
+        }
+        let mut channels = Vec::with_capacity(oc);
+        for c in 0..oc {
             let k = if r.multiplier.len() == 1 { 0 } else { c };
             channels.push(ChannelScale {
-                bias,
+                bias: bias_of(c),
                 scale: r.multiplier[k] as u32,
                 shift: r.shift[k] as u8,
             });
@@ -138,8 +222,68 @@ impl<'g> Ctx<'g> {
             ifm_scale: None,
             ifm2_scale: None,
             act,
-            acc: AccFormat::I32,
+            acc: rq.acc,
         });
         Ok(())
     }
+}
+
+/// Depthwise weights `[KH, KW, C, M]` (output channel `c * M + m` reads input channel `c`) as
+/// OHWI convolution weights `[C * M, KH, KW, C]`, zero outside the own input channel.
+fn depth_multiplier_as_conv(
+    wdims: &[usize],
+    vals: &[i16],
+) -> Result<OhwiWeights, npuc_codecs::ordering::OrderingError> {
+    let (kh, kw, c, m) = (wdims[0], wdims[1], wdims[2], wdims[3]);
+    let shape = WeightShape {
+        ofm_depth: c * m,
+        kernel_height: kh,
+        kernel_width: kw,
+        ifm_depth: c,
+    };
+    let mut out = vec![0i16; shape.len()];
+    for ky in 0..kh {
+        for kx in 0..kw {
+            for ci in 0..c {
+                for mi in 0..m {
+                    let v = vals[((ky * kw + kx) * c + ci) * m + mi];
+                    out[shape.index(ci * m + mi, ky, kx, ci)] = v;
+                }
+            }
+        }
+    }
+    OhwiWeights::new(shape, out)
+}
+
+/// A dilation above 2 (the hardware's largest) as a dilation-1 kernel with `d - 1` zero taps
+/// between the original ones; dilations 1 and 2 are kept.
+fn expand_dilation(
+    w: OhwiWeights,
+    dilation: [usize; 2],
+) -> Result<(OhwiWeights, [usize; 2]), npuc_codecs::ordering::OrderingError> {
+    let (dy, dx) = (dilation[0], dilation[1]);
+    if dy <= 2 && dx <= 2 {
+        return Ok((w, dilation));
+    }
+    let s = w.shape();
+    let ey = if dy > 2 { dy } else { 1 };
+    let ex = if dx > 2 { dx } else { 1 };
+    let shape = WeightShape {
+        ofm_depth: s.ofm_depth,
+        kernel_height: (s.kernel_height - 1) * ey + 1,
+        kernel_width: (s.kernel_width - 1) * ex + 1,
+        ifm_depth: s.ifm_depth,
+    };
+    let mut out = vec![0i16; shape.len()];
+    for o in 0..s.ofm_depth {
+        for y in 0..s.kernel_height {
+            for x in 0..s.kernel_width {
+                for i in 0..s.ifm_depth {
+                    out[shape.index(o, y * ey, x * ex, i)] = w.get(o, y, x, i);
+                }
+            }
+        }
+    }
+    let kept = [if dy > 2 { 1 } else { dy }, if dx > 2 { 1 } else { dx }];
+    Ok((OhwiWeights::new(shape, out)?, kept))
 }

@@ -10,8 +10,8 @@ impl<'g> Ctx<'g> {
         Some((p, self.node(p)))
     }
 
-    /// An exact per-tensor RESCALE of an i8 tensor to i32 (multiplier `2^shift`): returns the
-    /// i8 input and the zero point.
+    /// An exact per-tensor RESCALE of an i8 or i16 tensor to i32 (multiplier `2^shift`):
+    /// returns the input and the zero point.
     pub(super) fn widen(&self, t: TensorId) -> Option<(OpId, TensorId, i64)> {
         let (p, pnode) = self.fusable_producer(t)?;
         let Op::Rescale(r) = &pnode.op else {
@@ -23,7 +23,7 @@ impl<'g> Ctx<'g> {
             && i64::from(r.multiplier[0]) == 1i64 << r.shift[0];
         (exact
             && r.output_dtype == DType::Int32
-            && self.dtype(x) == DType::Int8
+            && matches!(self.dtype(x), DType::Int8 | DType::Int16)
             && !r.input_unsigned
             && r.output_zp == 0)
             .then_some((p, x, r.input_zp))
@@ -47,7 +47,7 @@ impl<'g> Ctx<'g> {
                 names.push(self.node(p).name.clone());
                 return Ok((x, zp, None));
             }
-            if self.dtype(t) == DType::Int8 {
+            if matches!(self.dtype(t), DType::Int8 | DType::Int16) {
                 return Ok((t, 0, None));
             }
         } else if let Some((p, pnode)) = self.fusable_producer(t) {
@@ -78,13 +78,16 @@ impl<'g> Ctx<'g> {
                         }
                     }
                 }
-                let direct =
-                    (simple && self.dtype(u) == DType::Int8).then(|| (vec![], u, r.input_zp, 0u8));
+                let narrow = matches!(self.dtype(u), DType::Int8 | DType::Int16);
+                let direct = (simple && narrow).then(|| (vec![], u, r.input_zp, 0u8));
                 if let Some((extra, x, zp, k)) = chain.or(direct) {
                     let shift = r.shift[0] as u8 - k;
-                    // The NPU does not saturate the scaled input; make sure the IR would not.
+                    // The NPU does not saturate the scaled input; make sure the IR would not
+                    // (neither in the left shift nor in the rescale).
+                    let xt = self.dtype(x);
+                    let span = i128::from((xt.max_value() - zp).max(zp - xt.min_value()) + 1);
                     let m = i128::from(r.multiplier[0]);
-                    if (256 * m) >> shift >= 1 << 31 {
+                    if (span * m) >> shift >= 1 << 31 || span << k >= 1 << 31 {
                         return Err(unsupported(pnode, "input rescale could saturate"));
                     }
                     let round = if r.scale32 && r.rounding == RescaleRounding::DoubleRound {
@@ -110,7 +113,7 @@ impl<'g> Ctx<'g> {
         }
         Err(unsupported(
             node,
-            "operands must be i8 tensors rescaled to i32 by a per-tensor RESCALE",
+            "operands must be i8/i16 tensors rescaled to i32 by a per-tensor RESCALE",
         ))
     }
 
@@ -174,6 +177,13 @@ impl<'g> Ctx<'g> {
         let (out_t, act) = self.fuse_clamp(rnode.outputs()[0], &mut names);
         let mut ifm = self.fm(node, a, false, azp)?;
         let mut ifm2 = self.fm(node, b, false, bzp)?;
+        if ifm.dtype != ifm2.dtype {
+            return Err(unsupported(node, "operands of different element types"));
+        }
+        // The scaling unit takes 16-bit operands (after the zero point).
+        if ifm.dtype == DType::Int16 && (azp != 0 || bzp != 0) {
+            return Err(unsupported(node, "i16 operands with a nonzero zero point"));
+        }
         let ofm = self.ofm(node, out_t, false, r.output_zp)?;
         if self.dims(a).len() != self.dims(out_t).len() {
             return Err(unsupported(
@@ -212,7 +222,11 @@ impl<'g> Ctx<'g> {
             ifm_scale: ascale,
             ifm2_scale: bscale,
             act,
-            acc: AccFormat::I32,
+            acc: if ifm.dtype == DType::Int16 {
+                AccFormat::I48
+            } else {
+                AccFormat::I32
+            },
         });
         Ok(())
     }

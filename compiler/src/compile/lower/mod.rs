@@ -231,10 +231,10 @@ impl<'g> Ctx<'g> {
 
     fn fm(&self, node: &OpNode, t: TensorId, spatial: bool, zp: i64) -> Result<Fm, CompileError> {
         let dtype = self.dtype(t);
-        if dtype != DType::Int8 {
+        if !matches!(dtype, DType::Int8 | DType::Int16) {
             return Err(unsupported(
                 node,
-                format!("{dtype} feature maps (only i8 so far)"),
+                format!("{dtype} feature maps (only i8 and i16 so far)"),
             ));
         }
         if !(-128..=127).contains(&zp) {
@@ -252,10 +252,10 @@ impl<'g> Ctx<'g> {
     /// Follows `t` through an optional CLAMP; returns the final tensor, the bounds and the
     /// fused operator names.
     fn fuse_clamp(&mut self, t: TensorId, names: &mut Vec<String>) -> (TensorId, (i64, i64)) {
-        let mut bounds = (-128, 127);
+        let bounds = self.type_range(t);
         if let Some(c) = self.sole_consumer(t) {
             if let Op::Clamp(a) = &self.node(c).op {
-                bounds = (a.min.max(-128), a.max.min(127));
+                let bounds = (a.min.max(bounds.0), a.max.min(bounds.1));
                 self.fused.insert(c);
                 names.push(self.node(c).name.clone());
                 return (self.node(c).outputs()[0], bounds);
@@ -282,11 +282,20 @@ impl<'g> Ctx<'g> {
         r
     }
 
+    /// The value range of a tensor's element type.
+    fn type_range(&self, t: TensorId) -> (i64, i64) {
+        let d = self.dtype(t);
+        (d.min_value(), d.max_value())
+    }
+
     fn check_rescale_out(&self, node: &OpNode, r: &RescaleAttrs) -> Result<(), CompileError> {
-        if r.output_dtype != DType::Int8 || r.input_unsigned || r.output_unsigned {
+        if !matches!(r.output_dtype, DType::Int8 | DType::Int16)
+            || r.input_unsigned
+            || r.output_unsigned
+        {
             return Err(unsupported(
                 node,
-                "only i32 -> i8 signed rescales are fused",
+                "only accumulator -> i8/i16 signed rescales are fused",
             ));
         }
         if r.input_zp != 0 {

@@ -29,7 +29,8 @@ impl<'g> Ctx<'g> {
         };
         let (out_t, mut act) = self.fuse_clamp(node.outputs()[0], &mut names);
         if let Op::Clamp(a) = &node.op {
-            act = (a.min.max(-128), a.max.min(127));
+            let range = self.type_range(out_t);
+            act = (a.min.max(range.0), a.max.min(range.1));
         }
         let spatial = !matches!(node.op, Op::Clamp(_));
         let ifm = self.fm(node, x, spatial, izp)?;

@@ -1,0 +1,325 @@
+//! 16-bit feature maps (TFLite's int16x8 scheme), depth multipliers and large dilations through
+//! `npuc::compile`: the simulator reproduces the reference interpreter byte for byte on every
+//! configuration; what the NPU cannot reproduce exactly is rejected with a typed error.
+
+mod compile_common;
+
+use compile_common::*;
+use npuc::compile::{compile, CompileError, Options};
+use npuc_ir::*;
+
+const SAMPLES: usize = 3;
+
+/// A 16-bit-multiplier (scale32 = false, single rounding) RESCALE of a 48-bit accumulator.
+fn rescale16(rng: &mut Rng, channels: usize, shift: i8, output_zp: i64) -> RescaleAttrs {
+    RescaleAttrs {
+        output_dtype: DType::Int16,
+        multiplier: (0..channels)
+            .map(|_| rng.range(16384, 32767) as i32)
+            .collect(),
+        shift: (0..channels)
+            .map(|_| shift + rng.range(0, 1) as i8)
+            .collect(),
+        scale32: false,
+        rounding: RescaleRounding::SingleRound,
+        per_channel: channels > 1,
+        input_zp: 0,
+        output_zp,
+        input_unsigned: false,
+        output_unsigned: false,
+    }
+}
+
+fn bias48(rng: &mut Rng, n: usize, r: i64) -> Vec<i64> {
+    (0..n).map(|_| rng.range(-r, r)).collect()
+}
+
+/// CONV2D 16x8: odd sizes, asymmetric padding, stride (1, 2), 48-bit bias, clamp.
+fn conv16(rng: &mut Rng) -> Graph {
+    let (h, w, ic, oc) = (7, 9, 5, 12);
+    let mut b = GraphBuilder::new("conv16");
+    let x = b.input("x", DType::Int16, [1, h, w, ic]);
+    let wt = b.const_i8("w", [oc, 3, 3, ic], &rng.i8s(oc * 9 * ic));
+    let bt = b.const_i48("b", [oc], &bias48(rng, oc, 1 << 24));
+    let attrs = ConvAttrs {
+        pad: [1, 1, 0, 2],
+        stride: [1, 2],
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("conv", Op::Conv2d(attrs), &[x, wt, bt]);
+    let y = b.op("rescale", Op::Rescale(rescale16(rng, oc, 25, 0)), &[acc]);
+    let z = b.op(
+        "clamp",
+        Op::Clamp(ClampAttrs {
+            min: -1000,
+            max: 30000,
+        }),
+        &[y],
+    );
+    b.output(z);
+    b.finish().unwrap()
+}
+
+/// DEPTHWISE_CONV2D 16x8, stride 2, dilation 3 in both directions (a 7x7 kernel with zeros).
+fn depthwise16_dil3(rng: &mut Rng) -> Graph {
+    let (h, w, c) = (11, 12, 6);
+    let mut b = GraphBuilder::new("depthwise16_dil3");
+    let x = b.input("x", DType::Int16, [1, h, w, c]);
+    let wt = b.const_i8("w", [3, 3, c, 1], &rng.i8s(9 * c));
+    let bt = b.const_i48("b", [c], &bias48(rng, c, 1 << 20));
+    let attrs = ConvAttrs {
+        pad: [3, 3, 2, 3],
+        stride: [2, 2],
+        dilation: [3, 3],
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("dw", Op::DepthwiseConv2d(attrs), &[x, wt, bt]);
+    let y = b.op("rescale", Op::Rescale(rescale16(rng, c, 23, 0)), &[acc]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// DEPTHWISE_CONV2D i8 with depth multiplier 3, stride 2 and dilation (1, 3).
+fn depth_multiplier3(rng: &mut Rng) -> Graph {
+    let (h, w, c, m) = (8, 11, 4, 3);
+    let mut b = GraphBuilder::new("depth_multiplier3");
+    let x = b.input("x", DType::Int8, [1, h, w, c]);
+    let wt = b.const_i8("w", [3, 3, c, m], &rng.i8s(9 * c * m));
+    let bias: Vec<i32> = (0..c * m).map(|_| rng.range(-3000, 3000) as i32).collect();
+    let bt = b.const_i32("b", [c * m], &bias);
+    let attrs = ConvAttrs {
+        pad: [1, 1, 3, 3],
+        stride: [2, 1],
+        dilation: [1, 3],
+        input_zp: 5,
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("dw", Op::DepthwiseConv2d(attrs), &[x, wt, bt]);
+    let r = out_rescale(rng, c * m, 36, RescaleRounding::DoubleRound, -3);
+    let y = b.op("rescale", Op::Rescale(r), &[acc]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// CONV2D i8 with dilation (4, 2): a 9x3 kernel, the 2 kept as hardware dilation.
+fn conv_dil4(rng: &mut Rng) -> Graph {
+    let (h, w, ic, oc) = (12, 9, 3, 8);
+    let mut b = GraphBuilder::new("conv_dil4");
+    let x = b.input("x", DType::Int8, [1, h, w, ic]);
+    let wt = b.const_i8("w", [oc, 3, 2, ic], &rng.i8s(oc * 6 * ic));
+    let bt = b.const_i32("b", [1], &[-77]);
+    let attrs = ConvAttrs {
+        pad: [4, 4, 1, 1],
+        dilation: [4, 2],
+        input_zp: -128,
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("conv", Op::Conv2d(attrs), &[x, wt, bt]);
+    let r = out_rescale(rng, 1, 39, RescaleRounding::SingleRound, 0);
+    let y = b.op("rescale", Op::Rescale(r), &[acc]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// The TFLite int16 FULLY_CONNECTED: a 48-bit accumulator widened exactly to i32, then a
+/// 32-bit-multiplier per-channel RESCALE (single rounding) to i16 and a ReLU.
+fn fc16(rng: &mut Rng, ic: usize, weights: Option<i8>) -> Graph {
+    let (n, oc) = (3, 10);
+    let mut b = GraphBuilder::new("fc16");
+    let x = b.input("x", DType::Int16, [n, ic]);
+    let wv = match weights {
+        Some(v) => vec![v; oc * ic],
+        None => rng.i8s(oc * ic),
+    };
+    let wt = b.const_i8("w", [oc, ic], &wv);
+    let bt = b.const_i48("b", [oc], &bias48(rng, oc, 1 << 20));
+    let acc = b.op(
+        "fc",
+        Op::FullyConnected(FullyConnectedAttrs::default()),
+        &[x, wt, bt],
+    );
+    let widen = RescaleAttrs {
+        output_dtype: DType::Int32,
+        multiplier: vec![16384],
+        shift: vec![14],
+        scale32: false,
+        rounding: RescaleRounding::SingleRound,
+        per_channel: false,
+        input_zp: 0,
+        output_zp: 0,
+        input_unsigned: false,
+        output_unsigned: false,
+    };
+    let a32 = b.op("widen", Op::Rescale(widen), &[acc]);
+    let mut r = out_rescale(rng, oc, 40, RescaleRounding::SingleRound, 0);
+    r.output_dtype = DType::Int16;
+    let y = b.op("rescale", Op::Rescale(r), &[a32]);
+    let z = b.op("relu", Op::Clamp(ClampAttrs { min: 0, max: 32767 }), &[y]);
+    b.output(z);
+    b.finish().unwrap()
+}
+
+fn in_rescale(m: i32, shift: i8) -> RescaleAttrs {
+    RescaleAttrs {
+        output_dtype: DType::Int32,
+        multiplier: vec![m],
+        shift: vec![shift],
+        scale32: true,
+        rounding: RescaleRounding::SingleRound,
+        per_channel: false,
+        input_zp: 0,
+        output_zp: 0,
+        input_unsigned: false,
+        output_unsigned: false,
+    }
+}
+
+/// The TFLite int16 ADD/SUB operand: exact widening, LOGICAL_LEFT_SHIFT 15, RESCALE.
+fn operand16(b: &mut GraphBuilder, name: &str, x: TensorId, m: i32, shift: i8) -> TensorId {
+    let w = b.op(
+        &format!("{name}_widen"),
+        Op::Rescale(in_rescale(1 << 30, 30)),
+        &[x],
+    );
+    let k = b.const_i32(&format!("{name}_k"), [1, 1, 1, 1], &[15]);
+    let s = b.op(&format!("{name}_shl"), Op::LogicalLeftShift, &[w, k]);
+    let mut r = in_rescale(m, shift);
+    r.rounding = RescaleRounding::DoubleRound;
+    b.op(&format!("{name}_rescale"), Op::Rescale(r), &[s])
+}
+
+fn out16(m: i32, shift: i8) -> RescaleAttrs {
+    let mut r = in_rescale(m, shift);
+    r.output_dtype = DType::Int16;
+    r.rounding = RescaleRounding::DoubleRound;
+    r
+}
+
+/// ADD 16-bit in the TFLite scheme; the second operand broadcasts over height and width.
+fn add16(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("add16");
+    let x = b.input("x", DType::Int16, [1, 5, 3, 7]);
+    let y = b.input("y", DType::Int16, [1, 1, 1, 7]);
+    let xa = operand16(&mut b, "x", x, 1_500_000_000, 32);
+    let ya = operand16(&mut b, "y", y, 1_073_741_824, 31);
+    let s = b.op("add", Op::Add, &[xa, ya]);
+    let o = b.op("rescale_out", Op::Rescale(out16(1_300_000_000, 45)), &[s]);
+    b.output(o);
+    b.finish().unwrap()
+}
+
+/// SUB 16-bit with a clamp.
+fn sub16(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("sub16");
+    let x = b.input("x", DType::Int16, [1, 4, 6, 3]);
+    let y = b.input("y", DType::Int16, [1, 4, 6, 3]);
+    let xa = operand16(&mut b, "x", x, 1_900_000_000, 31);
+    let ya = operand16(&mut b, "y", y, 1_200_000_000, 31);
+    let s = b.op("sub", Op::Sub, &[xa, ya]);
+    let o = b.op("rescale_out", Op::Rescale(out16(1_700_000_000, 46)), &[s]);
+    let c = b.op(
+        "clamp",
+        Op::Clamp(ClampAttrs {
+            min: -20000,
+            max: 25000,
+        }),
+        &[o],
+    );
+    b.output(c);
+    b.finish().unwrap()
+}
+
+/// MUL 16-bit, the second operand broadcast over depth.
+fn mul16(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("mul16");
+    let x = b.input("x", DType::Int16, [1, 3, 4, 9]);
+    let y = b.input("y", DType::Int16, [1, 3, 4, 1]);
+    let xa = b.op("x_widen", Op::Rescale(in_rescale(1 << 30, 30)), &[x]);
+    let ya = b.op("y_widen", Op::Rescale(in_rescale(1 << 30, 30)), &[y]);
+    let s = b.op("mul", Op::Mul(MulAttrs { shift: 0 }), &[xa, ya]);
+    let o = b.op("rescale_out", Op::Rescale(out16(1_073_774_592, 45)), &[s]);
+    b.output(o);
+    b.finish().unwrap()
+}
+
+/// MAX_POOL2D 16-bit 3x3 stride 2 with padding.
+fn maxpool16(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("maxpool16");
+    let x = b.input("x", DType::Int16, [1, 9, 8, 5]);
+    let attrs = PoolAttrs {
+        kernel: [3, 3],
+        stride: [2, 2],
+        pad: [1, 1, 1, 0],
+    };
+    let y = b.op("maxpool", Op::MaxPool2d(attrs), &[x]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// AVG_POOL2D 16-bit 2x3 stride (2, 1) with padding (partial windows) and a clamp.
+fn avgpool16(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("avgpool16");
+    let x = b.input("x", DType::Int16, [1, 7, 6, 4]);
+    let attrs = AvgPool2dAttrs {
+        kernel: [2, 3],
+        stride: [2, 1],
+        pad: [0, 1, 1, 1],
+        input_zp: 0,
+        output_zp: 0,
+        rounding: AvgPoolRounding::Tflite,
+    };
+    let y = b.op("avgpool", Op::AvgPool2d(attrs), &[x]);
+    let z = b.op(
+        "clamp",
+        Op::Clamp(ClampAttrs {
+            min: -32768,
+            max: 1000,
+        }),
+        &[y],
+    );
+    b.output(z);
+    b.finish().unwrap()
+}
+
+macro_rules! int16_tests {
+    ($($name:ident),* $(,)?) => {
+        $(#[test] fn $name() {
+            let g = super::$name(&mut Rng(0x1234_5678_9abc_def1));
+            check_sim(stringify!($name), &g, SAMPLES);
+        })*
+    };
+}
+
+mod sim {
+    use super::*;
+    int16_tests!(
+        conv16,
+        depthwise16_dil3,
+        depth_multiplier3,
+        conv_dil4,
+        add16,
+        sub16,
+        mul16,
+        maxpool16,
+        avgpool16,
+    );
+}
+
+#[test]
+fn fc16_whose_accumulator_fits_i32_runs_on_the_32_bit_accumulator() {
+    let g = fc16(&mut Rng(3), 40, None);
+    check_sim("fc16", &g, SAMPLES);
+}
+
+#[test]
+fn fc16_whose_accumulator_can_exceed_i32_is_rejected() {
+    // 32768 * 127 * 600 > 2^31: the IR saturates the widened accumulator, the 32-bit NPU
+    // accumulator would wrap, and the 48-bit one only takes 15-bit scales.
+    let g = fc16(&mut Rng(3), 600, Some(127));
+    let e = compile(&g, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, CompileError::Unsupported { name, reason, .. }
+            if name == "rescale" && reason.contains("exceed 32 bits")),
+        "{e}"
+    );
+}
