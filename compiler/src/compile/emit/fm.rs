@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64) {
+pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64, upscale: IfmUpscaleMode) {
     let (h, wd, c) = fm.shape;
     let (hi, lo) = addr(base);
     let e = u64::from(fm.elem_bytes());
@@ -51,9 +51,7 @@ pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64) {
     w.set(Command::SetIfmZeroPoint(SetIfmZeroPoint {
         zero_point: zp16(fm.zero_point),
     }));
-    w.set(Command::SetIfmUpscale(SetIfmUpscale {
-        mode: IfmUpscaleMode::None,
-    }));
+    w.set(Command::SetIfmUpscale(SetIfmUpscale { mode: upscale }));
 }
 
 pub(super) fn ifm2_commands(w: &mut Writer, fm: &Fm, base: u64) {

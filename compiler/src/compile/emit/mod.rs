@@ -145,7 +145,7 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
             round_mode: op.round,
             scale,
         }));
-        ifm_commands(&mut w, &op.ifm, p.offsets[op.ifm.buffer]);
+        ifm_commands(&mut w, &op.ifm, p.offsets[op.ifm.buffer], op.upscale);
         kernel_commands(&mut w, op, order);
         ofm_commands(&mut w, op, p.offsets[op.ofm.buffer]);
         if let Some(ifm2) = &op.ifm2 {

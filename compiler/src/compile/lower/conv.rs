@@ -223,6 +223,7 @@ impl<'g> Ctx<'g> {
             ifm2_scale: None,
             act,
             acc: rq.acc,
+            upscale: IfmUpscaleMode::None,
         });
         Ok(())
     }

@@ -227,6 +227,7 @@ impl<'g> Ctx<'g> {
             } else {
                 AccFormat::I32
             },
+            upscale: IfmUpscaleMode::None,
         });
         Ok(())
     }

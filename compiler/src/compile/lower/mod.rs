@@ -8,7 +8,9 @@ mod elementwise;
 mod pool;
 
 use super::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode, PoolingMode, RoundModeIfm, RoundModeOfm};
+use npuc_backend::isa::{
+    AccFormat, ElementwiseMode, IfmUpscaleMode, PoolingMode, RoundModeIfm, RoundModeOfm,
+};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{
@@ -115,6 +117,8 @@ pub struct NpuOp {
     /// Accumulator format (ACC_FORMAT.acc_format): `I32` for 8-bit inputs; `I48` for 16x8
     /// convolutions (48-bit bias, 15-bit scales) and 16-bit elementwise operations.
     pub acc: AccFormat,
+    /// IFM_UPSCALE mode (`None` except for TRANSPOSE_CONV2D, which reads a zero-inserted IFM).
+    pub upscale: IfmUpscaleMode,
 }
 
 /// The result of lowering.

@@ -59,6 +59,7 @@ impl<'g> Ctx<'g> {
             ifm2_scale: None,
             act,
             acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
         });
         Ok(())
     }
