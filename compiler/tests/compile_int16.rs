@@ -1,4 +1,5 @@
-//! 16-bit feature maps (TFLite's int16x8 scheme), depth multipliers and large dilations through
+//! 16-bit feature maps (TFLite's int16x8 scheme), depth multipliers, large dilations and
+//! TRANSPOSE_CONV2D through
 //! `npuc::compile`: the simulator reproduces the reference interpreter byte for byte on every
 //! configuration; what the NPU cannot reproduce exactly is rejected with a typed error.
 
@@ -281,6 +282,57 @@ fn avgpool16(_rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
+/// TRANSPOSE_CONV2D with stride `s`, kernel `k`, output padding/cropping `out_pad`.
+fn tconv(
+    rng: &mut Rng,
+    dtype: DType,
+    (h, w, ic, oc): (usize, usize, usize, usize),
+    k: [usize; 2],
+    s: usize,
+    out_pad: [i64; 4],
+) -> Graph {
+    let mut b = GraphBuilder::new("tconv");
+    let x = b.input("x", dtype, [1, h, w, ic]);
+    let wt = b.const_i8("w", [oc, k[0], k[1], ic], &rng.i8s(oc * k[0] * k[1] * ic));
+    let attrs = TransposeConvAttrs {
+        out_pad,
+        stride: [s, s],
+        input_zp: if dtype == DType::Int8 { -7 } else { 0 },
+        weight_zp: 0,
+    };
+    let (acc, r) = if dtype == DType::Int8 {
+        let bias: Vec<i32> = (0..oc).map(|_| rng.range(-4000, 4000) as i32).collect();
+        let bt = b.const_i32("b", [oc], &bias);
+        let acc = b.op("tconv", Op::TransposeConv2d(attrs), &[x, wt, bt]);
+        (
+            acc,
+            out_rescale(rng, oc, 37, RescaleRounding::DoubleRound, 9),
+        )
+    } else {
+        let bt = b.const_i48("b", [oc], &bias48(rng, oc, 1 << 22));
+        let acc = b.op("tconv", Op::TransposeConv2d(attrs), &[x, wt, bt]);
+        (acc, rescale16(rng, oc, 24, 0))
+    };
+    let y = b.op("rescale", Op::Rescale(r), &[acc]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// Stride 2, 3x4 kernel, asymmetric crop and pad.
+fn tconv_s2_crop(rng: &mut Rng) -> Graph {
+    tconv(rng, DType::Int8, (5, 4, 6, 7), [3, 4], 2, [-2, 1, 0, -3])
+}
+
+/// 16x8, stride 2, 2x3 kernel, output padding on top and right.
+fn tconv16_s2(rng: &mut Rng) -> Graph {
+    tconv(rng, DType::Int16, (3, 5, 4, 5), [2, 3], 2, [1, 0, -1, 2])
+}
+
+/// Stride 1, 5x5 kernel cropped to the input size ("same").
+fn tconv_s1_same(rng: &mut Rng) -> Graph {
+    tconv(rng, DType::Int8, (6, 7, 3, 4), [5, 5], 1, [-2, -2, -2, -2])
+}
+
 macro_rules! int16_tests {
     ($($name:ident),* $(,)?) => {
         $(#[test] fn $name() {
@@ -302,6 +354,20 @@ mod sim {
         mul16,
         maxpool16,
         avgpool16,
+        tconv_s2_crop,
+        tconv16_s2,
+        tconv_s1_same,
+    );
+}
+
+#[test]
+fn transpose_conv_with_stride_3_is_rejected() {
+    let g = tconv(&mut Rng(5), DType::Int8, (3, 3, 2, 2), [3, 3], 3, [0; 4]);
+    let e = compile(&g, &Options::default()).unwrap_err();
+    assert!(
+        matches!(&e, CompileError::Unsupported { kind, reason, .. }
+            if kind == "TRANSPOSE_CONV2D" && reason.contains("stride 3x3")),
+        "{e}"
     );
 }
 

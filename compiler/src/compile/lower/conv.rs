@@ -14,11 +14,11 @@ use super::*;
 
 /// The requantization of a convolution accumulator: the fused RESCALE(s), the one that sets
 /// the output, and the accumulator format.
-struct ConvRescale<'g> {
-    ops: Vec<OpId>,
-    out: &'g RescaleAttrs,
-    out_node: &'g OpNode,
-    acc: AccFormat,
+pub(super) struct ConvRescale<'g> {
+    pub(super) ops: Vec<OpId>,
+    pub(super) out: &'g RescaleAttrs,
+    pub(super) out_node: &'g OpNode,
+    pub(super) acc: AccFormat,
 }
 
 impl<'g> Ctx<'g> {
@@ -35,7 +35,7 @@ impl<'g> Ctx<'g> {
             && !r.output_unsigned
     }
 
-    fn conv_rescale(
+    pub(super) fn conv_rescale(
         &self,
         node: &OpNode,
         acc_t: TensorId,
@@ -116,17 +116,7 @@ impl<'g> Ctx<'g> {
         let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
 
         let wdims = self.dims(w).to_vec();
-        let vals = wd
-            .to_i64_vec()
-            .into_iter()
-            .map(|v| {
-                let d = v - weight_zp;
-                i16::try_from(d)
-                    .ok()
-                    .filter(|d| (-255..=255).contains(d))
-                    .ok_or_else(|| unsupported(node, "weight minus zero point outside -255..=255"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let vals = weight_values(node, wd, weight_zp)?;
         let bad_shape = |e: npuc_codecs::ordering::OrderingError| unsupported(node, e.to_string());
         let (kernel, weights, spatial) = match &node.op {
             Op::Conv2d(_) => {
@@ -166,7 +156,50 @@ impl<'g> Ctx<'g> {
         if weights.shape().ofm_depth != oc {
             return Err(unsupported(node, "weight and output depths differ"));
         }
-        let biases = bd.to_i64_vec();
+        let channels = self.channel_scales(&rq, &weights, bd, in_dtype, input_zp, oc)?;
+        let ws = weights.shape();
+        let (kh, kw) = (ws.kernel_height as u32, ws.kernel_width as u32);
+        let geometry = Geometry::new(node, &ifm, &ofm, (kh, kw), stride, dilation, pad)?;
+        self.push(NpuOp {
+            name: self.node(o).name.clone(),
+            fused: names,
+            kernel,
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: (kh, kw),
+            stride: geometry.stride,
+            dilation: geometry.dilation,
+            pad: geometry.pad,
+            weights: Some(weights),
+            requant: Requant::PerChannel(channels),
+            round: rescale_round(r),
+            ifm_scale: None,
+            ifm2_scale: None,
+            act,
+            acc: rq.acc,
+            upscale: IfmUpscaleMode::None,
+        });
+        Ok(())
+    }
+}
+
+impl<'g> Ctx<'g> {
+    /// The per-channel bias/scale records of a convolution, after checking that the chosen
+    /// accumulator reproduces the IR's exactly: with 16-bit inputs on the 32-bit accumulator,
+    /// no output channel's accumulator may leave the i32 range (`weights` are OHWI with the
+    /// zero point subtracted).
+    pub(super) fn channel_scales(
+        &self,
+        rq: &ConvRescale<'g>,
+        weights: &OhwiWeights,
+        bias: &TensorData,
+        in_dtype: DType,
+        input_zp: i64,
+        oc: usize,
+    ) -> Result<Vec<ChannelScale>, CompileError> {
+        let r = rq.out;
+        let biases = bias.to_i64_vec();
         let bias_of = |c: usize| {
             if biases.len() == 1 {
                 biases[0]
@@ -193,40 +226,35 @@ impl<'g> Ctx<'g> {
                 }
             }
         }
-        let mut channels = Vec::with_capacity(oc);
-        for c in 0..oc {
-            let k = if r.multiplier.len() == 1 { 0 } else { c };
-            channels.push(ChannelScale {
-                bias: bias_of(c),
-                scale: r.multiplier[k] as u32,
-                shift: r.shift[k] as u8,
-            });
-        }
-        let ws = weights.shape();
-        let (kh, kw) = (ws.kernel_height as u32, ws.kernel_width as u32);
-        let geometry = Geometry::new(node, &ifm, &ofm, (kh, kw), stride, dilation, pad)?;
-        self.push(NpuOp {
-            name: self.node(o).name.clone(),
-            fused: names,
-            kernel,
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (kh, kw),
-            stride: geometry.stride,
-            dilation: geometry.dilation,
-            pad: geometry.pad,
-            weights: Some(weights),
-            requant: Requant::PerChannel(channels),
-            round: rescale_round(r),
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: rq.acc,
-            upscale: IfmUpscaleMode::None,
-        });
-        Ok(())
+        Ok((0..oc)
+            .map(|c| {
+                let k = if r.multiplier.len() == 1 { 0 } else { c };
+                ChannelScale {
+                    bias: bias_of(c),
+                    scale: r.multiplier[k] as u32,
+                    shift: r.shift[k] as u8,
+                }
+            })
+            .collect())
     }
+}
+
+/// Constant weights minus their zero point, as the weight decoder takes them (-255..=255).
+pub(super) fn weight_values(
+    node: &OpNode,
+    wd: &TensorData,
+    weight_zp: i64,
+) -> Result<Vec<i16>, CompileError> {
+    wd.to_i64_vec()
+        .into_iter()
+        .map(|v| {
+            let d = v - weight_zp;
+            i16::try_from(d)
+                .ok()
+                .filter(|d| (-255..=255).contains(d))
+                .ok_or_else(|| unsupported(node, "weight minus zero point outside -255..=255"))
+        })
+        .collect()
 }
 
 /// Depthwise weights `[KH, KW, C, M]` (output channel `c * M + m` reads input channel `c`) as

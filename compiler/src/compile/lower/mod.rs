@@ -6,6 +6,7 @@
 mod conv;
 mod elementwise;
 mod pool;
+mod tconv;
 
 use super::CompileError;
 use npuc_backend::isa::{
@@ -402,6 +403,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
         let node = cx.node(o);
         match &node.op {
             Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::FullyConnected(_) => cx.lower_conv(o)?,
+            Op::TransposeConv2d(_) => cx.lower_tconv(o)?,
             Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::Clamp(_) => cx.lower_pool(o)?,
             Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
             Op::Reshape(_) | Op::Identity => {
