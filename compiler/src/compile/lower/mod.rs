@@ -6,6 +6,7 @@
 mod conv;
 mod elementwise;
 mod pool;
+mod reduce;
 mod tconv;
 
 use super::CompileError;
@@ -406,6 +407,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::TransposeConv2d(_) => cx.lower_tconv(o)?,
             Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::Clamp(_) => cx.lower_pool(o)?,
             Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
+            Op::ReduceSum(_) | Op::ReduceMax(_) | Op::ReduceMin(_) => cx.lower_reduce(o)?,
             Op::Reshape(_) | Op::Identity => {
                 let x = node.inputs()[0];
                 let buf = cx.input_buffer(node, x)?;

@@ -1,0 +1,241 @@
+//! Reductions: MEAN (an exact widening RESCALE, one or more REDUCE_SUMs, an optional RESHAPE
+//! and the output RESCALE) and REDUCE_MAX / REDUCE_MIN chains.
+//!
+//! Every reduction works on the (H, W, C) view of its tensor (the same view the other
+//! operations use: batch 1, rank 1..=4):
+//! * MEAN is one convolution with unit weights: DEPTHWISE with an H x W kernel when the depth
+//!   is kept, CONV to depth 1 when it is reduced. The accumulator is the exact sum of
+//!   `x - zp` and the output RESCALE is the per-channel scale (bias 0).
+//! * REDUCE_MAX / REDUCE_MIN are one max / min pool over the reduced axes. A reduction over the
+//!   depth reads the tensor as (H*W, C, 1), so the channels become the pooled width.
+
+use super::*;
+
+/// Which of H, W, C an IR axis of a rank-`rank` tensor is (`None`: the batch axis).
+fn hwc_axis(rank: usize, axis: usize) -> Option<usize> {
+    match rank {
+        4 => axis.checked_sub(1),
+        3 => Some(axis),
+        2 => Some(axis + 1),
+        1 => Some(2),
+        _ => None,
+    }
+}
+
+/// Largest window a single POOL max/min or convolution-like reduction takes.
+fn pool_window_ok(kh: u32, kw: u32) -> bool {
+    u64::from(kh) * u64::from(kw) <= 65536 && kh.min(kw) <= 256
+}
+
+fn conv_window_ok(kh: u32, kw: u32) -> bool {
+    kh * kw <= 4096 && (kh <= 64 || kw <= 64)
+}
+
+impl<'g> Ctx<'g> {
+    /// Follows a chain of reductions of the same kind starting at `o`; returns the reduced
+    /// (H, W, C) flags, the last tensor of the chain and the operator names.
+    fn reduce_chain(
+        &mut self,
+        o: OpId,
+        rank: usize,
+        names: &mut Vec<String>,
+    ) -> Result<([bool; 3], TensorId), CompileError> {
+        let node = self.node(o);
+        let same = |a: &Op, b: &Op| std::mem::discriminant(a) == std::mem::discriminant(b);
+        let mut reduced = [false; 3];
+        let mut cur = o;
+        loop {
+            let n = self.node(cur);
+            let axis = match &n.op {
+                Op::ReduceSum(a) | Op::ReduceMax(a) | Op::ReduceMin(a) => a.axis,
+                _ => unreachable!("reduce_chain on a non-reduction"),
+            };
+            if let Some(i) = hwc_axis(rank, axis) {
+                reduced[i] = true;
+            } else if rank > 4 {
+                return Err(unsupported(n, format!("tensor rank {rank}")));
+            }
+            let out = n.outputs()[0];
+            match self.sole_consumer(out) {
+                Some(c) if same(&self.node(c).op, &node.op) => {
+                    self.fused.insert(c);
+                    names.push(self.node(c).name.clone());
+                    cur = c;
+                }
+                _ => return Ok((reduced, out)),
+            }
+        }
+    }
+
+    pub(super) fn lower_reduce(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        match node.op {
+            Op::ReduceSum(_) => self.lower_mean(o),
+            _ => self.lower_reduce_minmax(o),
+        }
+    }
+
+    /// REDUCE_MAX / REDUCE_MIN (chain) as one max / min pool.
+    fn lower_reduce_minmax(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let x = node.inputs()[0];
+        let mode = match node.op {
+            Op::ReduceMax(_) => PoolingMode::Max,
+            _ => PoolingMode::Min,
+        };
+        let mut names = vec![node.name.clone()];
+        let rank = self.dims(x).len();
+        let (reduced, out_t) = self.reduce_chain(o, rank, &mut names)?;
+        let mut ifm = self.fm(node, x, false, 0)?;
+        let mut ofm = self.ofm(node, out_t, false, 0)?;
+        let (h, w, c) = ifm.shape;
+        if u64::from(h) * u64::from(w) * u64::from(c) > 1 << 24 {
+            return Err(unsupported(node, "reduction of more than 2^24 elements"));
+        }
+        if reduced[2] {
+            if reduced[0] != reduced[1] {
+                return Err(unsupported(
+                    node,
+                    "a depth reduction together with only one spatial axis",
+                ));
+            }
+            // Channels become the pooled width; H and W fold into the height (or into the
+            // width too when they are reduced as well).
+            if reduced[0] {
+                ifm.shape = (1, h * w * c, 1);
+                ofm.shape = (1, 1, 1);
+            } else {
+                ifm.shape = (h * w, c, 1);
+                ofm.shape = (h * w, 1, 1);
+            }
+        } else {
+            ofm.shape = (
+                if reduced[0] { 1 } else { h },
+                if reduced[1] { 1 } else { w },
+                c,
+            );
+        }
+        let k = (
+            ifm.shape.0 / ofm.shape.0.max(1),
+            ifm.shape.1 / ofm.shape.1.max(1),
+        );
+        if ifm.shape.0 > 65536 || ifm.shape.1 > 65536 || !pool_window_ok(k.0, k.1) {
+            return Err(unsupported(node, "reduction window too large"));
+        }
+        self.push(NpuOp {
+            name: self.node(o).name.clone(),
+            fused: names,
+            kernel: Kernel::Pool(mode),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: k,
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: None,
+            requant: Requant::Global { scale: 1, shift: 0 },
+            round: RoundModeOfm::Natural,
+            ifm_scale: None,
+            ifm2_scale: None,
+            act: (-128, 127),
+        });
+        Ok(())
+    }
+
+    /// i8 -> exact RESCALE to i32 -> REDUCE_SUM (chain) -> [RESHAPE] -> RESCALE to i8 as one
+    /// convolution with unit weights.
+    fn lower_mean(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let Some((wp, x, zp)) = self.widen(node.inputs()[0]) else {
+            return Err(unsupported(
+                node,
+                "REDUCE_SUM is supported on an i8 tensor widened by an exact RESCALE",
+            ));
+        };
+        let mut names = vec![self.node(wp).name.clone(), node.name.clone()];
+        let rank = self.dims(x).len();
+        let (reduced, sum_t) = self.reduce_chain(o, rank, &mut names)?;
+        // An optional RESHAPE of the sums, then the output RESCALE.
+        let mut t = sum_t;
+        let mut reshape = None;
+        if let Some(c) = self.sole_consumer(t) {
+            if matches!(self.node(c).op, Op::Reshape(_)) {
+                reshape = Some(c);
+                t = self.node(c).outputs()[0];
+            }
+        }
+        let rescale_op = self
+            .sole_consumer(t)
+            .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)))
+            .ok_or_else(|| unsupported(node, "the sum must feed exactly one RESCALE"))?;
+        let rnode = self.node(rescale_op);
+        let Op::Rescale(r) = &rnode.op else {
+            unreachable!()
+        };
+        self.check_rescale_out(rnode, r)?;
+        if r.multiplier.len() != 1 {
+            return Err(unsupported(rnode, "per-channel rescale after a reduction"));
+        }
+        let ifm = self.fm(node, x, false, zp)?;
+        let (h, w, c) = ifm.shape;
+        let k = (
+            if reduced[0] { h } else { 1 },
+            if reduced[1] { w } else { 1 },
+        );
+        if !conv_window_ok(k.0, k.1) {
+            return Err(unsupported(node, "reduction window too large"));
+        }
+        self.fused.insert(wp);
+        if let Some(rs) = reshape {
+            self.fused.insert(rs);
+            names.push(self.node(rs).name.clone());
+        }
+        self.fused.insert(rescale_op);
+        names.push(rnode.name.clone());
+        let (out_t, act) = self.fuse_clamp(rnode.outputs()[0], &mut names);
+        let mut ofm = self.ofm(node, out_t, false, r.output_zp)?;
+        let od = if reduced[2] { 1 } else { c };
+        ofm.shape = (h / k.0, w / k.1, od);
+        let (kernel, weights) = if reduced[2] {
+            let shape = WeightShape {
+                ofm_depth: 1,
+                kernel_height: k.0 as usize,
+                kernel_width: k.1 as usize,
+                ifm_depth: c as usize,
+            };
+            let ones = vec![1i16; shape.len()];
+            let w = OhwiWeights::new(shape, ones).map_err(|e| unsupported(node, e.to_string()))?;
+            (Kernel::Conv, w)
+        } else {
+            let ones = vec![1i16; (k.0 * k.1 * c) as usize];
+            let w = OhwiWeights::from_depthwise_hwc(k.0 as usize, k.1 as usize, c as usize, &ones)
+                .map_err(|e| unsupported(node, e.to_string()))?;
+            (Kernel::Depthwise, w)
+        };
+        let scale = ChannelScale {
+            bias: 0,
+            scale: r.multiplier[0] as u32,
+            shift: r.shift[0] as u8,
+        };
+        self.push(NpuOp {
+            name: rnode.name.clone(),
+            fused: names,
+            kernel,
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: k,
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: Some(weights),
+            requant: Requant::PerChannel(vec![scale; od as usize]),
+            round: rescale_round(r),
+            ifm_scale: None,
+            ifm2_scale: None,
+            act,
+        });
+        Ok(())
+    }
+}
