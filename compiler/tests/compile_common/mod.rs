@@ -6,6 +6,13 @@ use npuc::compile::CompiledModel;
 use npuc_backend::sim::Simulator;
 use npuc_ir::*;
 
+mod check;
+mod reduce;
+#[allow(unused_imports)]
+pub use check::check;
+#[allow(unused_imports)]
+pub use reduce::*;
+
 /// xorshift64* — deterministic test data without a dependency.
 pub struct Rng(pub u64);
 

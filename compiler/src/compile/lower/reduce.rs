@@ -139,6 +139,7 @@ impl<'g> Ctx<'g> {
             ifm_scale: None,
             ifm2_scale: None,
             act: (-128, 127),
+            acc: AccFormat::I32,
         });
         Ok(())
     }
@@ -235,6 +236,7 @@ impl<'g> Ctx<'g> {
             ifm_scale: None,
             ifm2_scale: None,
             act,
+            acc: AccFormat::I32,
         });
         Ok(())
     }

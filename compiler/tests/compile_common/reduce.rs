@@ -1,0 +1,138 @@
+//! Reduction graphs: MEAN in the form the TFLite frontend lowers it to (exact widening
+//! RESCALE, REDUCE_SUMs, optional RESHAPE, output RESCALE) and REDUCE_MAX / REDUCE_MIN chains,
+//! over every combination of height, width and depth the NPU lowering distinguishes.
+
+use super::*;
+
+/// The exact i8 -> i32 widening (`x - zp`, multiplier 2^30 >> 30).
+fn widen(zp: i64) -> RescaleAttrs {
+    RescaleAttrs {
+        output_dtype: DType::Int32,
+        multiplier: vec![1 << 30],
+        shift: vec![30],
+        scale32: true,
+        rounding: RescaleRounding::SingleRound,
+        per_channel: false,
+        input_zp: zp,
+        output_zp: 0,
+        input_unsigned: false,
+        output_unsigned: false,
+    }
+}
+
+/// MEAN over `axes` of an i8 tensor of `shape`; `reshape` reshapes the sums before the
+/// output RESCALE.
+fn mean(
+    rng: &mut Rng,
+    name: &str,
+    shape: &[usize],
+    axes: &[usize],
+    reshape: Option<Vec<usize>>,
+    rounding: RescaleRounding,
+) -> Graph {
+    let mut b = GraphBuilder::new(name);
+    let x = b.input("x", DType::Int8, shape.to_vec());
+    let mut t = b.op("widen", Op::Rescale(widen(rng.range(-128, 127))), &[x]);
+    for (i, &axis) in axes.iter().enumerate() {
+        t = b.op(&format!("sum{i}"), Op::ReduceSum(AxisAttrs { axis }), &[t]);
+    }
+    if let Some(s) = reshape {
+        t = b.op(
+            "reshape",
+            Op::Reshape(ReshapeAttrs { shape: s.into() }),
+            &[t],
+        );
+    }
+    let count: usize = axes.iter().map(|&a| shape[a]).product();
+    let zp = rng.range(-128, 127);
+    let mut r = out_rescale(rng, 1, 30, rounding, zp);
+    // Roughly 1/count, so the mean stays in range.
+    r.shift[0] += (usize::BITS - count.leading_zeros()) as i8;
+    let y = b.op("rescale", Op::Rescale(r), &[t]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// MEAN over height and width with a reshape to [1, C] (global average pooling head).
+pub fn mean_hw(rng: &mut Rng) -> Graph {
+    mean(
+        rng,
+        "mean_hw",
+        &[1, 7, 5, 19],
+        &[1, 2],
+        Some(vec![1, 19]),
+        RescaleRounding::DoubleRound,
+    )
+}
+
+/// MEAN over the height only (a tall depthwise window).
+pub fn mean_h(rng: &mut Rng) -> Graph {
+    mean(
+        rng,
+        "mean_h",
+        &[1, 9, 4, 24],
+        &[1],
+        None,
+        RescaleRounding::SingleRound,
+    )
+}
+
+/// MEAN over the last axis of a rank-3 tensor (a 1x1 convolution to depth 1).
+pub fn mean_c(rng: &mut Rng) -> Graph {
+    mean(
+        rng,
+        "mean_c",
+        &[3, 6, 33],
+        &[2],
+        None,
+        RescaleRounding::DoubleRound,
+    )
+}
+
+/// MEAN over every axis (a full-window convolution to depth 1).
+pub fn mean_hwc(rng: &mut Rng) -> Graph {
+    mean(
+        rng,
+        "mean_hwc",
+        &[1, 4, 5, 9],
+        &[3, 1, 2],
+        None,
+        RescaleRounding::DoubleRound,
+    )
+}
+
+fn reduce(name: &str, shape: &[usize], axes: &[usize], max: bool) -> Graph {
+    let mut b = GraphBuilder::new(name);
+    let mut t = b.input("x", DType::Int8, shape.to_vec());
+    for (i, &axis) in axes.iter().enumerate() {
+        let a = AxisAttrs { axis };
+        let op = if max {
+            Op::ReduceMax(a)
+        } else {
+            Op::ReduceMin(a)
+        };
+        t = b.op(&format!("reduce{i}"), op, &[t]);
+    }
+    b.output(t);
+    b.finish().unwrap()
+}
+
+/// REDUCE_MAX over the depth (the channels read as the pooled width).
+pub fn reduce_max_c(_rng: &mut Rng) -> Graph {
+    reduce("reduce_max_c", &[1, 5, 7, 13], &[3], true)
+}
+
+/// REDUCE_MIN over height and width.
+pub fn reduce_min_hw(_rng: &mut Rng) -> Graph {
+    reduce("reduce_min_hw", &[1, 6, 5, 10], &[2, 1], false)
+}
+
+/// REDUCE_MAX over every axis.
+pub fn reduce_max_hwc(_rng: &mut Rng) -> Graph {
+    reduce("reduce_max_hwc", &[1, 3, 4, 5], &[1, 2, 3], true)
+}
+
+/// REDUCE_MIN over the first axis of a rank-3 tensor.
+pub fn reduce_min_h3(_rng: &mut Rng) -> Graph {
+    reduce("reduce_min_h3", &[6, 4, 3], &[0], false)
+}
