@@ -140,6 +140,7 @@ impl<'g> Ctx<'g> {
             ifm2_scale: None,
             act: (-128, 127),
             acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
         });
         Ok(())
     }
@@ -237,6 +238,7 @@ impl<'g> Ctx<'g> {
             ifm2_scale: None,
             act,
             acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
         });
         Ok(())
     }
