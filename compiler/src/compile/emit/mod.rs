@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 mod fm;
 mod kernel;
+mod lut;
 mod weights;
 
 use fm::{broadcast, ifm2_commands, ifm_commands, ofm_commands};
@@ -130,7 +131,8 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
     w.set(Command::SetBlockdep(SetBlockdep { blockdep: 0 }));
     // Byte ranges read and written by the previous operation.
     let mut prev: Option<Access> = None;
-    for op in &l.ops {
+    let mut luts = lut::LutSlots::default();
+    for (index, op) in l.ops.iter().enumerate() {
         let geom = geometry(op);
         let block: BlockConfig = target.choose_block(&geom);
         let order = weights::weight_commands(&mut w, &mut ro, target, op, &geom, &block)?;
@@ -173,9 +175,16 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
                 scale: s.scale,
             }));
         }
+        let (activation_function, table, dma) = match l.luts.get(&index) {
+            Some(t) => {
+                let (slot, dma) = luts.load(&mut w, &mut ro, t);
+                (t.function, slot, dma)
+            }
+            None => (ActivationFunction::LutNone, 0, false),
+        };
         w.set(Command::SetActivation(SetActivation {
-            activation_function: ActivationFunction::LutNone,
-            table: 0,
+            activation_function,
+            table,
             activation_clip_range: ActivationClipRange::B16,
         }));
         w.set(Command::SetActivationMin(SetActivationMin {
@@ -226,6 +235,9 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
                 "ELEMENTWISE",
             ),
         };
+        if dma {
+            w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
+        }
         w.op(cmd);
         operators.push(OperatorInfo {
             name: op.name.clone(),

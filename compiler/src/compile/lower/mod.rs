@@ -7,7 +7,10 @@ mod conv;
 mod elementwise;
 mod pool;
 mod reduce;
+mod table;
 mod tconv;
+
+pub use table::Lut;
 
 use super::CompileError;
 use npuc_backend::isa::{
@@ -128,6 +131,9 @@ pub struct NpuOp {
 pub struct Lowered {
     pub ops: Vec<NpuOp>,
     pub buffers: Vec<Buffer>,
+    /// Lookup tables applied by the activation unit, by operation index (TABLE, see
+    /// [`table`]); operations not listed have no LUT.
+    pub luts: BTreeMap<usize, Lut>,
     tensor_buffer: BTreeMap<TensorId, usize>,
 }
 
@@ -386,6 +392,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
         lowered: Lowered {
             ops: Vec::new(),
             buffers: Vec::new(),
+            luts: BTreeMap::new(),
             tensor_buffer: BTreeMap::new(),
         },
         fused: BTreeSet::new(),
@@ -408,6 +415,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::Clamp(_) => cx.lower_pool(o)?,
             Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
             Op::ReduceSum(_) | Op::ReduceMax(_) | Op::ReduceMin(_) => cx.lower_reduce(o)?,
+            Op::Table(_) => cx.lower_table(o)?,
             Op::Reshape(_) | Op::Identity => {
                 let x = node.inputs()[0];
                 let buf = cx.input_buffer(node, x)?;
