@@ -75,6 +75,7 @@ impl<'g> Ctx<'g> {
             ifm_scale: None,
             ifm2_scale: None,
             act: (-128, 127),
+            acc: AccFormat::I32,
         });
         self.lowered.luts.insert(idx, lut);
         Ok(())
