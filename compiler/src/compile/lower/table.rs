@@ -76,6 +76,7 @@ impl<'g> Ctx<'g> {
             ifm2_scale: None,
             act: (-128, 127),
             acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
         });
         self.lowered.luts.insert(idx, lut);
         Ok(())
