@@ -103,7 +103,7 @@ impl<'g> Ctx<'g> {
         if !matches!(in_dtype, DType::Int8 | DType::Int16) {
             return Err(unsupported(node, format!("{in_dtype} inputs")));
         }
-        let (Some(wd), Some(bd)) = (self.const_data(w), self.const_data(b)) else {
+        let (Some(wd), Some(bd)) = (self.folded_const(w), self.folded_const(b)) else {
             return Err(unsupported(node, "weights and bias must be constants"));
         };
         let rq = self.conv_rescale(node, acc_t)?;

@@ -183,6 +183,22 @@ impl<'g> Ctx<'g> {
         self.g.tensor(t).and_then(|x| x.data.as_ref())
     }
 
+    /// The data of a constant, also through RESHAPE/IDENTITY chains (row-major data is
+    /// unchanged by a reshape).
+    fn folded_const(&self, t: TensorId) -> Option<&'g TensorData> {
+        let mut t = t;
+        loop {
+            if let Some(d) = self.const_data(t) {
+                return Some(d);
+            }
+            let p = self.node(self.g.producer(t)?);
+            match p.op {
+                Op::Reshape(_) | Op::Identity => t = p.inputs()[0],
+                _ => return None,
+            }
+        }
+    }
+
     /// The single consumer of `t` if `t` is an intermediate that can be fused away.
     fn sole_consumer(&self, t: TensorId) -> Option<OpId> {
         if self.g.outputs().contains(&t) {
@@ -416,6 +432,8 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
             Op::ReduceSum(_) | Op::ReduceMax(_) | Op::ReduceMin(_) => cx.lower_reduce(o)?,
             Op::Table(_) => cx.lower_table(o)?,
+            // A reshaped constant (TOSA's convolution weights) is folded by its consumer.
+            Op::Reshape(_) | Op::Identity if cx.folded_const(node.outputs()[0]).is_some() => {}
             Op::Reshape(_) | Op::Identity => {
                 let x = node.inputs()[0];
                 let buf = cx.input_buffer(node, x)?;

@@ -32,7 +32,7 @@ impl<'g> Ctx<'g> {
                 ))
             }
         };
-        let (Some(wd), Some(bd)) = (self.const_data(w), self.const_data(b)) else {
+        let (Some(wd), Some(bd)) = (self.folded_const(w), self.folded_const(b)) else {
             return Err(unsupported(node, "weights and bias must be constants"));
         };
         let rq = self.conv_rescale(node, node.outputs()[0])?;

@@ -1,0 +1,77 @@
+//! TOSA corpus models through the TOSA frontend and `npuc::compile`: every model that compiles
+//! must run on the simulator bit-exactly like the reference interpreter runs the lowered graph
+//! (seeded random full-range inputs, all five configurations). Models outside the slice must
+//! fail with a `CompileError`, never a panic.
+
+mod compile_common;
+
+use compile_common::*;
+use npuc::compile::{compile, Options};
+use npuc_backend::arch::Accelerator;
+use std::path::PathBuf;
+
+#[test]
+fn tosa_corpus_models_compile_and_match_the_interpreter() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models/tosa");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("models/tosa")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tosa"))
+        .collect();
+    paths.sort();
+    let mut compiled = Vec::new();
+    for path in &paths {
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let bytes = std::fs::read(path).unwrap();
+        let Ok(model) = npuc_frontend_tosa::TosaModel::parse(&bytes) else {
+            continue;
+        };
+        let Ok(g) = npuc_frontend_tosa::lower(&model) else {
+            continue;
+        };
+        if g.num_ops() == 0 {
+            continue;
+        }
+        for accel in Accelerator::ALL {
+            let Ok(m) = compile(&g, &Options { accelerator: accel }) else {
+                break;
+            };
+            if accel == Accelerator::U85_128 {
+                compiled.push(name.clone());
+            }
+            let mut rng = Rng(0x705a ^ u64::from(accel.macs_per_cc()));
+            let mut compared = 0;
+            for _ in 0..8 {
+                if compared == 2 {
+                    break;
+                }
+                let inputs = random_inputs(&g, &mut rng);
+                let Ok(expected) = npuc_ir::run_outputs(&g, inputs.clone()) else {
+                    continue;
+                };
+                let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
+                let got = simulate(&m, &bytes);
+                for (i, (e, o)) in expected.iter().zip(&got).enumerate() {
+                    let e = e.to_le_bytes();
+                    if let Some(pos) = e.iter().zip(o).position(|(a, b)| a != b) {
+                        panic!(
+                            "{name} on {accel}, output {i}: first mismatch at byte {pos}: expected {:#04x} got {:#04x}",
+                            e[pos], o[pos]
+                        );
+                    }
+                }
+                compared += 1;
+            }
+            assert!(compared > 0, "{name} on {accel}: no defined sample");
+        }
+    }
+    eprintln!(
+        "{} TOSA corpus models compiled and verified: {compiled:?}",
+        compiled.len()
+    );
+    assert!(
+        compiled.len() >= 24,
+        "only {} TOSA models compiled",
+        compiled.len()
+    );
+}
