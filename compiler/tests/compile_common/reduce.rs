@@ -136,3 +136,87 @@ pub fn reduce_max_hwc(_rng: &mut Rng) -> Graph {
 pub fn reduce_min_h3(_rng: &mut Rng) -> Graph {
     reduce("reduce_min_h3", &[6, 4, 3], &[0], false)
 }
+
+fn avgpool_large(
+    name: &str,
+    shape: [usize; 4],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    rounding: AvgPoolRounding,
+    zp: (i64, i64),
+) -> Graph {
+    let mut b = GraphBuilder::new(name);
+    let x = b.input("x", DType::Int8, shape);
+    let attrs = AvgPool2dAttrs {
+        kernel,
+        stride,
+        pad: [0; 4],
+        input_zp: zp.0,
+        output_zp: zp.1,
+        rounding,
+    };
+    let y = b.op("avgpool", Op::AvgPool2d(attrs), &[x]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// AVG_POOL2D 25x5 (odd window, the ds_cnn head), TFLite rounding: one output.
+pub fn avgpool_25x5_tflite(_rng: &mut Rng) -> Graph {
+    avgpool_large(
+        "avgpool_25x5_tflite",
+        [1, 25, 5, 16],
+        [25, 5],
+        [25, 5],
+        AvgPoolRounding::Tflite,
+        (0, 0),
+    )
+}
+
+/// AVG_POOL2D 10x4 stride 2 (even window: exact halves round away from zero), TFLite
+/// rounding, several outputs.
+pub fn avgpool_10x4_s2_tflite(_rng: &mut Rng) -> Graph {
+    avgpool_large(
+        "avgpool_10x4_s2_tflite",
+        [1, 14, 9, 24],
+        [10, 4],
+        [2, 2],
+        AvgPoolRounding::Tflite,
+        (0, 0),
+    )
+}
+
+/// AVG_POOL2D 16x16 (a power-of-two window), TFLite rounding.
+pub fn avgpool_16x16_tflite(_rng: &mut Rng) -> Graph {
+    avgpool_large(
+        "avgpool_16x16_tflite",
+        [1, 16, 17, 8],
+        [16, 16],
+        [1, 1],
+        AvgPoolRounding::Tflite,
+        (0, 0),
+    )
+}
+
+/// AVG_POOL2D 9x12 with TOSA rounding and zero points.
+pub fn avgpool_9x12_tosa(_rng: &mut Rng) -> Graph {
+    avgpool_large(
+        "avgpool_9x12_tosa",
+        [1, 10, 12, 8],
+        [9, 12],
+        [1, 3],
+        AvgPoolRounding::Tosa,
+        (-5, 9),
+    )
+}
+
+/// AVG_POOL2D 8x8 stride 8 with one output (the resnet8 head): the stride never applies.
+pub fn avgpool_8x8_s8(_rng: &mut Rng) -> Graph {
+    avgpool_large(
+        "avgpool_8x8_s8",
+        [1, 8, 8, 64],
+        [8, 8],
+        [8, 8],
+        AvgPoolRounding::Tflite,
+        (0, 0),
+    )
+}

@@ -3,6 +3,7 @@
 //! One module per operator family (`conv`, `pool`, `elementwise`); this module holds the
 //! shared types, the lowering context and the dispatch over the IR operators.
 
+mod avgpool;
 mod conv;
 mod elementwise;
 mod pool;

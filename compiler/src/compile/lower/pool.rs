@@ -11,7 +11,7 @@ impl<'g> Ctx<'g> {
             Op::MaxPool2d(a) => (PoolingMode::Max, a.kernel, a.stride, a.pad, 0, 0, 0),
             Op::AvgPool2d(a) => {
                 if a.kernel[0] > 8 || a.kernel[1] > 8 {
-                    return Err(unsupported(node, "average pool kernels above 8x8"));
+                    return self.lower_avgpool_large(o);
                 }
                 (
                     PoolingMode::Average,
@@ -36,6 +36,7 @@ impl<'g> Ctx<'g> {
         let ifm = self.fm(node, x, spatial, izp)?;
         let ofm = self.ofm(node, out_t, spatial, ozp)?;
         let k = (kernel[0] as u32, kernel[1] as u32);
+        let stride = super::avgpool::unit_stride_if_single(stride, &ofm);
         let geometry = Geometry::new(node, &ifm, &ofm, k, stride, [1, 1], pad)?;
         let (scale, round) = match mode {
             PoolingMode::Average => (1, RoundModeOfm::Natural),
