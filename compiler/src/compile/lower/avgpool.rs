@@ -11,7 +11,7 @@
 //!   `|sum| / count` by less than `|sum| / 2^s < 1 / (2 * count)` (|sum| < 2^29): an exact half
 //!   moves strictly away from zero (rounded away from zero, as TFLite does) and any other
 //!   quotient, at least `1 / (2 * count)` from a half, keeps its nearest integer.
-//!   (Decision #C-R1 in docs/decisions.md.)
+//!   (Decision L6 in docs/decisions.md.)
 
 use super::*;
 use npuc_ir::quant::reciprocal_scale;
