@@ -27,4 +27,42 @@ reduce_tests!(
     avgpool_16x16_tflite,
     avgpool_9x12_tosa,
     avgpool_8x8_s8,
+    argmax_c,
+    argmax_w,
+    argmax_h,
+    argmax_1d,
 );
+
+/// ARGMAX on the inputs where the argmax pool's -2^31 start value matters: windows of only
+/// -128 (index 0), only non-positive values, ties (the first maximum wins) and 127 last.
+#[test]
+fn argmax_edge_windows() {
+    use npuc::compile::{compile, Options};
+    use npuc_backend::arch::Accelerator;
+    use npuc_ir::{TensorData, TensorValue};
+    let g = argmax("argmax_edges", &[1, 6, 4], 2);
+    let rows: [[i8; 4]; 6] = [
+        [-128, -128, -128, -128],
+        [-5, -3, -3, -9],
+        [0, -1, 0, -128],
+        [7, 7, 7, 7],
+        [-128, -128, -128, 127],
+        [-127, -128, -128, -127],
+    ];
+    let data: Vec<i8> = rows.iter().flatten().copied().collect();
+    let input = TensorValue::new([1usize, 6, 4], TensorData::I8(data.clone())).unwrap();
+    let expected = npuc_ir::run_outputs(&g, vec![input]).unwrap();
+    assert_eq!(
+        expected[0].to_le_bytes(),
+        [0i32, 1, 0, 0, 3, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>()
+    );
+    for accel in Accelerator::ALL {
+        let m = compile(&g, &Options { accelerator: accel }).unwrap();
+        let bytes: Vec<u8> = data.iter().map(|&v| v as u8).collect();
+        let got = simulate(&m, &[bytes]);
+        assert_eq!(got[0], expected[0].to_le_bytes(), "{accel}");
+    }
+}

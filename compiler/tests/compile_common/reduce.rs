@@ -220,3 +220,32 @@ pub fn avgpool_8x8_s8(_rng: &mut Rng) -> Graph {
         (0, 0),
     )
 }
+
+/// ARGMAX of an i8 tensor over `axis`.
+pub fn argmax(name: &str, shape: &[usize], axis: usize) -> Graph {
+    let mut b = GraphBuilder::new(name);
+    let x = b.input("x", DType::Int8, shape.to_vec());
+    let y = b.op("argmax", Op::ArgMax(AxisAttrs { axis }), &[x]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// ARGMAX over the depth (argmax_x on the (H*W, C, 1) view).
+pub fn argmax_c(_rng: &mut Rng) -> Graph {
+    argmax("argmax_c", &[1, 5, 6, 10], 3)
+}
+
+/// ARGMAX over the width (argmax_x).
+pub fn argmax_w(_rng: &mut Rng) -> Graph {
+    argmax("argmax_w", &[1, 4, 9, 7], 2)
+}
+
+/// ARGMAX over the height of a rank-3 tensor (argmax_y).
+pub fn argmax_h(_rng: &mut Rng) -> Graph {
+    argmax("argmax_h", &[11, 3, 5], 0)
+}
+
+/// ARGMAX of a vector.
+pub fn argmax_1d(_rng: &mut Rng) -> Graph {
+    argmax("argmax_1d", &[37], 0)
+}

@@ -432,6 +432,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::Clamp(_) => cx.lower_pool(o)?,
             Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
             Op::ReduceSum(_) | Op::ReduceMax(_) | Op::ReduceMin(_) => cx.lower_reduce(o)?,
+            Op::ArgMax(_) => cx.lower_argmax(o)?,
             Op::Table(_) => cx.lower_table(o)?,
             // A reshaped constant (TOSA's convolution weights) is folded by its consumer.
             Op::Reshape(_) | Op::Identity if cx.folded_const(node.outputs()[0]).is_some() => {}

@@ -243,3 +243,80 @@ impl<'g> Ctx<'g> {
         Ok(())
     }
 }
+
+impl<'g> Ctx<'g> {
+    /// ARGMAX of an i8 tensor (i32 indices) as one argmax_x / argmax_y pool.
+    ///
+    /// The pool keeps `v + 65536 * k` of the first strict maximum, but its accumulator starts
+    /// at -2^31, whose low half is 0, so a value must exceed 0 to be taken (decision #6). The
+    /// IFM zero point -128 makes every value `x + 128 >= 0`; only an all-(-128) window keeps
+    /// -2^31, and the activation clamp at 0 turns it into index 0, the right answer there.
+    /// The index is the accumulator shifted right by 16 (natural rounding; values < 2^15).
+    pub(super) fn lower_argmax(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let Op::ArgMax(a) = &node.op else {
+            unreachable!("lower_argmax on another op")
+        };
+        let x = node.inputs()[0];
+        let out_t = node.outputs()[0];
+        if self.dtype(x) != DType::Int8 || self.dtype(out_t) != DType::Int32 {
+            return Err(unsupported(node, "ARGMAX of i8 into i32 only"));
+        }
+        let rank = self.dims(x).len();
+        let Some(axis) = hwc_axis(rank, a.axis) else {
+            return Err(unsupported(
+                node,
+                "ARGMAX over the batch axis or rank above 4",
+            ));
+        };
+        let mut ifm = self.fm(node, x, false, -128)?;
+        let (h, w, c) = ifm.shape;
+        if u64::from(h) * u64::from(w) > 65536 {
+            return Err(unsupported(node, "ARGMAX over more than 65536 rows"));
+        }
+        let (mode, ofm_shape, k) = match axis {
+            0 => (PoolingMode::ArgmaxY, (1, w, c), (h, 1)),
+            1 => (PoolingMode::ArgmaxX, (h, 1, c), (1, w)),
+            _ => {
+                ifm.shape = (h * w, c, 1);
+                (PoolingMode::ArgmaxX, (h * w, 1, 1), (1, c))
+            }
+        };
+        if k.0.max(k.1) > 256 {
+            return Err(unsupported(node, "ARGMAX over more than 256 elements"));
+        }
+        let idx = self.lowered.ops.len();
+        let buffer = self.new_buffer(out_t, Some(idx));
+        let ofm = Fm {
+            buffer,
+            shape: ofm_shape,
+            zero_point: 0,
+            dtype: DType::Int32,
+            broadcast: (false, false, false),
+        };
+        self.push(NpuOp {
+            name: node.name.clone(),
+            fused: vec![node.name.clone()],
+            kernel: Kernel::Pool(mode),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: k,
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: None,
+            requant: Requant::Global {
+                scale: 1,
+                shift: 16,
+            },
+            round: RoundModeOfm::Natural,
+            ifm_scale: None,
+            ifm2_scale: None,
+            act: (0, 32767),
+            acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
+        });
+        Ok(())
+    }
+}
