@@ -4,7 +4,8 @@
 //! last operation that reads it (graph outputs: to the end). An operation's inputs and output
 //! are live at the same time, so an OFM never overlaps its IFMs. Buffers are placed largest
 //! first (ties by index, so the result is deterministic) at the lowest 16-byte aligned offset
-//! that does not overlap any already placed buffer with an overlapping lifetime.
+//! that does not overlap any already placed buffer with an overlapping lifetime. Constant
+//! buffers live in region 0 (placed by emit) and take no arena space.
 
 use super::lower::Lowered;
 use npuc_ir::Graph;
@@ -35,7 +36,7 @@ fn lifetime(l: &Lowered, i: usize) -> (usize, usize) {
 /// Places the buffers of a lowered graph.
 pub fn allocate(_g: &Graph, l: &Lowered) -> Placement {
     let n = l.buffers.len();
-    let mut order: Vec<usize> = (0..n).collect();
+    let mut order: Vec<usize> = (0..n).filter(|i| !l.constants.contains_key(i)).collect();
     order.sort_by_key(|&i| (std::cmp::Reverse(l.buffers[i].size), i));
     let mut offsets = vec![0u64; n];
     let mut placed: Vec<usize> = Vec::new();

@@ -2,21 +2,25 @@
 
 use super::*;
 
-pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64, upscale: IfmUpscaleMode) {
+pub(super) fn ifm_commands(
+    w: &mut Writer,
+    fm: &Fm,
+    (region, base): (u8, u64),
+    upscale: IfmUpscaleMode,
+) {
     let (h, wd, c) = fm.shape;
     let (hi, lo) = addr(base);
     let e = u64::from(fm.elem_bytes());
-    let (shi, slo) = addr(u64::from(wd) * u64::from(c) * e);
-    let (xhi, xlo) = addr(u64::from(c) * e);
+    let (sy, sx) = fm.strides();
+    let (shi, slo) = addr(sy);
+    let (xhi, xlo) = addr(sx);
     w.set(Command::SetIfmPrecision(SetIfmPrecision {
         activation_type: activation_type(fm),
         activation_precision: precision(fm),
         activation_format: ActivationFormat::Nhwc,
         activation_storage: ActivationStorage::Tile2x2,
     }));
-    w.set(Command::SetIfmRegion(SetIfmRegion {
-        region: REGION_ARENA,
-    }));
+    w.set(Command::SetIfmRegion(SetIfmRegion { region }));
     w.set(Command::SetIfmBase0(SetIfmBase0 {
         addr_hi: hi,
         addr_lo: lo,
@@ -54,21 +58,20 @@ pub(super) fn ifm_commands(w: &mut Writer, fm: &Fm, base: u64, upscale: IfmUpsca
     w.set(Command::SetIfmUpscale(SetIfmUpscale { mode: upscale }));
 }
 
-pub(super) fn ifm2_commands(w: &mut Writer, fm: &Fm, base: u64) {
-    let (h, wd, c) = fm.shape;
+pub(super) fn ifm2_commands(w: &mut Writer, fm: &Fm, (region, base): (u8, u64)) {
+    let (h, wd, _) = fm.shape;
     let (hi, lo) = addr(base);
     let e = u64::from(fm.elem_bytes());
-    let (shi, slo) = addr(u64::from(wd) * u64::from(c) * e);
-    let (xhi, xlo) = addr(u64::from(c) * e);
+    let (sy, sx) = fm.strides();
+    let (shi, slo) = addr(sy);
+    let (xhi, xlo) = addr(sx);
     w.set(Command::SetIfm2Precision(SetIfm2Precision {
         activation_type: activation_type(fm),
         activation_precision: precision(fm),
         activation_format: ActivationFormat::Nhwc,
         activation_storage: ActivationStorage::Tile2x2,
     }));
-    w.set(Command::SetIfm2Region(SetIfm2Region {
-        region: REGION_ARENA,
-    }));
+    w.set(Command::SetIfm2Region(SetIfm2Region { region }));
     w.set(Command::SetIfm2Base0(SetIfm2Base0 {
         addr_hi: hi,
         addr_lo: lo,
@@ -111,8 +114,9 @@ pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
     let (h, wd, c) = op.ofm.shape;
     let (hi, lo) = addr(base);
     let e = u64::from(op.ofm.elem_bytes());
-    let (shi, slo) = addr(u64::from(wd) * u64::from(c) * e);
-    let (xhi, xlo) = addr(u64::from(c) * e);
+    let (sy, sx) = op.ofm.strides();
+    let (shi, slo) = addr(sy);
+    let (xhi, xlo) = addr(sx);
     let scale_mode = match op.requant {
         Requant::PerChannel(_) => OfmScaleMode::PerChannel,
         Requant::Global { .. } => OfmScaleMode::Global,
@@ -122,7 +126,7 @@ pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
         activation_precision: precision(&op.ofm),
         activation_format: ActivationFormat::Nhwc,
         scale_mode,
-        activation_reverse: ActivationReverse::None,
+        activation_reverse: op.ofm.view.reverse,
         activation_transpose: ActivationTranspose::Hwc,
         activation_storage: ActivationStorage::Tile2x2,
     }));

@@ -107,10 +107,36 @@ fn activation_type(fm: &Fm) -> ActivationType {
     }
 }
 
-/// Byte range of a feature map in the arena.
-fn range(fm: &Fm, p: &Placement, l: &Lowered) -> (u64, u64) {
+/// Byte range of a feature map's buffer in the arena (`None`: a read-only constant).
+fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<(u64, u64)> {
+    if l.constants.contains_key(&fm.buffer) {
+        return None;
+    }
     let off = p.offsets[fm.buffer];
-    (off, off + l.buffers[fm.buffer].size)
+    Some((off, off + l.buffers[fm.buffer].size))
+}
+
+/// Region and address of a feature map's element (0, 0, 0); constant buffers are appended
+/// to the read-only data on first use.
+fn locate(
+    fm: &Fm,
+    p: &Placement,
+    l: &Lowered,
+    ro: &mut Vec<u8>,
+    consts: &mut BTreeMap<usize, u64>,
+) -> (u8, u64) {
+    match l.constants.get(&fm.buffer) {
+        Some(bytes) => {
+            let off = *consts.entry(fm.buffer).or_insert_with(|| {
+                align16(ro);
+                let off = ro.len() as u64;
+                ro.extend_from_slice(bytes);
+                off
+            });
+            (REGION_READ_ONLY, off + fm.view.offset)
+        }
+        None => (REGION_ARENA, p.offsets[fm.buffer] + fm.view.offset),
+    }
 }
 
 fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
@@ -128,6 +154,7 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
     let mut w = Writer::default();
     let mut ro: Vec<u8> = Vec::new();
     let mut operators = Vec::new();
+    let mut consts: BTreeMap<usize, u64> = BTreeMap::new();
     w.set(Command::SetBlockdep(SetBlockdep { blockdep: 0 }));
     // Byte ranges read and written by the previous operation.
     let mut prev: Option<Access> = None;
@@ -147,11 +174,22 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
             round_mode: op.round,
             scale,
         }));
-        ifm_commands(&mut w, &op.ifm, p.offsets[op.ifm.buffer], op.upscale);
+        if l.constants.contains_key(&op.ofm.buffer) {
+            return Err(CompileError::Stream(format!(
+                "{}: the output is a constant buffer",
+                op.name
+            )));
+        }
+        ifm_commands(
+            &mut w,
+            &op.ifm,
+            locate(&op.ifm, p, l, &mut ro, &mut consts),
+            op.upscale,
+        );
         kernel_commands(&mut w, op, order);
-        ofm_commands(&mut w, op, p.offsets[op.ofm.buffer]);
+        ofm_commands(&mut w, op, p.offsets[op.ofm.buffer] + op.ofm.view.offset);
         if let Some(ifm2) = &op.ifm2 {
-            ifm2_commands(&mut w, ifm2, p.offsets[ifm2.buffer]);
+            ifm2_commands(&mut w, ifm2, locate(ifm2, p, l, &mut ro, &mut consts));
             w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
                 broadcast_mode: broadcast(op.ifm.broadcast),
             }));
@@ -212,9 +250,9 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
         // Hazards against the previous operation (at most two kernels are outstanding).
         let reads: Vec<(u64, u64)> = std::iter::once(&op.ifm)
             .chain(op.ifm2.as_ref())
-            .map(|fm| range(fm, p, l))
+            .filter_map(|fm| range(fm, p, l))
             .collect();
-        let write = range(&op.ofm, p, l);
+        let write = range(&op.ofm, p, l).expect("OFM in the arena");
         if let Some((preads, pwrite)) = &prev {
             let raw = reads.iter().any(|&r| overlaps(r, *pwrite));
             let war = preads.iter().any(|&r| overlaps(r, write));

@@ -6,6 +6,7 @@
 mod avgpool;
 mod conv;
 mod elementwise;
+mod movement;
 mod pool;
 mod reduce;
 mod table;
@@ -15,7 +16,8 @@ pub use table::Lut;
 
 use super::CompileError;
 use npuc_backend::isa::{
-    AccFormat, ElementwiseMode, IfmUpscaleMode, PoolingMode, RoundModeIfm, RoundModeOfm,
+    AccFormat, ActivationReverse, ElementwiseMode, IfmUpscaleMode, PoolingMode, RoundModeIfm,
+    RoundModeOfm,
 };
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_codecs::scale::ChannelScale;
@@ -52,6 +54,41 @@ pub struct Fm {
     pub dtype: DType,
     /// Broadcast along height, width, depth (elementwise inputs).
     pub broadcast: (bool, bool, bool),
+    /// Where the feature map lies inside its buffer (default: all of it, dense NHWC).
+    pub view: View,
+}
+
+/// A window of a buffer: the feature map starts `offset` bytes into the buffer and steps
+/// `strides` bytes per row and per column (NHWC: channels are always contiguous elements).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct View {
+    /// Byte offset of element (0, 0, 0) from the start of the buffer.
+    pub offset: u64,
+    /// Byte strides of y and x; `None`: dense (`W*C*esize`, `C*esize`).
+    pub strides: Option<(u64, u64)>,
+    /// OFM only: the axis written in reverse order (TRM 3.6.5 write_ofm).
+    pub reverse: ActivationReverse,
+}
+
+impl Default for View {
+    fn default() -> View {
+        View {
+            offset: 0,
+            strides: None,
+            reverse: ActivationReverse::None,
+        }
+    }
+}
+
+impl Fm {
+    /// Byte strides of y and x.
+    pub fn strides(&self) -> (u64, u64) {
+        let (_, w, c) = self.shape;
+        let e = self.dtype.byte_size() as u64;
+        self.view
+            .strides
+            .unwrap_or((u64::from(w) * u64::from(c) * e, u64::from(c) * e))
+    }
 }
 
 impl Fm {
@@ -135,6 +172,9 @@ pub struct Lowered {
     /// Lookup tables applied by the activation unit, by operation index (TABLE, see
     /// [`table`]); operations not listed have no LUT.
     pub luts: BTreeMap<usize, Lut>,
+    /// Buffers holding constant data (little-endian bytes); they live in region 0, not in
+    /// the arena.
+    pub constants: BTreeMap<usize, Vec<u8>>,
     tensor_buffer: BTreeMap<TensorId, usize>,
 }
 
@@ -225,6 +265,24 @@ impl<'g> Ctx<'g> {
         idx
     }
 
+    /// A read-only buffer (region 0) for a constant tensor used as a feature map.
+    fn constant_buffer(&mut self, t: TensorId) -> Option<usize> {
+        if let Some(&b) = self.lowered.tensor_buffer.get(&t) {
+            return Some(b);
+        }
+        let data = self.const_data(t)?;
+        if !matches!(self.dtype(t), DType::Int8 | DType::Int16) {
+            return None;
+        }
+        let bytes = data.to_le_bytes();
+        let idx = self.new_buffer(t, None);
+        let b = &mut self.lowered.buffers[idx];
+        b.is_input = false;
+        b.size = bytes.len() as u64;
+        self.lowered.constants.insert(idx, bytes);
+        Some(idx)
+    }
+
     /// The buffer of a non-constant tensor read by an NPU operation.
     fn input_buffer(&self, node: &OpNode, t: TensorId) -> Result<usize, CompileError> {
         self.lowered.tensor_buffer.get(&t).copied().ok_or_else(|| {
@@ -275,6 +333,7 @@ impl<'g> Ctx<'g> {
             zero_point: zp,
             dtype,
             broadcast: (false, false, false),
+            view: View::default(),
         })
     }
 
@@ -410,6 +469,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             ops: Vec::new(),
             buffers: Vec::new(),
             luts: BTreeMap::new(),
+            constants: BTreeMap::new(),
             tensor_buffer: BTreeMap::new(),
         },
         fused: BTreeSet::new(),
@@ -420,6 +480,23 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     let order = g
         .topo_order()
         .map_err(|e| CompileError::Graph(e.to_string()))?;
+    // Constant tensors read as feature maps (elementwise operands, data movement) get a
+    // read-only buffer; weights and biases are read by their operators directly.
+    for &o in &order {
+        let node = cx.node(o);
+        let fm_inputs: &[TensorId] = match &node.op {
+            Op::Rescale(_) | Op::Reshape(_) | Op::Identity | Op::Concat(_) => node.inputs(),
+            Op::Add | Op::Sub | Op::Mul(_) => node.inputs(),
+            Op::Pad(_) | Op::Slice(_) | Op::Tile(_) | Op::Transpose(_) | Op::Reverse(_) => {
+                &node.inputs()[..1]
+            }
+            Op::Gather => &node.inputs()[..1],
+            _ => &[],
+        };
+        for &t in fm_inputs {
+            cx.constant_buffer(t);
+        }
+    }
     let mut deferred = Vec::new();
     for o in order {
         if cx.fused.contains(&o) {
@@ -434,8 +511,20 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::ReduceSum(_) | Op::ReduceMax(_) | Op::ReduceMin(_) => cx.lower_reduce(o)?,
             Op::ArgMax(_) => cx.lower_argmax(o)?,
             Op::Table(_) => cx.lower_table(o)?,
-            // A reshaped constant (TOSA's convolution weights) is folded by its consumer.
-            Op::Reshape(_) | Op::Identity if cx.folded_const(node.outputs()[0]).is_some() => {}
+            Op::Concat(_)
+            | Op::Slice(_)
+            | Op::Pad(_)
+            | Op::Tile(_)
+            | Op::Transpose(_)
+            | Op::Reverse(_)
+            | Op::Gather => cx.lower_movement(o)?,
+            // A reshaped constant (TOSA's convolution weights) is folded by its consumer; a
+            // constant read as a feature map keeps its read-only buffer.
+            Op::Reshape(_) | Op::Identity if cx.folded_const(node.outputs()[0]).is_some() => {
+                if let Some(&buf) = cx.lowered.tensor_buffer.get(&node.inputs()[0]) {
+                    cx.lowered.tensor_buffer.insert(node.outputs()[0], buf);
+                }
+            }
             Op::Reshape(_) | Op::Identity => {
                 let x = node.inputs()[0];
                 let buf = cx.input_buffer(node, x)?;
@@ -464,6 +553,12 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 g.tensor(t).map_or("?", |x| x.name.as_str())
             )));
         };
+        if cx.lowered.constants.contains_key(&buf) {
+            return Err(CompileError::Graph(format!(
+                "output {} is a constant",
+                g.tensor(t).map_or("?", |x| x.name.as_str())
+            )));
+        }
         cx.lowered.buffers[buf].is_output = true;
     }
     Ok(cx.lowered)

@@ -1,0 +1,397 @@
+//! Data movement as NPU copies: CONCAT, SLICE, PAD, TILE, TRANSPOSE, REVERSE and GATHER with
+//! constant indices.
+//!
+//! Every one of these operators is a set of strided box copies between buffers
+//! ([`Ctx::strided_copy`]): a box is up to four nested axes, each with an extent and a source
+//! and a destination step. Copies move bytes, whatever the element type: each element is an
+//! innermost axis of `esize` contiguous bytes, so an int16 or int32 tensor moves like int8.
+//! One copy is a 1x1 max pool with zero points 0, OFM scale 1 and the full int8 clamp, which
+//! writes every byte it reads unchanged; the IFM and OFM are windows of their buffers
+//! ([`View`]: offset and row/column strides). A source step below zero becomes the OFM
+//! reverse of that axis (TRM 3.6.5 write_ofm); a zero step re-reads the same bytes (TILE,
+//! fills). PAD fills the output from a read-only constant, then copies the input inside.
+
+use super::*;
+
+/// Most NPU operations one IR operator may become.
+const MAX_COPIES: usize = 4096;
+/// Largest extent of one feature-map axis (16-bit `*_M1` registers).
+const MAX_DIM: usize = 65536;
+
+/// One axis of a box copy: extent and the steps, in bytes, in the source and destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CopyAxis {
+    pub n: usize,
+    pub src: i64,
+    pub dst: i64,
+}
+
+/// Row-major element strides of a shape.
+fn strides(dims: &[usize]) -> Vec<i64> {
+    let mut s = vec![1i64; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * dims[i + 1] as i64;
+    }
+    s
+}
+
+/// Drops unit axes and merges neighbours that step like one axis.
+fn normalise(axes: &[CopyAxis]) -> Vec<CopyAxis> {
+    let mut out: Vec<CopyAxis> = Vec::new();
+    for &a in axes.iter().filter(|a| a.n != 1) {
+        if let Some(last) = out.last_mut() {
+            if last.src == a.src * a.n as i64 && last.dst == a.dst * a.n as i64 {
+                *last = CopyAxis {
+                    n: last.n * a.n,
+                    src: a.src,
+                    dst: a.dst,
+                };
+                continue;
+            }
+        }
+        out.push(a);
+    }
+    out
+}
+
+impl<'g> Ctx<'g> {
+    /// A read-only buffer with no IR tensor.
+    fn anonymous_constant(&mut self, bytes: Vec<u8>) -> usize {
+        let idx = self.lowered.buffers.len();
+        self.lowered.buffers.push(Buffer {
+            size: bytes.len() as u64,
+            producer: None,
+            last_use: None,
+            is_input: false,
+            is_output: false,
+        });
+        self.lowered.constants.insert(idx, bytes);
+        idx
+    }
+
+    /// A new arena buffer for the output tensor `t` of the copies about to be pushed.
+    fn move_output(&mut self, t: TensorId) -> usize {
+        let idx = self.lowered.ops.len();
+        self.new_buffer(t, Some(idx))
+    }
+
+    /// Copies the box `axes` (outermost first, byte steps) from `src` (buffer, byte offset)
+    /// to `dst`. Emits one NPU copy per combination of the axes that do not fit the three
+    /// feature-map axes.
+    pub(crate) fn strided_copy(
+        &mut self,
+        node: &OpNode,
+        src: (usize, i64),
+        dst: (usize, i64),
+        axes: &[CopyAxis],
+    ) -> Result<(), CompileError> {
+        let mut axes = normalise(axes);
+        if axes.iter().any(|a| a.n == 0) {
+            return Ok(());
+        }
+        if axes.iter().any(|a| a.dst < 0) {
+            return Err(unsupported(node, "a copy with a negative destination step"));
+        }
+        // The innermost axis is the channel axis when it is contiguous on both sides.
+        let c = match axes.last() {
+            Some(a) if a.src == 1 && a.dst == 1 => axes.pop().expect("last axis").n,
+            _ => 1,
+        };
+        // Two more axes are the feature map's height and width; at most one of them may be
+        // read backwards (one OFM reverse per operation).
+        let mut split = axes.len().saturating_sub(2);
+        if axes.len() >= 2 && axes[split].src < 0 && axes[split + 1].src < 0 {
+            split += 1;
+        }
+        let (outer, inner) = axes.split_at(split);
+        let count: usize = outer.iter().map(|a| a.n).product();
+        if count > MAX_COPIES {
+            return Err(unsupported(
+                node,
+                format!("the data movement needs {count} NPU operations"),
+            ));
+        }
+        let mut hw = [CopyAxis {
+            n: 1,
+            src: 0,
+            dst: 0,
+        }; 2];
+        hw[2 - inner.len()..].copy_from_slice(inner);
+        if c > MAX_DIM || hw.iter().any(|a| a.n > MAX_DIM) {
+            return Err(unsupported(node, "a copy axis above 65536"));
+        }
+        for k in 0..count {
+            // Offsets of this combination of the outer axes.
+            let (mut so, mut d) = (src.1, dst.1);
+            let mut rest = k;
+            for a in outer.iter().rev() {
+                let i = (rest % a.n) as i64;
+                rest /= a.n;
+                so += i * a.src;
+                d += i * a.dst;
+            }
+            let mut reverse = ActivationReverse::None;
+            let mut steps = [0u64; 2];
+            for (j, a) in hw.iter().enumerate() {
+                if a.src < 0 {
+                    so += (a.n as i64 - 1) * a.src;
+                    reverse = if j == 0 {
+                        ActivationReverse::H
+                    } else {
+                        ActivationReverse::W
+                    };
+                }
+                steps[j] = a.src.unsigned_abs();
+            }
+            if so < 0 || d < 0 {
+                return Err(CompileError::Graph(format!(
+                    "{}: copy window before the buffer start",
+                    node.name
+                )));
+            }
+            let shape = (hw[0].n as u32, hw[1].n as u32, c as u32);
+            let fm = |buffer: usize, offset: i64, strides: (u64, u64)| Fm {
+                buffer,
+                shape,
+                zero_point: 0,
+                dtype: DType::Int8,
+                broadcast: (false, false, false),
+                view: View {
+                    offset: offset as u64,
+                    strides: Some(strides),
+                    reverse: ActivationReverse::None,
+                },
+            };
+            let ifm = fm(src.0, so, (steps[0], steps[1]));
+            let mut ofm = fm(dst.0, d, (hw[0].dst as u64, hw[1].dst as u64));
+            ofm.view.reverse = reverse;
+            self.push(NpuOp {
+                name: node.name.clone(),
+                fused: vec![node.name.clone()],
+                kernel: Kernel::Pool(PoolingMode::Max),
+                ifm,
+                ifm2: None,
+                ofm,
+                kernel_size: (1, 1),
+                stride: (1, 1),
+                dilation: (1, 1),
+                pad: [0; 4],
+                weights: None,
+                requant: Requant::Global { scale: 1, shift: 0 },
+                round: RoundModeOfm::Natural,
+                ifm_scale: None,
+                ifm2_scale: None,
+                act: (-128, 127),
+                acc: AccFormat::I32,
+                upscale: IfmUpscaleMode::None,
+            });
+        }
+        Ok(())
+    }
+
+    /// The buffer of a moved tensor (graph input, NPU output or constant).
+    fn move_source(&mut self, node: &OpNode, t: TensorId) -> Result<usize, CompileError> {
+        if let Some(b) = self.constant_buffer(t) {
+            return Ok(b);
+        }
+        self.input_buffer(node, t)
+    }
+
+    /// Byte axes of a tensor of `dims` read with element steps `src` and written with `dst`.
+    fn byte_axes(&self, t: TensorId, dims: &[usize], src: &[i64], dst: &[i64]) -> Vec<CopyAxis> {
+        let e = self.dtype(t).byte_size();
+        let mut axes: Vec<CopyAxis> = (0..dims.len())
+            .map(|j| CopyAxis {
+                n: dims[j],
+                src: src[j] * e as i64,
+                dst: dst[j] * e as i64,
+            })
+            .collect();
+        axes.push(CopyAxis {
+            n: e,
+            src: 1,
+            dst: 1,
+        });
+        axes
+    }
+
+    pub(super) fn lower_movement(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let out = node.outputs()[0];
+        let odims = self.dims(out).to_vec();
+        let ostr = strides(&odims);
+        let e = self.dtype(out).byte_size() as i64;
+        match &node.op {
+            Op::Concat(a) => {
+                let srcs: Vec<usize> = node
+                    .inputs()
+                    .iter()
+                    .map(|&t| self.move_source(node, t))
+                    .collect::<Result<_, _>>()?;
+                let dst = self.move_output(out);
+                let mut at = 0i64;
+                for (&t, &s) in node.inputs().iter().zip(&srcs) {
+                    let d = self.dims(t).to_vec();
+                    let axes = self.byte_axes(t, &d, &strides(&d), &ostr);
+                    self.strided_copy(node, (s, 0), (dst, at * ostr[a.axis] * e), &axes)?;
+                    at += d[a.axis] as i64;
+                }
+            }
+            Op::Slice(a) => {
+                let x = node.inputs()[0];
+                let s = self.move_source(node, x)?;
+                let istr = strides(self.dims(x));
+                let off: i64 = a.start.iter().zip(&istr).map(|(&b, &s)| b as i64 * s).sum();
+                let dst = self.move_output(out);
+                let axes = self.byte_axes(x, &a.size, &istr, &ostr);
+                self.strided_copy(node, (s, off * e), (dst, 0), &axes)?;
+            }
+            Op::Reverse(a) => {
+                let x = node.inputs()[0];
+                let s = self.move_source(node, x)?;
+                let mut istr = strides(&odims);
+                let off = (odims[a.axis] as i64 - 1) * istr[a.axis];
+                istr[a.axis] = -istr[a.axis];
+                let dst = self.move_output(out);
+                let axes = self.byte_axes(x, &odims, &istr, &ostr);
+                self.strided_copy(node, (s, off * e), (dst, 0), &axes)?;
+            }
+            Op::Transpose(a) => {
+                let x = node.inputs()[0];
+                let s = self.move_source(node, x)?;
+                let istr = strides(self.dims(x));
+                let src: Vec<i64> = a.perms.iter().map(|&p| istr[p]).collect();
+                let dst = self.move_output(out);
+                let axes = self.byte_axes(x, &odims, &src, &ostr);
+                self.strided_copy(node, (s, 0), (dst, 0), &axes)?;
+            }
+            Op::Tile(a) => {
+                let x = node.inputs()[0];
+                let s = self.move_source(node, x)?;
+                let idims = self.dims(x).to_vec();
+                let istr = strides(&idims);
+                // Output axis j = (multiple, input extent): the copies re-read the input.
+                let (mut dims, mut src, mut dstr) = (Vec::new(), Vec::new(), Vec::new());
+                for j in 0..idims.len() {
+                    dims.extend([a.multiples[j], idims[j]]);
+                    src.extend([0, istr[j]]);
+                    dstr.extend([ostr[j] * idims[j] as i64, ostr[j]]);
+                }
+                let dst = self.move_output(out);
+                let axes = self.byte_axes(x, &dims, &src, &dstr);
+                self.strided_copy(node, (s, 0), (dst, 0), &axes)?;
+            }
+            Op::Pad(a) => {
+                let x = node.inputs()[0];
+                let s = self.move_source(node, x)?;
+                let idims = self.dims(x).to_vec();
+                let dst = self.move_output(out);
+                let total: usize = odims.iter().product();
+                if a.padding.iter().any(|p| p[0] + p[1] > 0) && total > 0 {
+                    // Fill: rows of up to 256 elements of the pad value, read again and again.
+                    let value = TensorData::from_i64(self.dtype(out), &[a.pad_const])
+                        .map_err(|_| unsupported(node, "pad value out of range"))?
+                        .to_le_bytes();
+                    let row = (1..=256usize.min(total))
+                        .rev()
+                        .find(|r| total % r == 0)
+                        .unwrap_or(1);
+                    let fill = self.anonymous_constant(value.repeat(row));
+                    let axes = [
+                        CopyAxis {
+                            n: total / row,
+                            src: 0,
+                            dst: row as i64 * e,
+                        },
+                        CopyAxis {
+                            n: row * e as usize,
+                            src: 1,
+                            dst: 1,
+                        },
+                    ];
+                    self.strided_copy(node, (fill, 0), (dst, 0), &axes)?;
+                }
+                let off: i64 = a
+                    .padding
+                    .iter()
+                    .zip(&ostr)
+                    .map(|(p, &s)| p[0] as i64 * s)
+                    .sum();
+                let axes = self.byte_axes(x, &idims, &strides(&idims), &ostr);
+                self.strided_copy(node, (s, 0), (dst, off * e), &axes)?;
+            }
+            Op::Gather => self.lower_gather(node)?,
+            _ => unreachable!("lower_movement on another op"),
+        }
+        Ok(())
+    }
+
+    /// GATHER `[values [N,K,C], indices [N,W]] -> [N,W,C]` with constant indices: rows of `C`
+    /// elements, grouped greedily into boxes of evenly spaced runs of evenly spaced rows.
+    fn lower_gather(&mut self, node: &'g OpNode) -> Result<(), CompileError> {
+        let (v, ix) = (node.inputs()[0], node.inputs()[1]);
+        let out = node.outputs()[0];
+        let Some(idx) = self.const_data(ix).map(|d| d.to_i64_vec()) else {
+            return Err(unsupported(node, "indices that are not constant"));
+        };
+        let vd = self.dims(v).to_vec();
+        let (n, k, c) = (vd[0], vd[1], vd[2]);
+        let w = self.dims(out)[1];
+        if idx.iter().any(|&i| i < 0 || i as usize >= k) || idx.len() != n * w {
+            return Err(unsupported(node, "an index out of range"));
+        }
+        let e = self.dtype(out).byte_size() as i64;
+        let row = c as i64 * e;
+        // Source byte offset of every output row.
+        let rows: Vec<i64> = (0..n * w)
+            .map(|r| ((r / w * k) as i64 + idx[r]) * row)
+            .collect();
+        let s = self.move_source(node, v)?;
+        let dst = self.move_output(out);
+        let mut i = 0;
+        while i < rows.len() {
+            // A run of rows with a constant source step.
+            let step = rows.get(i + 1).map_or(0, |&r| r - rows[i]);
+            let mut len = 1;
+            while i + len < rows.len() && rows[i + len] - rows[i + len - 1] == step {
+                len += 1;
+            }
+            // Repeats of the same run with a constant step between run starts (a run has
+            // two rows or more unless it is the last row).
+            let same_run = |start: usize| {
+                start + len <= rows.len()
+                    && (1..len).all(|j| rows[start + j] - rows[start + j - 1] == step)
+            };
+            let (mut reps, mut jump) = (1, 0);
+            if len > 1 && same_run(i + len) {
+                jump = rows[i + len] - rows[i];
+                reps = 2;
+                while same_run(i + reps * len)
+                    && rows[i + reps * len] - rows[i + (reps - 1) * len] == jump
+                {
+                    reps += 1;
+                }
+            }
+            let axes = [
+                CopyAxis {
+                    n: reps,
+                    src: jump,
+                    dst: len as i64 * row,
+                },
+                CopyAxis {
+                    n: len,
+                    src: step,
+                    dst: row,
+                },
+                CopyAxis {
+                    n: row as usize,
+                    src: 1,
+                    dst: 1,
+                },
+            ];
+            self.strided_copy(node, (s, rows[i]), (dst, i as i64 * row), &axes)?;
+            i += reps * len;
+        }
+        Ok(())
+    }
+}
