@@ -293,6 +293,7 @@ impl<'g> Ctx<'g> {
             zero_point: 0,
             dtype: DType::Int32,
             broadcast: (false, false, false),
+            view: View::default(),
         };
         self.push(NpuOp {
             name: node.name.clone(),
