@@ -7,9 +7,12 @@ use npuc_backend::sim::Simulator;
 use npuc_ir::*;
 
 mod check;
+mod movement;
 mod reduce;
 #[allow(unused_imports)]
 pub use check::check;
+#[allow(unused_imports)]
+pub use movement::*;
 #[allow(unused_imports)]
 pub use reduce::*;
 
