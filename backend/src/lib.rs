@@ -5,10 +5,12 @@
 //! - [`arch`]: the five U85 configurations (128..2048 MACs/cycle) and their limits.
 //! - [`cop`]: the command-stream payloads Vela puts in its `ethos-u` custom operators
 //!   (COP1 and COP2 headers).
+//! - [`perf`]: cycle and traffic model of a command stream (TRM chapter 4), without data.
 //! - [`system`]: system configurations and memory modes (Vela's `vela.ini` presets and parser).
 
 pub mod arch;
 pub mod cop;
 pub mod isa;
+pub mod perf;
 pub mod sim;
 pub mod system;

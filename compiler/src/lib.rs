@@ -10,6 +10,8 @@
 //!   [`arch_interface`] what the passes see of the hardware).
 //! - [`run`]: Vela-compiled models on the reference simulator; [`reference`]: plain models on
 //!   the IR's reference interpreter.
+//! - [`report`]: cycles, MACs and memory traffic of an artifact (the backend's performance
+//!   model in a system configuration and memory mode).
 //!
 //! ```
 //! use npuc::artifact::Artifact;
@@ -27,4 +29,5 @@ pub mod compile;
 pub mod container;
 pub mod disasm;
 pub mod reference;
+pub mod report;
 pub mod run;

@@ -2,6 +2,7 @@
 
 mod compile;
 mod disasm;
+mod report;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +24,8 @@ enum Command {
     Disasm(disasm::Args),
     /// Run a compiled model on the reference simulator.
     Run(run::Args),
+    /// Estimate cycles, MACs and memory traffic of a compiled artifact (TRM chapter 4 model).
+    Report(report::Args),
 }
 
 /// Parses the arguments, runs the subcommand, and turns errors into a message and exit code 1.
@@ -32,6 +35,7 @@ pub fn main() -> ExitCode {
         Command::Compile(args) => compile::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Run(args) => run::run(args),
+        Command::Report(args) => report::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

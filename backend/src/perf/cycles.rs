@@ -1,0 +1,329 @@
+//! Throughput of the MAC unit, the AO unit and the weight decoders (TRM chapter 4).
+//!
+//! - Convolution (Tables 4-1..4-10): each of kernel taps (k), OFM height/width/depth (h, w, d)
+//!   and IFM depth (n) is rounded up to its granule; the rounded work runs at the table's MACs
+//!   per cycle. `k_rnd(k, s, r) = floor(k/s)*s + max(k%s, r)`.
+//! - AO unit (Tables 4-11, 4-12, 4-13): elements per cycle = NUM_SU x a factor that depends on
+//!   the input and output widths; DIV takes 68 cycles per output sample (per SU).
+//! - Resize (Table 4-14): per SU, the lower of the resize rate and the elementwise rate.
+//! - Weight decoders (TRM 2.3.4): a standard decoder reads at most 64 bits/cycle, the fast
+//!   decoder 256 bits/cycle.
+
+use crate::arch::{Accelerator, ArchConfig};
+
+/// `k_rnd(k, s, r)` of TRM chapter 4.
+pub fn k_rnd(k: u64, s: u64, r: u64) -> u64 {
+    (k / s) * s + (k % s).max(r)
+}
+
+/// How a convolution walks its kernel (NPU_SET_KERNEL_STRIDE.weight_order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvOrder {
+    /// depth_first: kernel granule 1, IFM depth granule 32 (64 with sparsity).
+    DepthFirst,
+    /// part_kernel_first: kernel granule `k_rnd`, IFM depth granule 8 or 16.
+    KernelFirst,
+}
+
+/// The shape of a MAC-unit job, as chapter 4's tables count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MacJob {
+    /// OFM height, width, depth.
+    pub ofm: (u64, u64, u64),
+    /// Kernel taps (undilated kernel height x width).
+    pub taps: u64,
+    /// IFM depth per OFM channel (1 for depthwise and pooling).
+    pub ifm_depth: u64,
+    /// 16-bit activations.
+    pub wide: bool,
+    /// 2:4 sparse weights.
+    pub sparse: bool,
+}
+
+/// Granule of one dimension: `x` rounded up to a multiple of `g`.
+fn up(x: u64, g: u64) -> u64 {
+    x.div_ceil(g.max(1)) * g.max(1)
+}
+
+/// Cycles of a CONV on the MAC unit: the rounded-up work at the table's rate. The OFM granule
+/// is the microblock the stream selects (ACC_FORMAT.microblock: chapter 4's OFM granules are
+/// the microblocks of TRM 3.10.13); 16-bit activations run at half the rate, 2:4 sparsity at
+/// twice the rate (entries marked `*`, not kernel-first with IFM depth <= 8).
+pub fn conv_cycles(arch: &ArchConfig, ublk: (u64, u64, u64), order: ConvOrder, j: &MacJob) -> u64 {
+    let (oh, ow, od) = j.ofm;
+    let (gk, gn, sparse_ok) = match order {
+        ConvOrder::DepthFirst => (j.taps, if j.sparse { 64 } else { 32 }, true),
+        ConvOrder::KernelFirst if j.wide => {
+            (k_rnd(j.taps, 10, 4), if j.sparse { 16 } else { 8 }, true)
+        }
+        ConvOrder::KernelFirst if j.ifm_depth <= 8 && !j.sparse => (k_rnd(j.taps, 5, 4), 8, false),
+        ConvOrder::KernelFirst if j.sparse => (k_rnd(j.taps, 10, 4), 16, true),
+        ConvOrder::KernelFirst => (k_rnd(j.taps, 5, 2), 16, true),
+    };
+    let work = up(oh, ublk.0) * up(ow, ublk.1) * up(od, ublk.2) * gk * up(j.ifm_depth, gn);
+    let mut rate = u64::from(arch.macs_per_cc);
+    if j.wide {
+        rate /= 2;
+    }
+    if j.sparse && sparse_ok {
+        rate *= 2;
+    }
+    work.div_ceil(rate)
+}
+
+/// Depthwise (and pooling) granule (h, w, d) and MACs per cycle (Tables 4-1..4-10,
+/// DepthwiseConv2D / DepthwiseConv1D rows).
+pub fn depthwise_granule(acc: Accelerator, wide: bool, one_d: bool) -> ((u64, u64, u64), u64) {
+    use Accelerator::*;
+    match (acc, wide, one_d) {
+        (U85_128, false, _) => ((1, 1, 16), 16),
+        (U85_128, true, _) => ((1, 2, 8), 8),
+        (U85_256, false, false) => ((1, 2, 16), 32),
+        (U85_256, false, true) => ((1, 2, 16), 32),
+        (U85_256, true, false) => ((2, 2, 8), 16),
+        (U85_256, true, true) => ((1, 4, 8), 16),
+        (U85_512, false, false) => ((2, 2, 16), 64),
+        (U85_512, false, true) => ((1, 4, 16), 64),
+        (U85_512, true, false) => ((2, 2, 8), 16),
+        (U85_512, true, true) => ((1, 4, 8), 16),
+        (U85_1024, false, false) => ((2, 4, 16), 128),
+        (U85_1024, false, true) => ((1, 4, 16), 64),
+        (U85_1024, true, false) => ((2, 4, 8), 64),
+        (U85_1024, true, true) => ((1, 4, 8), 32),
+        (U85_2048, false, false) => ((4, 4, 16), 256),
+        (U85_2048, false, true) => ((1, 4, 16), 64),
+        (U85_2048, true, false) => ((4, 4, 8), 128),
+        (U85_2048, true, true) => ((1, 4, 8), 32),
+    }
+}
+
+/// Cycles of a DEPTHWISE (or POOL) on the MAC unit: OFM rounded to the depthwise granule,
+/// taps to `k_rnd(k, 10, 4)`, at the depthwise rate.
+pub fn depthwise_cycles(arch: &ArchConfig, j: &MacJob) -> u64 {
+    let one_d = j.ofm.0 == 1;
+    let ((gh, gw, gd), rate) = depthwise_granule(arch.accelerator, j.wide, one_d);
+    let work = up(j.ofm.0, gh) * up(j.ofm.1, gw) * up(j.ofm.2, gd) * k_rnd(j.taps, 10, 4);
+    work.div_ceil(rate)
+}
+
+/// Where an AO operand comes from / goes to, with its width in bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AoPath {
+    /// Results of the MAC unit (accumulator buffer) to memory (output buffer).
+    MacToMemory,
+    /// Results of the MAC unit to the chaining buffer.
+    MacToChain,
+    /// Elementwise inputs (chaining buffer) to memory.
+    ElementwiseToMemory,
+    /// Elementwise inputs to the chaining buffer.
+    ElementwiseToChain,
+}
+
+/// Factor of the OFM DMA interface (Table 4-13: OFM_DATA_W over NUM_SU x output width).
+fn dma_factor(arch: &ArchConfig, out_bits: u32) -> (u64, u64) {
+    let need = arch.scaling_units * out_bits;
+    if need <= arch.ofm_data_width {
+        (1, 1)
+    } else {
+        let (n, d) = (u64::from(arch.ofm_data_width), u64::from(need));
+        let g = gcd(n, d);
+        (n / g, d / g)
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn min_frac(a: (u64, u64), b: (u64, u64)) -> (u64, u64) {
+    if a.0 * b.1 <= b.0 * a.1 {
+        a
+    } else {
+        b
+    }
+}
+
+/// Elements per cycle per scaling unit as a fraction (num, den), Tables 4-11 and 4-12.
+/// The limits: the chaining buffer halves the rate with a 32-bit CB input of a binary
+/// operation or any 32-bit CB output; the 32-bit AO pipeline halves it for 64-bit outputs;
+/// the OFM DMA interface (Table 4-13) limits wide outputs to memory.
+pub fn ao_rate(
+    arch: &ArchConfig,
+    path: AoPath,
+    in_bits: u32,
+    out_bits: u32,
+    binary: bool,
+) -> (u64, u64) {
+    let mut r = (1, 1);
+    match path {
+        AoPath::MacToMemory => {
+            if out_bits >= 64 {
+                r = min_frac(r, (1, 2));
+            }
+            r = min_frac(r, dma_factor(arch, out_bits));
+        }
+        AoPath::MacToChain => {
+            if out_bits >= 32 {
+                r = (1, 2);
+            }
+        }
+        AoPath::ElementwiseToChain => {
+            if in_bits >= 32 || out_bits >= 32 {
+                r = (1, 2);
+            }
+        }
+        AoPath::ElementwiseToMemory => {
+            if in_bits >= 32 && binary {
+                r = min_frac(r, (1, 2));
+            }
+            if out_bits >= 64 {
+                r = min_frac(r, (1, 2));
+            }
+            r = min_frac(r, dma_factor(arch, out_bits));
+        }
+    }
+    r
+}
+
+/// Cycles for the AO unit to produce `elements` outputs at `rate` per SU.
+pub fn ao_cycles(arch: &ArchConfig, elements: u64, rate: (u64, u64)) -> u64 {
+    (elements * rate.1).div_ceil(u64::from(arch.scaling_units) * rate.0)
+}
+
+/// OP_DIV: 68 cycles per output sample, each SU working on its own samples (§4.2).
+pub fn div_cycles(arch: &ArchConfig, elements: u64) -> u64 {
+    (elements * 68).div_ceil(u64::from(arch.scaling_units))
+}
+
+/// Resize rate per SU (Table 4-14): 8-bit one element per cycle (1024: half below upscale 2,
+/// 2048: half below upscale 4), 16-bit one element every other cycle.
+pub fn resize_rate(acc: Accelerator, wide: bool, upscale: u64) -> (u64, u64) {
+    if wide {
+        return (1, 2);
+    }
+    match acc {
+        Accelerator::U85_1024 if upscale < 2 => (1, 2),
+        Accelerator::U85_2048 if upscale < 4 => (1, 2),
+        _ => (1, 1),
+    }
+}
+
+/// Cycles the weight decoders need for `bytes` of standard (SWD, 64 bits/cycle each, one
+/// decoder per stream) or fast (FWD, 256 bits/cycle) weight streams.
+pub fn weight_decode_cycles(bytes_per_stream: &[u64], fast: bool) -> u64 {
+    let bits_per_cycle = if fast { 256 } else { 64 };
+    bytes_per_stream
+        .iter()
+        .map(|b| (b * 8).div_ceil(bits_per_cycle))
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn k_rnd_matches_chapter_4() {
+        assert_eq!(k_rnd(9, 5, 2), 9);
+        assert_eq!(k_rnd(1, 5, 2), 2);
+        assert_eq!(k_rnd(1, 10, 4), 4);
+        assert_eq!(k_rnd(9, 10, 4), 9);
+        assert_eq!(k_rnd(11, 10, 4), 14);
+        assert_eq!(k_rnd(6, 5, 4), 9);
+    }
+
+    #[test]
+    fn full_granules_run_at_the_table_rate() {
+        let arch = Accelerator::U85_256.config();
+        // 8-bit depth-first 1x1 conv, OFM 2x2x8 granule, IFM 32: 1024 MACs at 256/cycle.
+        let j = MacJob {
+            ofm: (2, 2, 8),
+            taps: 1,
+            ifm_depth: 32,
+            wide: false,
+            sparse: false,
+        };
+        assert_eq!(conv_cycles(&arch, (2, 2, 8), ConvOrder::DepthFirst, &j), 4);
+        // 16-bit: half the rate.
+        let j16 = MacJob { wide: true, ..j };
+        assert_eq!(
+            conv_cycles(&arch, (2, 2, 8), ConvOrder::DepthFirst, &j16),
+            8
+        );
+        // 2:4 sparsity: IFM granule 64, twice the rate.
+        let js = MacJob {
+            ifm_depth: 64,
+            sparse: true,
+            ..j
+        };
+        assert_eq!(conv_cycles(&arch, (2, 2, 8), ConvOrder::DepthFirst, &js), 4);
+        // One OFM element costs as much as a whole granule.
+        let j1 = MacJob {
+            ofm: (1, 1, 1),
+            ..j
+        };
+        assert_eq!(conv_cycles(&arch, (2, 2, 8), ConvOrder::DepthFirst, &j1), 4);
+    }
+
+    #[test]
+    fn kernel_first_rounds_taps() {
+        let arch = Accelerator::U85_256.config();
+        // 3x3 kernel, IFM depth 3 (<= 8): k_rnd(9,5,4) = 9, IFM granule 8.
+        let j = MacJob {
+            ofm: (2, 2, 8),
+            taps: 9,
+            ifm_depth: 3,
+            wide: false,
+            sparse: false,
+        };
+        assert_eq!(
+            conv_cycles(&arch, (2, 2, 8), ConvOrder::KernelFirst, &j),
+            32 * 9 * 8 / 256
+        );
+    }
+
+    #[test]
+    fn depthwise_rates() {
+        let arch = Accelerator::U85_256.config();
+        let j = MacJob {
+            ofm: (1, 2, 16),
+            taps: 9,
+            ifm_depth: 1,
+            wide: false,
+            sparse: false,
+        };
+        // 32 outputs x 9 taps at 32 MACs/cycle.
+        assert_eq!(depthwise_cycles(&arch, &j), 9);
+    }
+
+    #[test]
+    fn ao_rates_follow_tables_4_11_to_4_13() {
+        let a256 = Accelerator::U85_256.config();
+        let a512 = Accelerator::U85_512.config();
+        let a2048 = Accelerator::U85_2048.config();
+        assert_eq!(ao_rate(&a256, AoPath::MacToMemory, 32, 8, false), (1, 1));
+        assert_eq!(ao_rate(&a256, AoPath::MacToMemory, 32, 64, false), (1, 2));
+        assert_eq!(ao_rate(&a512, AoPath::MacToMemory, 32, 32, false), (1, 2));
+        assert_eq!(ao_rate(&a2048, AoPath::MacToMemory, 32, 16, false), (1, 2));
+        assert_eq!(ao_rate(&a256, AoPath::MacToChain, 32, 32, false), (1, 2));
+        assert_eq!(
+            ao_rate(&a256, AoPath::ElementwiseToMemory, 32, 8, true),
+            (1, 2)
+        );
+        assert_eq!(
+            ao_rate(&a256, AoPath::ElementwiseToMemory, 32, 8, false),
+            (1, 1)
+        );
+        assert_eq!(
+            ao_rate(&a512, AoPath::ElementwiseToMemory, 8, 32, true),
+            (1, 2)
+        );
+        assert_eq!(ao_cycles(&a256, 100, (1, 1)), 25);
+        assert_eq!(div_cycles(&a256, 4), 68);
+    }
+}

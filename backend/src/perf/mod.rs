@@ -1,0 +1,221 @@
+//! A cycle and traffic model of a command stream (TRM chapter 4), without input data.
+//!
+//! [`PerfModel::stream`] walks any command stream (npuc's or Vela's) in stream order, keeps the
+//! register file ([`RegisterFile`], the ISA's one source of truth) and, at each kernel
+//! operation and DMA, derives from the registers alone:
+//! - MACs and compute cycles of the MAC unit, AO unit and weight decoders ([`cycles`]);
+//! - bytes read and written per region and the highest byte touched in each ([`op`]);
+//! - per memory (region -> memory from the [`MemoryMap`]): bytes and the cycles the memory
+//!   needs at its bandwidth (AXI port width x ports x clock scale, further limited by
+//!   outstanding transactions x burst length / latency).
+//!
+//! An operation takes the longest of its compute cycles and its memory cycles (the units and
+//! the AXI channels work in parallel, TRM 2.3); operations follow one another (the CC sets up
+//! the next while the current one runs, so latency is hidden, TRM 2.3.2). Branches are not
+//! taken: the model counts each command once, in stream order. See `docs/decisions.md` P1..P10.
+
+pub mod cycles;
+pub mod op;
+
+pub use op::{OpCost, OpKind};
+
+use crate::arch::ArchConfig;
+use crate::isa::stream::StreamDecoder;
+use crate::isa::{Command, DecodeError, RegisterFile};
+use crate::sim::NUM_REGIONS;
+use crate::system::{MemoryKind, MemoryMap};
+
+/// Number of memory kinds ([`MemoryKind::ALL`]).
+pub const NUM_MEMORIES: usize = 4;
+
+/// Index of a memory kind in per-memory arrays.
+pub fn memory_index(kind: MemoryKind) -> usize {
+    MemoryKind::ALL.iter().position(|&k| k == kind).unwrap_or(0)
+}
+
+/// The estimate for one kernel operation or DMA.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpPerf {
+    /// Byte offset of the NPU_OP_* command in its stream.
+    pub offset: usize,
+    /// TRM name of the command.
+    pub instruction: &'static str,
+    /// MACs, compute cycles, bytes per region, stream lengths, extents.
+    pub cost: OpCost,
+    /// Bytes read per memory (index [`memory_index`]).
+    pub memory_read: [u64; NUM_MEMORIES],
+    /// Bytes written per memory.
+    pub memory_written: [u64; NUM_MEMORIES],
+    /// Cycles each memory needs for this operation's traffic.
+    pub memory_cycles: [u64; NUM_MEMORIES],
+    /// The operation's cycles: the longest of compute and memory cycles.
+    pub cycles: u64,
+}
+
+/// The estimate for a whole stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StreamPerf {
+    /// Kernel operations and DMAs in stream order.
+    pub ops: Vec<OpPerf>,
+    /// Sum of the operations' cycles.
+    pub total_cycles: u64,
+    /// Sum of MACs.
+    pub macs: u64,
+    /// Sum of weight stream bytes.
+    pub weight_bytes: u64,
+    /// Sum of scale stream bytes.
+    pub scale_bytes: u64,
+    /// Bytes read per region.
+    pub read: [u64; NUM_REGIONS],
+    /// Bytes written per region.
+    pub written: [u64; NUM_REGIONS],
+    /// Bytes read per memory.
+    pub memory_read: [u64; NUM_MEMORIES],
+    /// Bytes written per memory.
+    pub memory_written: [u64; NUM_MEMORIES],
+    /// One past the highest byte any operation touched, per region.
+    pub peak: [u64; NUM_REGIONS],
+}
+
+impl StreamPerf {
+    /// Bytes of a memory in use: the largest region peak among the regions mapped to it
+    /// (regions in one memory share its address space, as Vela lays them out).
+    pub fn memory_peak(&self, map: &MemoryMap, kind: MemoryKind) -> u64 {
+        (0..NUM_REGIONS)
+            .filter(|&r| map.region_memory(r as u32) == kind)
+            .map(|r| self.peak[r])
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Bytes read from a memory.
+    pub fn read_from(&self, kind: MemoryKind) -> u64 {
+        self.memory_read[memory_index(kind)]
+    }
+
+    /// Bytes written to a memory.
+    pub fn written_to(&self, kind: MemoryKind) -> u64 {
+        self.memory_written[memory_index(kind)]
+    }
+}
+
+/// A stream the model cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PerfError {
+    /// The stream does not decode.
+    #[error("{0}")]
+    Decode(#[from] DecodeError),
+}
+
+/// The model: an NPU configuration and the memories around it.
+#[derive(Debug, Clone)]
+pub struct PerfModel {
+    /// The NPU configuration.
+    pub arch: ArchConfig,
+    /// System configuration, memory mode and region -> memory mapping.
+    pub map: MemoryMap,
+}
+
+impl PerfModel {
+    /// A model of `arch` in the system `map`.
+    pub fn new(arch: ArchConfig, map: MemoryMap) -> PerfModel {
+        PerfModel { arch, map }
+    }
+
+    /// Effective bytes per core cycle of a memory for reads (`write = false`) or writes:
+    /// the peak bandwidth, limited by outstanding transactions x burst length / latency.
+    pub fn bandwidth(&self, kind: MemoryKind, write: bool) -> f64 {
+        let sys = &self.map.system;
+        let a = sys.area(kind);
+        let peak = sys.bytes_per_cycle(kind);
+        let (outstanding, latency) = if write {
+            (a.max_writes, a.write_latency)
+        } else {
+            (a.max_reads, a.read_latency)
+        };
+        if outstanding == 0 || latency == 0 {
+            return peak;
+        }
+        let in_flight =
+            f64::from(outstanding) * f64::from(a.burst_length) * f64::from(a.ports_used.max(1));
+        peak.min(in_flight / f64::from(latency))
+    }
+
+    /// Cycles a memory needs to read `read` and write `written` bytes (AXI read and write
+    /// channels are independent).
+    pub fn memory_cycles(&self, kind: MemoryKind, read: u64, written: u64) -> u64 {
+        let t = |bytes: u64, write: bool| {
+            if bytes == 0 {
+                0
+            } else {
+                (bytes as f64 / self.bandwidth(kind, write)).ceil() as u64
+            }
+        };
+        t(read, false).max(t(written, true))
+    }
+
+    /// Attaches memories and cycles to an operation's cost.
+    pub fn op(&self, offset: usize, instruction: &'static str, cost: OpCost) -> OpPerf {
+        let mut memory_read = [0; NUM_MEMORIES];
+        let mut memory_written = [0; NUM_MEMORIES];
+        for r in 0..NUM_REGIONS {
+            let m = memory_index(self.map.region_memory(r as u32));
+            memory_read[m] += cost.read[r];
+            memory_written[m] += cost.written[r];
+        }
+        let mut memory_cycles = [0; NUM_MEMORIES];
+        for (i, kind) in MemoryKind::ALL.into_iter().enumerate() {
+            memory_cycles[i] = self.memory_cycles(kind, memory_read[i], memory_written[i]);
+        }
+        let cycles = memory_cycles
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .max(cost.compute_cycles);
+        OpPerf {
+            offset,
+            instruction,
+            cost,
+            memory_read,
+            memory_written,
+            memory_cycles,
+            cycles,
+        }
+    }
+
+    /// Estimates a command stream (u32 words, first command at word 0), from the reset
+    /// register state.
+    pub fn stream(&self, words: &[u32]) -> Result<StreamPerf, PerfError> {
+        let mut regs = RegisterFile::default();
+        let mut perf = StreamPerf::default();
+        for d in StreamDecoder::new(words) {
+            let d = d?;
+            if regs.apply(&d.command) {
+                continue;
+            }
+            if matches!(d.command, Command::OpStop(_)) {
+                break;
+            }
+            let Some(cost) = op::op_cost(&self.arch, &regs, &d.command) else {
+                continue;
+            };
+            let p = self.op(d.offset, d.opcode().spec().name, cost);
+            perf.total_cycles += p.cycles;
+            perf.macs += p.cost.macs;
+            perf.weight_bytes += p.cost.weight_bytes;
+            perf.scale_bytes += p.cost.scale_bytes;
+            for r in 0..NUM_REGIONS {
+                perf.read[r] += p.cost.read[r];
+                perf.written[r] += p.cost.written[r];
+                perf.peak[r] = perf.peak[r].max(p.cost.extent[r]);
+            }
+            for m in 0..NUM_MEMORIES {
+                perf.memory_read[m] += p.memory_read[m];
+                perf.memory_written[m] += p.memory_written[m];
+            }
+            perf.ops.push(p);
+        }
+        Ok(perf)
+    }
+}

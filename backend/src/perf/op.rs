@@ -1,0 +1,478 @@
+//! One kernel operation or DMA, from the register state at its NPU_OP_* command: its MACs,
+//! compute cycles (see [`super::cycles`]), bytes read and written per region and the highest
+//! byte it touches in each region. Nothing here needs the data.
+//!
+//! Traffic model (decisions P5..P8 in `docs/decisions.md`):
+//! - the OFM is traversed block by block (NPU_SET_OFM_BLK_*), depth slices outermost (the weight
+//!   stream is ordered by OFM depth block, TRM 3.9.2); each block reads the IFM window it needs
+//!   (kernel halo included, padding excluded); a CONV reads every IFM channel for each depth
+//!   slice, DEPTHWISE/POOL only the slice's channels;
+//! - weight and scale streams are read once per operation (WEIGHT*_LENGTH, SCALE_LENGTH);
+//! - the OFM is written once; chained tensors (storage `chained`) cost no memory traffic;
+//! - elementwise operands are read once, a broadcast dimension counting 1, a scalar 0.
+
+use super::cycles::{self, AoPath, ConvOrder, MacJob};
+use crate::arch::ArchConfig;
+use crate::isa::{
+    AccFormat, AccInput, AccOutput, ActivationFormat, ActivationStorage, BroadcastMode, Command,
+    ElementwiseMode, IfmUpscaleMode, KernelDilation, OfmScaleMode, RegisterFile, WeightFormat,
+    WeightOrder, WeightSparsity,
+};
+use crate::sim::fm::{addr40, esize, saddr40, Fm};
+use crate::sim::NUM_REGIONS;
+
+/// What an operation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// NPU_OP_CONV (incl. matrix multiply with weights from IFM2).
+    Conv,
+    /// NPU_OP_DEPTHWISE.
+    Depthwise,
+    /// NPU_OP_POOL.
+    Pool,
+    /// NPU_OP_ELEMENTWISE.
+    Elementwise,
+    /// NPU_OP_RESIZE.
+    Resize,
+    /// NPU_OP_DMA_START.
+    Dma,
+}
+
+/// The cost of one operation, before memories are attached.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpCost {
+    /// Multiply-accumulates (CONV, DEPTHWISE: OFM elements x taps x IFM depth per output).
+    pub macs: u64,
+    /// Cycles of the slowest compute unit (MAC, AO, weight decoders).
+    pub compute_cycles: u64,
+    /// Bytes read per region.
+    pub read: [u64; NUM_REGIONS],
+    /// Bytes written per region.
+    pub written: [u64; NUM_REGIONS],
+    /// Sum of the WEIGHT*_LENGTH of the weight streams used.
+    pub weight_bytes: u64,
+    /// SCALE_LENGTH, when the operation reads its scale stream.
+    pub scale_bytes: u64,
+    /// One past the highest byte touched per region (0: untouched).
+    pub extent: [u64; NUM_REGIONS],
+}
+
+impl OpCost {
+    fn touch(&mut self, region: u8, end: u64) {
+        let r = usize::from(region) % NUM_REGIONS;
+        self.extent[r] = self.extent[r].max(end);
+    }
+    fn read(&mut self, region: u8, bytes: u64) {
+        self.read[usize::from(region) % NUM_REGIONS] += bytes;
+    }
+    fn write(&mut self, region: u8, bytes: u64) {
+        self.written[usize::from(region) % NUM_REGIONS] += bytes;
+    }
+}
+
+fn m1(v: impl Into<u64>) -> u64 {
+    v.into() + 1
+}
+
+fn stride(lsb: u8, msb: u8) -> u64 {
+    2 * u64::from(msb) + u64::from(lsb) + 1
+}
+
+/// Whether a tensor lives in memory (not chained, not absent).
+fn in_memory(fm: &Fm) -> bool {
+    matches!(
+        fm.storage,
+        ActivationStorage::Tile2x2 | ActivationStorage::Tile3x1
+    )
+}
+
+/// One past the highest byte of an `h x w x c` feature map (NHCWB16 rounds to whole bricks).
+fn fm_end(fm: &Fm, h: u64, w: u64, c: u64) -> u64 {
+    if !in_memory(fm) || h == 0 || w == 0 || c == 0 {
+        return 0;
+    }
+    let c_last = if fm.format == ActivationFormat::Nhcwb16 {
+        c.div_ceil(16) * 16 - 1
+    } else {
+        c - 1
+    };
+    let ys = [h - 1, fm.height[0].min(h) - 1, fm.height[1].min(h) - 1];
+    let xs = [w - 1, fm.width0.min(w) - 1];
+    let mut end = 0;
+    for &y in &ys {
+        for &x in &xs {
+            if let Ok(a) = fm.addr(y, x, c_last) {
+                end = end.max(a + fm.esize());
+            }
+        }
+    }
+    end
+}
+
+/// Sum over blocks of `block` along a dimension of `n` outputs of the input span each block
+/// needs: rows `[o*s - pad, (o+b-1)*s - pad + k - 1]` clipped to `[0, len)`.
+fn window_sum(n: u64, block: u64, s: u64, k: u64, pad: u64, len: u64) -> u64 {
+    let block = block.clamp(1, n.max(1));
+    let mut sum = 0;
+    let mut o = 0;
+    while o < n {
+        let b = block.min(n - o);
+        let lo = (o * s).saturating_sub(pad);
+        let hi = ((o + b - 1) * s + k).saturating_sub(pad).min(len);
+        sum += hi.saturating_sub(lo);
+        o += b;
+    }
+    sum
+}
+
+fn acc_bits(r: &RegisterFile) -> u32 {
+    if r.acc_format.acc_format == AccFormat::I48 {
+        64
+    } else {
+        32
+    }
+}
+
+fn mac_ao_cycles(arch: &ArchConfig, r: &RegisterFile, ofm: &Fm, elements: u64) -> u64 {
+    if r.acc_format.acc_output == AccOutput::Disable {
+        return 0;
+    }
+    let path = if ofm.storage == ActivationStorage::Chained {
+        AoPath::MacToChain
+    } else {
+        AoPath::MacToMemory
+    };
+    let out_bits = (esize(ofm.precision) * 8) as u32;
+    let rate = cycles::ao_rate(arch, path, acc_bits(r), out_bits, false);
+    cycles::ao_cycles(arch, elements, rate)
+}
+
+/// The weight streams of a CONV/DEPTHWISE: (region, base, length) of each stream used.
+fn weight_streams(arch: &ArchConfig, r: &RegisterFile) -> Vec<(u64, u64)> {
+    let all = [
+        (
+            addr40(r.weight_base.addr_hi, r.weight_base.addr_lo),
+            r.weight_length.length,
+        ),
+        (
+            addr40(r.weight1_base.addr_hi, r.weight1_base.addr_lo),
+            r.weight1_length.length,
+        ),
+        (
+            addr40(r.weight2_base.addr_hi, r.weight2_base.addr_lo),
+            r.weight2_length.length,
+        ),
+        (
+            addr40(r.weight3_base.addr_hi, r.weight3_base.addr_lo),
+            r.weight3_length.length,
+        ),
+    ];
+    let n = if r.weight_format.weight_format == WeightFormat::Fwd {
+        1
+    } else {
+        arch.weight_decoders as usize
+    };
+    all.iter()
+        .take(n)
+        .map(|&(b, l)| (b, u64::from(l)))
+        .collect()
+}
+
+fn scales(c: &mut OpCost, r: &RegisterFile) {
+    if r.ofm_precision.scale_mode == OfmScaleMode::PerChannel
+        && r.acc_format.acc_output == AccOutput::Enable
+    {
+        let len = u64::from(r.scale_length.length);
+        let base = addr40(r.scale_base.addr_hi, r.scale_base.addr_lo);
+        c.scale_bytes = len;
+        c.read(r.scale_region.region, len);
+        c.touch(r.scale_region.region, base + len);
+    }
+}
+
+fn write_ofm(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, (h, w, d): (u64, u64, u64)) {
+    if r.acc_format.acc_output == AccOutput::Disable || !in_memory(ofm) {
+        return;
+    }
+    c.write(ofm.region, h * w * d * ofm.esize());
+    c.touch(ofm.region, fm_end(ofm, h, w, d));
+}
+
+/// The cost of a kernel operation or DMA; `None` for any other command.
+pub fn op_cost(arch: &ArchConfig, r: &RegisterFile, command: &Command) -> Option<OpCost> {
+    match *command {
+        Command::OpConv(c) => Some(kernel(arch, r, OpKind::Conv, c.weights_ifm2 == 1)),
+        Command::OpDepthwise(_) => Some(kernel(arch, r, OpKind::Depthwise, false)),
+        Command::OpPool(_) => Some(kernel(arch, r, OpKind::Pool, false)),
+        Command::OpElementwise(e) => Some(elementwise(arch, r, e.elementwise_mode)),
+        Command::OpResize(_) => Some(resize(arch, r)),
+        Command::OpDmaStart(_) => Some(dma(r)),
+        _ => None,
+    }
+}
+
+fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool) -> OpCost {
+    let mut c = OpCost::default();
+    let (ifm, ifm2, ofm) = (Fm::ifm(r), Fm::ifm2(r), Fm::ofm(r));
+    let (oh, ow, od) = (
+        m1(r.ofm_height_m1.height_m1),
+        m1(r.ofm_width_m1.width_m1),
+        m1(r.ofm_depth_m1.depth_m1),
+    );
+    let (bh, bw, bd) = (
+        m1(r.ofm_blk_height_m1.height_m1).min(oh),
+        m1(r.ofm_blk_width_m1.width_m1).min(ow),
+        m1(r.ofm_blk_depth_m1.depth_m1).min(od),
+    );
+    let ks = r.kernel_stride;
+    let (sy, sx) = (
+        stride(ks.stride_y_lsb, ks.stride_y_msb),
+        stride(ks.stride_x_lsb, ks.stride_x_msb),
+    );
+    let dil = |d: KernelDilation| if d == KernelDilation::X2 { 2 } else { 1 };
+    let (dy, dx) = (dil(ks.dilation_y), dil(ks.dilation_x));
+    let (kh_dil, kw_dil) = (
+        m1(r.kernel_height_m1.height_m1),
+        m1(r.kernel_width_m1.width_m1),
+    );
+    let taps = kh_dil.div_ceil(dy) * kw_dil.div_ceil(dx);
+    let (pt, pl) = (u64::from(r.ifm_pad_top.pad), u64::from(r.ifm_pad_left.pad));
+    let (ph, pw) = (
+        pt + u64::from(r.ifm_pad_bottom.pad),
+        pl + u64::from(r.ifm_pad_right.pad),
+    );
+    // The IFM extent the operation reads (TRM 3.10.2: derived from OFM, kernel and padding);
+    // with IFM upscaling the kernel walks the upscaled IFM, twice the stored size.
+    let up = if r.ifm_upscale.mode == IfmUpscaleMode::None {
+        1
+    } else {
+        2
+    };
+    let ifm_h_up = ((oh - 1) * sy + kh_dil).saturating_sub(ph);
+    let ifm_w_up = ((ow - 1) * sx + kw_dil).saturating_sub(pw);
+    let ifm_d = m1(r.ifm_depth_m1.depth_m1);
+    let wide = ifm.esize() >= 2;
+    let elements = oh * ow * od;
+
+    // IFM: window per block, depth slices outermost.
+    let rows = window_sum(oh, bh, sy, kh_dil, pt, ifm_h_up).div_ceil(up);
+    let cols = window_sum(ow, bw, sx, kw_dil, pl, ifm_w_up).div_ceil(up);
+    let slices = od.div_ceil(bd);
+    let channels = if kind == OpKind::Conv {
+        slices * ifm_d
+    } else {
+        od
+    };
+    if in_memory(&ifm) {
+        c.read(ifm.region, rows * cols * channels * ifm.esize());
+        let d = if kind == OpKind::Conv { ifm_d } else { od };
+        c.touch(
+            ifm.region,
+            fm_end(&ifm, ifm_h_up.div_ceil(up), ifm_w_up.div_ceil(up), d),
+        );
+    }
+    // IFM2: weights of a matrix multiply (width = OFM depth, channels = IFM depth), or the
+    // accumulator input.
+    if weights_ifm2 && in_memory(&ifm2) {
+        c.read(ifm2.region, od * ifm_d * ifm2.esize());
+        c.touch(ifm2.region, fm_end(&ifm2, 1, od, ifm_d));
+    } else if r.acc_format.acc_input == AccInput::Ifm2 && in_memory(&ifm2) {
+        c.read(ifm2.region, elements * ifm2.esize());
+        c.touch(ifm2.region, fm_end(&ifm2, oh, ow, od));
+    }
+    write_ofm(&mut c, r, &ofm, (oh, ow, od));
+    scales(&mut c, r);
+
+    let job = MacJob {
+        ofm: (oh, ow, od),
+        taps,
+        ifm_depth: if kind == OpKind::Conv { ifm_d } else { 1 },
+        wide,
+        sparse: kind == OpKind::Conv && r.weight_format.weight_sparsity == WeightSparsity::Sparse24,
+    };
+    let mac_cycles = match kind {
+        OpKind::Conv => {
+            c.macs = elements * taps * ifm_d;
+            let mb = arch.microblock_shape(r.acc_format.microblock);
+            let order = if ks.weight_order == WeightOrder::PartKernelFirst {
+                ConvOrder::KernelFirst
+            } else {
+                ConvOrder::DepthFirst
+            };
+            let ublk = (
+                u64::from(mb.height),
+                u64::from(mb.width),
+                u64::from(mb.depth.max(1)),
+            );
+            cycles::conv_cycles(arch, ublk, order, &job)
+        }
+        OpKind::Depthwise => {
+            c.macs = elements * taps;
+            cycles::depthwise_cycles(arch, &job)
+        }
+        _ => cycles::depthwise_cycles(arch, &job),
+    };
+    let mut wd_cycles = 0;
+    if matches!(kind, OpKind::Conv | OpKind::Depthwise) && !weights_ifm2 {
+        let streams = weight_streams(arch, r);
+        let region = r.weight_region.region;
+        let lens: Vec<u64> = streams.iter().map(|s| s.1).collect();
+        for &(base, len) in &streams {
+            c.weight_bytes += len;
+            c.read(region, len);
+            if len > 0 {
+                c.touch(region, base + len);
+            }
+        }
+        let fast = r.weight_format.weight_format == WeightFormat::Fwd;
+        wd_cycles = cycles::weight_decode_cycles(&lens, fast);
+    }
+    let ao = mac_ao_cycles(arch, r, &ofm, elements);
+    c.compute_cycles = mac_cycles.max(ao).max(wd_cycles);
+    c
+}
+
+/// Elements an operand contributes under a broadcast mode (broadcast dimensions count 1).
+fn broadcast_dims(mode: BroadcastMode, (h, w, d): (u64, u64, u64)) -> (u64, u64, u64) {
+    use BroadcastMode as B;
+    let bh = matches!(mode, B::H | B::Hw | B::Ch | B::Cwh);
+    let bw = matches!(mode, B::W | B::Hw | B::Cw | B::Cwh);
+    let bc = matches!(mode, B::C | B::Ch | B::Cw | B::Cwh);
+    (
+        if bh { 1 } else { h },
+        if bw { 1 } else { w },
+        if bc { 1 } else { d },
+    )
+}
+
+fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> OpCost {
+    use ElementwiseMode as M;
+    let mut c = OpCost::default();
+    let (ifm, ifm2, ofm) = (Fm::ifm(r), Fm::ifm2(r), Fm::ofm(r));
+    let shape = (
+        m1(r.ofm_height_m1.height_m1),
+        m1(r.ofm_width_m1.width_m1),
+        m1(r.ofm_depth_m1.depth_m1),
+    );
+    let elements = shape.0 * shape.1 * shape.2;
+    let unary = matches!(mode, M::Lrelu | M::Abs | M::Clz | M::Not);
+    let mut in_bits = 0;
+    let mut operand = |fm: &Fm, b: BroadcastMode, c: &mut OpCost| {
+        if b == BroadcastMode::Scalar {
+            return;
+        }
+        in_bits = in_bits.max((fm.esize() * 8) as u32);
+        if in_memory(fm) {
+            let (h, w, d) = broadcast_dims(b, shape);
+            c.read(fm.region, h * w * d * fm.esize());
+            c.touch(fm.region, fm_end(fm, h, w, d));
+        }
+    };
+    operand(&ifm, r.ifm_broadcast.broadcast_mode, &mut c);
+    if !unary {
+        operand(&ifm2, r.ifm2_broadcast.broadcast_mode, &mut c);
+    }
+    write_ofm(&mut c, r, &ofm, shape);
+    let in_bits = in_bits.max(8);
+    let out_bits = (ofm.esize() * 8) as u32;
+    let path = if ofm.storage == ActivationStorage::Chained {
+        AoPath::ElementwiseToChain
+    } else {
+        AoPath::ElementwiseToMemory
+    };
+    c.compute_cycles = if mode == M::Div {
+        cycles::div_cycles(arch, elements)
+    } else {
+        let rate = cycles::ao_rate(arch, path, in_bits, out_bits, !unary);
+        cycles::ao_cycles(arch, elements, rate)
+    };
+    c
+}
+
+fn resize(arch: &ArchConfig, r: &RegisterFile) -> OpCost {
+    let mut c = OpCost::default();
+    let (ifm, ofm) = (Fm::ifm(r), Fm::ofm(r));
+    let shape = (
+        m1(r.ofm_height_m1.height_m1),
+        m1(r.ofm_width_m1.width_m1),
+        m1(r.ofm_depth_m1.depth_m1),
+    );
+    let elements = shape.0 * shape.1 * shape.2;
+    let (ih, iw) = (m1(r.ifm_height0_m1.height_m1), m1(r.ifm_width0_m1.width_m1));
+    let d = m1(r.ifm_depth_m1.depth_m1);
+    if in_memory(&ifm) {
+        c.read(ifm.region, ih * iw * d * ifm.esize());
+        c.touch(ifm.region, fm_end(&ifm, ih, iw, d));
+    }
+    write_ofm(&mut c, r, &ofm, shape);
+    let upscale = (shape.0 / ih.max(1)).min(shape.1 / iw.max(1));
+    let wide = ifm.esize() >= 2;
+    let out_bits = (ofm.esize() * 8) as u32;
+    let ew = cycles::ao_rate(
+        arch,
+        AoPath::ElementwiseToMemory,
+        (ifm.esize() * 8) as u32,
+        out_bits,
+        false,
+    );
+    let rs = cycles::resize_rate(arch.accelerator, wide, upscale);
+    let rate = if ew.0 * rs.1 <= rs.0 * ew.1 { ew } else { rs };
+    c.compute_cycles = cycles::ao_cycles(arch, elements, rate);
+    c
+}
+
+fn dma(r: &RegisterFile) -> OpCost {
+    use crate::isa::{DmaRegionMode, DmaStrideMode};
+    let mut c = OpCost::default();
+    let (sr, dr) = (r.dma0_src_region, r.dma0_dst_region);
+    let len = addr40(r.dma0_len.addr_hi, r.dma0_len.addr_lo);
+    let w = if sr.stride_mode == DmaStrideMode::D1 {
+        1
+    } else {
+        u64::from(r.dma0_size0.size)
+    };
+    let h = if sr.stride_mode == DmaStrideMode::D3 {
+        u64::from(r.dma0_size1.size)
+    } else {
+        1
+    };
+    let bytes = len * w * h;
+    let end = |p: u64, s0: i64, s1: i64| {
+        let last = p as i64
+            + (w.saturating_sub(1) as i64) * s0.max(0)
+            + (h.saturating_sub(1) as i64) * s1.max(0);
+        last.max(0) as u64 + len
+    };
+    let src = addr40(r.dma0_src.addr_hi, r.dma0_src.addr_lo);
+    let s0 = saddr40(r.dma0_src_stride0.addr_hi, r.dma0_src_stride0.addr_lo);
+    let s1 = saddr40(r.dma0_src_stride1.addr_hi, r.dma0_src_stride1.addr_lo);
+    c.read(sr.region, bytes);
+    if bytes > 0 {
+        c.touch(sr.region, end(src, s0, s1));
+    }
+    if dr.region_mode == DmaRegionMode::External {
+        let dst = addr40(r.dma0_dst.addr_hi, r.dma0_dst.addr_lo);
+        let d0 = saddr40(r.dma0_dst_stride0.addr_hi, r.dma0_dst_stride0.addr_lo);
+        let d1 = saddr40(r.dma0_dst_stride1.addr_hi, r.dma0_dst_stride1.addr_lo);
+        c.write(dr.region, bytes);
+        if bytes > 0 {
+            c.touch(dr.region, end(dst, d0, d1));
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_sum_counts_halos_once_per_block_and_skips_padding() {
+        // 8 outputs, stride 1, 3-tap kernel, pad 1, IFM 8: one block reads the 8 rows.
+        assert_eq!(window_sum(8, 8, 1, 3, 1, 8), 8);
+        // Blocks of 4: [0..5) and [3..8): the 2-row halo is read twice.
+        assert_eq!(window_sum(8, 4, 1, 3, 1, 8), 10);
+        // Stride 2, 1x1 kernel: only every other row is needed, but the span is counted.
+        assert_eq!(window_sum(4, 4, 2, 1, 0, 7), 7);
+    }
+}

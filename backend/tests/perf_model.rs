@@ -1,0 +1,161 @@
+//! The performance model on small hand-made streams: what an elementwise ADD and a DMA cost in
+//! the default system and in SRAM-only mode (docs/decisions.md P2, P4, P7, P8, P9).
+
+use npuc_backend::arch::Accelerator;
+use npuc_backend::isa::*;
+use npuc_backend::perf::{memory_index, PerfError, PerfModel};
+use npuc_backend::system::{presets, MemoryKind, MemoryMap};
+
+fn model(acc: Accelerator, sys: &str, mode: &str) -> PerfModel {
+    let map = MemoryMap::new(
+        &presets::system_config(sys).unwrap(),
+        &presets::memory_mode(mode).unwrap(),
+    )
+    .unwrap();
+    PerfModel::new(acc.config(), map)
+}
+
+/// ADD of two 8x8x16 int8 NHWC tensors in region 1, OFM in region `ofm_region`.
+fn add_stream(ofm_region: u8) -> Vec<u32> {
+    let x = 16u32; // stride_x = depth
+    let cmds = vec![
+        Command::SetOfmHeightM1(SetOfmHeightM1 { height_m1: 7 }),
+        Command::SetOfmWidthM1(SetOfmWidthM1 { width_m1: 7 }),
+        Command::SetOfmDepthM1(SetOfmDepthM1 { depth_m1: 15 }),
+        Command::SetIfmDepthM1(SetIfmDepthM1 { depth_m1: 15 }),
+        Command::SetIfmRegion(SetIfmRegion { region: 1 }),
+        Command::SetIfm2Region(SetIfm2Region { region: 1 }),
+        Command::SetOfmRegion(SetOfmRegion { region: ofm_region }),
+        Command::SetIfmStrideX(SetIfmStrideX {
+            addr_hi: 0,
+            addr_lo: x,
+        }),
+        Command::SetIfmStrideY(SetIfmStrideY {
+            addr_hi: 0,
+            addr_lo: 8 * x,
+        }),
+        Command::SetIfm2Base0(SetIfm2Base0 {
+            addr_hi: 0,
+            addr_lo: 1024,
+        }),
+        Command::SetIfm2StrideX(SetIfm2StrideX {
+            addr_hi: 0,
+            addr_lo: x,
+        }),
+        Command::SetIfm2StrideY(SetIfm2StrideY {
+            addr_hi: 0,
+            addr_lo: 8 * x,
+        }),
+        Command::SetOfmBase0(SetOfmBase0 {
+            addr_hi: 0,
+            addr_lo: 2048,
+        }),
+        Command::SetOfmStrideX(SetOfmStrideX {
+            addr_hi: 0,
+            addr_lo: x,
+        }),
+        Command::SetOfmStrideY(SetOfmStrideY {
+            addr_hi: 0,
+            addr_lo: 8 * x,
+        }),
+        Command::SetOfmWidth0M1(SetOfmWidth0M1 { width_m1: 7 }),
+        Command::SetOfmHeight0M1(SetOfmHeight0M1 { height_m1: 7 }),
+        Command::SetOfmHeight1M1(SetOfmHeight1M1 { height_m1: 7 }),
+        Command::OpElementwise(OpElementwise {
+            elementwise_mode: ElementwiseMode::Add,
+        }),
+        Command::OpStop(OpStop { mask: 0 }),
+    ];
+    encode_stream(&cmds).unwrap()
+}
+
+#[test]
+fn elementwise_add_is_bound_by_the_ao_unit_in_the_default_system() {
+    let m = model(
+        Accelerator::U85_256,
+        "Ethos_U85_SYS_DRAM_Mid",
+        "Dedicated_Sram_384KB",
+    );
+    let p = m.stream(&add_stream(1)).unwrap();
+    assert_eq!(p.ops.len(), 1);
+    let op = &p.ops[0];
+    assert_eq!(op.instruction, "NPU_OP_ELEMENTWISE");
+    assert_eq!(op.cost.read[1], 2 * 1024);
+    assert_eq!(op.cost.written[1], 1024);
+    assert_eq!(op.cost.macs, 0);
+    // Table 4-12: CB_8 -> OB_8 at 1 element per SU per cycle, 4 SUs: 1024 / 4.
+    assert_eq!(op.cost.compute_cycles, 256);
+    // Region 1 is DRAM (arena of Dedicated_Sram): 12 B/cycle reads, 12 B/cycle writes.
+    assert_eq!(op.memory_read[memory_index(MemoryKind::Dram)], 2048);
+    assert_eq!(op.memory_cycles[memory_index(MemoryKind::Dram)], 171);
+    assert_eq!(op.cycles, 256);
+    assert_eq!(p.total_cycles, 256);
+    // The OFM ends at 2048 + 1024.
+    assert_eq!(p.peak[1], 3072);
+    assert_eq!(p.memory_peak(&m.map, MemoryKind::Dram), 3072);
+}
+
+#[test]
+fn a_slow_memory_bounds_the_operation() {
+    // Flash_Low: 200 MHz, SRAM x2 at 16 B/port; Shared_Sram puts the arena in SRAM.
+    let m = model(
+        Accelerator::U85_2048,
+        "Ethos_U85_SYS_Flash_Low",
+        "Shared_Sram",
+    );
+    let p = m.stream(&add_stream(1)).unwrap();
+    let op = &p.ops[0];
+    // 2048: 32 SUs -> 32 compute cycles; SRAM reads 2048 B at 32 B/cycle -> 64.
+    assert_eq!(op.cost.compute_cycles, 32);
+    assert_eq!(op.memory_cycles[memory_index(MemoryKind::Sram)], 64);
+    assert_eq!(op.cycles, 64);
+}
+
+#[test]
+fn dma_from_flash_costs_its_bytes_at_flash_bandwidth() {
+    let cmds = vec![
+        Command::SetDma0SrcRegion(SetDma0SrcRegion {
+            region: 0,
+            ..Default::default()
+        }),
+        Command::SetDma0DstRegion(SetDma0DstRegion {
+            region: 2,
+            ..Default::default()
+        }),
+        Command::SetDma0Src(SetDma0Src {
+            addr_hi: 0,
+            addr_lo: 256,
+        }),
+        Command::SetDma0Dst(SetDma0Dst {
+            addr_hi: 0,
+            addr_lo: 0,
+        }),
+        Command::SetDma0Len(SetDma0Len {
+            addr_hi: 0,
+            addr_lo: 1000,
+        }),
+        Command::OpDmaStart(OpDmaStart::default()),
+    ];
+    let words = encode_stream(&cmds).unwrap();
+    let m = model(
+        Accelerator::U85_256,
+        "Ethos_U85_SYS_Flash_High",
+        "Shared_Sram",
+    );
+    let p = m.stream(&words).unwrap();
+    let op = &p.ops[0];
+    assert_eq!(op.instruction, "NPU_OP_DMA_START");
+    assert_eq!(op.memory_read[memory_index(MemoryKind::OffChipFlash)], 1000);
+    assert_eq!(op.memory_written[memory_index(MemoryKind::Sram)], 1000);
+    // Off-chip flash: 16 B x 0.0625 = 1 B/cycle; 2 reads x 128 B / 64 cycles = 4 B/cycle.
+    assert_eq!(op.cycles, 1000);
+    assert_eq!((p.peak[0], p.peak[2]), (1256, 1000));
+}
+
+#[test]
+fn an_invalid_stream_is_an_error_not_a_panic() {
+    let m = model(Accelerator::U85_256, "Ethos_U85_SYS_DRAM_Mid", "Sram_Only");
+    // Control bits [15:14] = 11 are reserved (TRM 3.5.3).
+    let err = m.stream(&[0x0000_c000]).unwrap_err();
+    assert!(matches!(err, PerfError::Decode(_)), "{err}");
+}

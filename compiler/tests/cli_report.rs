@@ -1,0 +1,142 @@
+//! `npuc report`: the JSON keys the issue fixes, per-operation sums equal the totals, memory
+//! options change where the bytes go, and bad names or .ini files are clear errors.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn npuc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_npuc"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .output()
+        .expect("npuc runs")
+}
+
+const MODEL: &str = "models/vela/u85_256/mobilenet_tiny_vela.tflite";
+
+const KEYS: [&str; 10] = [
+    "macs",
+    "sram_read_bytes",
+    "sram_write_bytes",
+    "dram_read_bytes",
+    "dram_write_bytes",
+    "flash_read_bytes",
+    "weight_bytes",
+    "scale_bytes",
+    "peak_sram_bytes",
+    "total_cycles",
+];
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let out = npuc(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn json_totals_are_the_sums_of_the_operations() {
+    let v = json(&["report", "--json", MODEL]);
+    for k in KEYS {
+        assert!(v[k].is_u64(), "{k} missing");
+    }
+    let ops = v["ops"].as_array().expect("ops");
+    assert!(ops.len() > 10);
+    for k in KEYS
+        .iter()
+        .filter(|k| !k.starts_with("peak") && **k != "total_cycles")
+    {
+        let sum: u64 = ops.iter().map(|o| o[*k].as_u64().expect(k)).sum();
+        assert_eq!(sum, v[*k].as_u64().unwrap(), "{k}");
+    }
+    let cycles: u64 = ops.iter().map(|o| o["cycles"].as_u64().unwrap()).sum();
+    assert_eq!(cycles, v["total_cycles"].as_u64().unwrap());
+    // Vela's own count for this network: 229412 MACs, 20 of them in two pooling operations.
+    assert_eq!(v["macs"], 229_392);
+    // Default memory mode: the arena is in DRAM, the staging area in SRAM.
+    assert_eq!(v["system_config"], "Ethos_U85_SYS_DRAM_Mid");
+    assert_eq!(v["memory_mode"], "Dedicated_Sram_384KB");
+    assert!(v["dram_read_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(v["flash_read_bytes"], 0);
+}
+
+#[test]
+fn sram_only_moves_constants_to_flash_and_the_arena_to_sram() {
+    let v = json(&[
+        "report",
+        "--json",
+        "--system-config",
+        "Ethos_U85_SYS_Flash_High",
+        "--memory-mode",
+        "Sram_Only",
+        MODEL,
+    ]);
+    assert_eq!(v["dram_read_bytes"], 0);
+    assert_eq!(v["dram_write_bytes"], 0);
+    assert!(v["flash_read_bytes"].as_u64().unwrap() > 0);
+    let w = json(&["report", "--json", MODEL]);
+    assert_eq!(v["macs"], w["macs"]);
+    assert_eq!(v["weight_bytes"], w["weight_bytes"]);
+}
+
+#[test]
+fn text_report_names_the_system_and_prints_a_total() {
+    let out = npuc(&["report", MODEL]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Ethos_U85_SYS_DRAM_Mid"), "{text}");
+    assert!(text.contains("NPU_OP_CONV"), "{text}");
+    assert!(text.lines().any(|l| l.contains(" total ")), "{text}");
+}
+
+#[test]
+fn unknown_names_and_bad_ini_files_are_clear_errors() {
+    let out = npuc(&["report", "--memory-mode", "Huge_Sram", MODEL]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Huge_Sram") && err.contains("Dedicated_Sram_384KB"),
+        "{err}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("npuc-cli-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let ini = dir.join("mine.ini");
+    std::fs::write(
+        &ini,
+        "[System_Config.Mine]\ncore_clock=1e9\naxi0_port=Sram\naxi1_port=Dram\nDram_clock_scale=oops\n",
+    )
+    .unwrap();
+    let ini_s = ini.to_str().unwrap();
+    let out = npuc(&[
+        "report",
+        "--config",
+        ini_s,
+        "--system-config",
+        "Mine",
+        MODEL,
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("mine.ini:5: key `dram_clock_scale`"), "{err}");
+
+    std::fs::write(
+        &ini,
+        "[System_Config.Mine]\ncore_clock=1e9\naxi0_port=Sram\naxi1_port=Dram\nDram_clock_scale=0.25\n",
+    )
+    .unwrap();
+    let v = json(&[
+        "report",
+        "--json",
+        "--config",
+        ini_s,
+        "--system-config",
+        "Mine",
+        MODEL,
+    ]);
+    assert_eq!(v["system_config"], "Mine");
+    std::fs::remove_dir_all(&dir).ok();
+}
