@@ -1,5 +1,5 @@
-//! 16-bit feature maps (TFLite's int16x8 scheme), depth multipliers, large dilations and
-//! TRANSPOSE_CONV2D through
+//! 16-bit feature maps (TFLite's int16x8 scheme), depth multipliers, large dilations,
+//! TRANSPOSE_CONV2D and MATMUL through
 //! `npuc::compile`: the simulator reproduces the reference interpreter byte for byte on every
 //! configuration; what the NPU cannot reproduce exactly is rejected with a typed error.
 
@@ -333,6 +333,59 @@ fn tconv_s1_same(rng: &mut Rng) -> Graph {
     tconv(rng, DType::Int8, (6, 7, 3, 4), [5, 5], 1, [-2, -2, -2, -2])
 }
 
+/// MATMUL `a x b` with broadcast batch dimensions, then a per-tensor RESCALE.
+fn matmul(dtype: DType, a: &[usize], b: &[usize], zp: (i64, i64)) -> Graph {
+    let mut g = GraphBuilder::new("matmul");
+    let x = g.input("a", dtype, a.to_vec());
+    let y = g.input("b", dtype, b.to_vec());
+    let acc = g.op(
+        "matmul",
+        Op::MatMul(MatMulAttrs {
+            a_zp: zp.0,
+            b_zp: zp.1,
+        }),
+        &[x, y],
+    );
+    let r = if dtype == DType::Int8 {
+        let mut r = in_rescale(1_400_000_000, 40);
+        r.output_dtype = DType::Int8;
+        r.rounding = RescaleRounding::DoubleRound;
+        r.output_zp = -5;
+        r
+    } else {
+        RescaleAttrs {
+            multiplier: vec![23456],
+            shift: vec![32],
+            scale32: false,
+            rounding: RescaleRounding::SingleRound,
+            ..out16(0, 0)
+        }
+    };
+    let o = g.op("rescale", Op::Rescale(r), &[acc]);
+    g.output(o);
+    g.finish().unwrap()
+}
+
+/// i8, batch 2x3 with the first operand broadcast over the second batch axis.
+fn matmul_bcast(_rng: &mut Rng) -> Graph {
+    matmul(DType::Int8, &[2, 1, 5, 7], &[2, 3, 7, 6], (3, -4))
+}
+
+/// i16, batch 2.
+fn matmul16(_rng: &mut Rng) -> Graph {
+    matmul(DType::Int16, &[2, 4, 9], &[2, 9, 3], (0, 0))
+}
+
+/// A column vector result (W == 1: no transpose copy needed) and a single input channel.
+fn matmul_vector(_rng: &mut Rng) -> Graph {
+    matmul(DType::Int8, &[1, 6, 10], &[1, 10, 1], (-1, 2))
+}
+
+/// Outer product (C == 1).
+fn matmul_outer(_rng: &mut Rng) -> Graph {
+    matmul(DType::Int8, &[3, 5, 1], &[3, 1, 4], (0, 7))
+}
+
 macro_rules! int16_tests {
     ($($name:ident),* $(,)?) => {
         $(#[test] fn $name() {
@@ -357,6 +410,10 @@ mod sim {
         tconv_s2_crop,
         tconv16_s2,
         tconv_s1_same,
+        matmul_bcast,
+        matmul16,
+        matmul_vector,
+        matmul_outer,
     );
 }
 

@@ -263,7 +263,13 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
         }
         prev = Some((reads, write));
         let (cmd, kernel_name) = match op.kernel {
-            Kernel::Conv => (Command::OpConv(OpConv { weights_ifm2: 0 }), "CONV"),
+            // A CONV without weights takes them from IFM2 (matrix multiplication).
+            Kernel::Conv => (
+                Command::OpConv(OpConv {
+                    weights_ifm2: u8::from(op.weights.is_none() && op.ifm2.is_some()),
+                }),
+                "CONV",
+            ),
             Kernel::Depthwise => (Command::OpDepthwise(OpDepthwise {}), "DEPTHWISE"),
             Kernel::Pool(mode) => (Command::OpPool(OpPool { pooling_mode: mode }), "POOL"),
             Kernel::Elementwise(mode) => (

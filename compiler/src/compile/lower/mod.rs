@@ -6,6 +6,7 @@
 mod avgpool;
 mod conv;
 mod elementwise;
+mod matmul;
 mod movement;
 mod pool;
 mod reduce;
@@ -506,6 +507,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
         match &node.op {
             Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::FullyConnected(_) => cx.lower_conv(o)?,
             Op::TransposeConv2d(_) => cx.lower_tconv(o)?,
+            Op::MatMul(_) => cx.lower_matmul(o)?,
             Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::Clamp(_) => cx.lower_pool(o)?,
             Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
             Op::ReduceSum(_) | Op::ReduceMax(_) | Op::ReduceMin(_) => cx.lower_reduce(o)?,

@@ -1,0 +1,188 @@
+//! MATMUL (batched, with broadcast batch dimensions) as NPU CONVs with weights from IFM2.
+//!
+//! NPU_OP_CONV with `weights_ifm2` computes `OFM = A x B^T` with IFM2 read at
+//! `(0, x = output channel, c = input channel)` (docs/decisions.md, simulator #25). For every
+//! output batch, B `[C, W]` is first copied transposed into a scratch buffer `[W, C]` (strided
+//! byte copies, skipped when `C == 1` or `W == 1`, where the bytes are already in place), then
+//! one CONV reads A `[H, C]` as an IFM of `1 x H x C` and the scratch as IFM2 of `1 x W x C`
+//! and writes `1 x H x W` of the output. The RESCALE after the MATMUL (possibly behind
+//! RESHAPEs) is the OFM scale: per-tensor only, no bias; 16-bit inputs use the 48-bit
+//! accumulator with the 16-bit multiplier, like convolutions (decision L1).
+
+use super::movement::CopyAxis;
+use super::*;
+
+impl<'g> Ctx<'g> {
+    pub(super) fn lower_matmul(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let Op::MatMul(a) = &node.op else {
+            unreachable!("lower_matmul on another op")
+        };
+        let (ta, tb) = (node.inputs()[0], node.inputs()[1]);
+        let dtype = self.dtype(ta);
+        if !matches!(dtype, DType::Int8 | DType::Int16) || self.dtype(tb) != dtype {
+            return Err(unsupported(node, "only i8 x i8 and i16 x i16 matrices"));
+        }
+        // The accumulator, through RESHAPEs, into exactly one RESCALE.
+        let mut names = vec![node.name.clone()];
+        let mut acc_t = node.outputs()[0];
+        let mut reshapes = Vec::new();
+        while let Some(c) = self.sole_consumer(acc_t) {
+            let cn = self.node(c);
+            if !matches!(cn.op, Op::Reshape(_)) {
+                break;
+            }
+            reshapes.push(c);
+            names.push(cn.name.clone());
+            acc_t = cn.outputs()[0];
+        }
+        let rq = self.conv_rescale(node, acc_t)?;
+        let r = rq.out;
+        if r.multiplier.len() != 1 {
+            return Err(unsupported(
+                rq.out_node,
+                "per-channel rescale after a MATMUL",
+            ));
+        }
+        if rq.ops.len() > 1 {
+            return Err(unsupported(
+                rq.out_node,
+                "a widening RESCALE after a MATMUL",
+            ));
+        }
+        if rq.acc == AccFormat::I32 && dtype != DType::Int8 {
+            return Err(unsupported(
+                rq.out_node,
+                "a 32-bit multiplier on a 16-bit MATMUL accumulator",
+            ));
+        }
+        for &f in reshapes.iter().chain(&rq.ops) {
+            self.fused.insert(f);
+        }
+        names.extend(rq.ops.iter().map(|&f| self.node(f).name.clone()));
+        let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
+
+        let (da, db, dm) = (
+            self.dims(ta).to_vec(),
+            self.dims(tb).to_vec(),
+            self.dims(node.outputs()[0]).to_vec(),
+        );
+        let rank = dm.len();
+        if da.len() != rank || db.len() != rank || rank < 2 {
+            return Err(unsupported(node, "operands of different ranks"));
+        }
+        let (h, c, w) = (da[rank - 2], da[rank - 1], db[rank - 1]);
+        if [h, c, w].iter().any(|&v| v > 65536) {
+            return Err(unsupported(node, "a matrix dimension above 65536"));
+        }
+        let e = dtype.byte_size() as i64;
+        let oe = r.output_dtype.byte_size() as i64;
+        let abuf = self.input_buffer(node, ta)?;
+        let bbuf = self.input_buffer(node, tb)?;
+        let obuf = self.new_buffer(out_t, Some(self.lowered.ops.len()));
+        let zp_ok = |z: i64| (-128..=127).contains(&z) && (dtype == DType::Int8 || z == 0);
+        if !zp_ok(a.a_zp) || !zp_ok(a.b_zp) || !(-128..=127).contains(&r.output_zp) {
+            return Err(unsupported(node, "zero points out of range"));
+        }
+        // The scratch buffer for B^T (one, reused by every batch).
+        let transpose = c > 1 && w > 1;
+        let scratch = transpose.then(|| {
+            let idx = self.lowered.buffers.len();
+            self.lowered.buffers.push(Buffer {
+                size: (w * c) as u64 * e as u64,
+                producer: Some(self.lowered.ops.len()),
+                last_use: None,
+                is_input: false,
+                is_output: false,
+            });
+            idx
+        });
+        let batch = &dm[..rank - 2];
+        let batches: usize = batch.iter().product();
+        // Batch index -> matrix index of a broadcast operand.
+        let matrix = |dims: &[usize], mut k: usize| -> usize {
+            let (mut m, mut stride) = (0, 1);
+            for (i, &n) in batch.iter().enumerate().rev() {
+                let j = k % n;
+                k /= n;
+                let d = dims[i];
+                if d != 1 {
+                    m += j * stride;
+                }
+                stride *= d;
+            }
+            m
+        };
+        let fm = |buffer: usize, offset: i64, shape: (usize, usize), zp: i64| Fm {
+            buffer,
+            shape: (1, shape.0 as u32, shape.1 as u32),
+            zero_point: zp,
+            dtype,
+            broadcast: (false, false, false),
+            view: View {
+                offset: offset as u64,
+                strides: None,
+                reverse: ActivationReverse::None,
+            },
+        };
+        let mut last_b = None;
+        for k in 0..batches {
+            let (ma, mb) = (matrix(&da, k), matrix(&db, k));
+            let b_off = (mb * c * w) as i64 * e;
+            let (ifm2_buf, ifm2_off) = match scratch {
+                Some(s) => {
+                    if last_b != Some(mb) {
+                        let axes = [
+                            CopyAxis {
+                                n: w,
+                                src: e,
+                                dst: c as i64 * e,
+                            },
+                            CopyAxis {
+                                n: c,
+                                src: w as i64 * e,
+                                dst: e,
+                            },
+                            CopyAxis {
+                                n: e as usize,
+                                src: 1,
+                                dst: 1,
+                            },
+                        ];
+                        self.strided_copy(node, (bbuf, b_off), (s, 0), &axes)?;
+                        last_b = Some(mb);
+                    }
+                    (s, 0)
+                }
+                None => (bbuf, b_off),
+            };
+            self.push(NpuOp {
+                name: node.name.clone(),
+                fused: names.clone(),
+                kernel: Kernel::Conv,
+                ifm: fm(abuf, (ma * h * c) as i64 * e, (h, c), a.a_zp),
+                ifm2: Some(fm(ifm2_buf, ifm2_off, (w, c), a.b_zp)),
+                ofm: fm(obuf, (k * h * w) as i64 * oe, (h, w), r.output_zp),
+                kernel_size: (1, 1),
+                stride: (1, 1),
+                dilation: (1, 1),
+                pad: [0; 4],
+                weights: None,
+                requant: Requant::Global {
+                    scale: r.multiplier[0] as u32,
+                    shift: r.shift[0] as u8,
+                },
+                round: rescale_round(r),
+                ifm_scale: None,
+                ifm2_scale: None,
+                act,
+                acc: rq.acc,
+                upscale: IfmUpscaleMode::None,
+            });
+        }
+        if batches == 0 {
+            return Err(unsupported(node, "an empty batch"));
+        }
+        Ok(())
+    }
+}
