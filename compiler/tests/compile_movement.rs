@@ -22,3 +22,14 @@ movement_tests!(
     reverse_each_axis,
     gather_irregular,
 );
+
+/// The MUL feeding only the CONCAT writes its slot of the concatenation directly; the
+/// graph input (read twice) and the constant are copied: 1 + 3 NPU operations, not 5.
+#[test]
+fn concat_operand_written_in_place() {
+    use npuc::compile::{compile, Options};
+    let g = compile_common::concat_const_and_computed(&mut Rng(1));
+    let m = compile(&g, &Options::default()).unwrap();
+    let kernels: Vec<&str> = m.operators.iter().map(|o| o.kernel.as_str()).collect();
+    assert_eq!(kernels, ["ELEMENTWISE", "POOL", "POOL", "POOL"]);
+}

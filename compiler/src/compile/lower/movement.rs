@@ -229,13 +229,20 @@ impl<'g> Ctx<'g> {
                     .map(|&t| self.move_source(node, t))
                     .collect::<Result<_, _>>()?;
                 let dst = self.move_output(out);
+                let mut first = self.lowered.ops.len();
                 let mut at = 0i64;
                 for (&t, &s) in node.inputs().iter().zip(&srcs) {
                     let d = self.dims(t).to_vec();
-                    let axes = self.byte_axes(t, &d, &strides(&d), &ostr);
-                    self.strided_copy(node, (s, 0), (dst, at * ostr[a.axis] * e), &axes)?;
+                    let off = at * ostr[a.axis] * e;
                     at += d[a.axis] as i64;
+                    if let Some(i) = self.write_in_place(o, t, s, dst, a.axis, off) {
+                        first = first.min(i);
+                        continue;
+                    }
+                    let axes = self.byte_axes(t, &d, &strides(&d), &ostr);
+                    self.strided_copy(node, (s, 0), (dst, off), &axes)?;
                 }
+                self.lowered.buffers[dst].producer = Some(first);
             }
             Op::Slice(a) => {
                 let x = node.inputs()[0];
@@ -324,6 +331,63 @@ impl<'g> Ctx<'g> {
             _ => unreachable!("lower_movement on another op"),
         }
         Ok(())
+    }
+
+    /// Retargets the NPU operation that wrote CONCAT operand `t` (buffer `src`) so that it
+    /// writes straight into its slot of the concatenation (buffer `dst`, byte offset `off`
+    /// along `axis`). Only when that operation alone wrote the buffer, `t` alone names it, the
+    /// CONCAT is its only reader, and both tensors are NHWC with batch 1 and the operation's
+    /// OFM is `t` densely. Returns the operation's index.
+    fn write_in_place(
+        &mut self,
+        concat: OpId,
+        t: TensorId,
+        src: usize,
+        dst: usize,
+        axis: usize,
+        off: i64,
+    ) -> Option<usize> {
+        if self.sole_consumer(t) != Some(concat)
+            || self.lowered.constants.contains_key(&src)
+            || self.lowered.buffers[src].last_use.is_some()
+            || self
+                .lowered
+                .tensor_buffer
+                .values()
+                .filter(|&&b| b == src)
+                .count()
+                != 1
+        {
+            return None;
+        }
+        let i = self.lowered.buffers[src].producer?;
+        let writers = self.lowered.ops.iter().filter(|op| op.ofm.buffer == src);
+        if writers.count() != 1 || self.lowered.ops[i].ofm.buffer != src {
+            return None;
+        }
+        let pad4 = |d: &[usize]| -> Option<[usize; 4]> {
+            let k = 4usize.checked_sub(d.len())?;
+            let mut p = [1; 4];
+            p[k..].copy_from_slice(d);
+            (p[0] == 1).then_some(p)
+        };
+        let out = self.node(concat).outputs()[0];
+        let (td, od) = (pad4(self.dims(t))?, pad4(self.dims(out))?);
+        let axis = axis + 4 - self.dims(t).len();
+        let ofm = &self.lowered.ops[i].ofm;
+        let dense = ofm.view == View::default() && ofm.dtype == self.dtype(out);
+        let as_u32 = |v: usize| u32::try_from(v).ok();
+        let shape = (as_u32(td[1])?, as_u32(td[2])?, as_u32(td[3])?);
+        if axis == 0 || !dense || ofm.shape != shape {
+            return None;
+        }
+        let e = ofm.dtype.byte_size() as u64;
+        let ofm = &mut self.lowered.ops[i].ofm;
+        ofm.buffer = dst;
+        ofm.view.offset = off as u64;
+        ofm.view.strides = Some(((od[2] * od[3]) as u64 * e, od[3] as u64 * e));
+        self.lowered.buffers[src].size = 0;
+        Some(i)
     }
 
     /// GATHER `[values [N,K,C], indices [N,W]] -> [N,W,C]` with constant indices: rows of `C`
