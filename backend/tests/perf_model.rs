@@ -159,3 +159,27 @@ fn an_invalid_stream_is_an_error_not_a_panic() {
     let err = m.stream(&[0x0000_c000]).unwrap_err();
     assert!(matches!(err, PerfError::Decode(_)), "{err}");
 }
+
+#[test]
+fn dmas_overlap_kernels_until_the_stream_waits() {
+    use npuc_backend::perf::Timeline;
+    let mut t = Timeline::default();
+    // A 100-cycle kernel, then a 30-cycle DMA: the DMA runs alongside.
+    assert_eq!(t.schedule(false, 100), 0);
+    assert_eq!(t.schedule(true, 30), 0);
+    // A second kernel queues behind the first.
+    assert_eq!(t.schedule(false, 50), 100);
+    // KERNEL_WAIT 0 waits for both kernels; the DMA after it starts at 150.
+    t.kernel_wait(0);
+    assert_eq!(t.schedule(true, 10), 150);
+    t.dma_wait(0);
+    assert_eq!(t.end(), 160);
+    // At most two kernel operations remain when a command starts (TRM 3.10.8): a third
+    // kernel issued at once makes the CC wait for the first to finish before issuing it.
+    let mut u = Timeline::default();
+    u.schedule(false, 10);
+    u.schedule(false, 10);
+    u.schedule(false, 10);
+    assert!(u.issue >= 10);
+    assert_eq!(u.end(), 30);
+}

@@ -33,7 +33,7 @@ pub struct ReportError {
 /// The figures `--json` prints, for one operation or the whole artifact.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Figures {
-    /// Cycles.
+    /// Cycles (for the total: until everything has completed, DMAs overlapping kernels).
     pub cycles: u64,
     /// MACs.
     pub macs: u64,
@@ -149,9 +149,9 @@ pub fn report(
         let perf = model
             .stream(&s.words)
             .map_err(|source| ReportError { stream: i, source })?;
+        total.cycles += perf.total_cycles;
         for p in &perf.ops {
             let f = op_figures(p, map);
-            total.cycles += f.cycles;
             total.macs += f.macs;
             total.sram_read += f.sram_read;
             total.sram_write += f.sram_write;
@@ -184,7 +184,9 @@ pub fn report(
 
 impl Report {
     /// The `--json` object: totals, then `ops` with the same keys per operation (`cycles`
-    /// instead of `total_cycles`, plus `stream`, `offset`, `instruction`).
+    /// instead of `total_cycles`, plus `stream`, `offset`, `instruction`, `start_cycle`).
+    /// `total_cycles` is the end of the last operation: DMAs overlap kernel operations, so it
+    /// can be less than the sum of the operations' cycles.
     pub fn json(&self) -> Value {
         let mut v = self.total.json("total_cycles");
         let ops: Vec<Value> = self
@@ -194,6 +196,7 @@ impl Report {
                 let mut j = o.figures.json("cycles");
                 j["stream"] = json!(o.stream);
                 j["offset"] = json!(o.perf.offset);
+                j["start_cycle"] = json!(o.perf.start);
                 j["instruction"] = json!(o.perf.instruction);
                 j
             })
@@ -240,10 +243,11 @@ impl Report {
             let f = &o.figures;
             let _ = writeln!(
                 s,
-                "{:>3} {:>#8x} {:<22} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+                "{:>3} {:>#8x} {:<22} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
                 o.stream,
                 o.perf.offset,
                 o.perf.instruction,
+                o.perf.start,
                 f.cycles,
                 f.macs,
                 f.sram_read,

@@ -9,7 +9,7 @@
 
 mod common;
 
-use npuc_backend::system::{presets, MemoryKind, MemoryMap};
+use npuc_backend::system::{presets, MemoryMap};
 
 /// Vela's per-network figures.
 #[derive(Debug, Default, Clone, Copy)]
@@ -138,12 +138,12 @@ fn rows() -> Vec<Row> {
 }
 
 /// Measured on the 36 network x configuration rows (see docs/decisions.md P11): npuc's total
-/// cycles are 0.15 to 0.91 of Vela's, geometric mean 0.44. npuc is systematically lower: its
+/// cycles are 0.10 to 0.91 of Vela's, geometric mean 0.41. npuc is systematically lower: its
 /// model has no per-block or per-operation overhead (the TRM gives none, chapter 4 only warns
 /// that "there may be more overhead at top level") and hides memory latency behind the CC's
 /// pipelining, where Vela charges DRAM/flash access cycles per transfer. The bounds pin that
 /// spread with some room, so a change in either model shows.
-const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.1..=1.25;
+const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.07..=1.25;
 const GEOMEAN_RANGE: std::ops::RangeInclusive<f64> = 0.3..=0.6;
 
 #[test]
@@ -237,10 +237,9 @@ fn print_comparison_table() {
         );
     }
     println!(
-        "geometric mean of npuc/Vela cycles over {} rows: {:.3} (SRAM/DRAM in MB; Vela's DRAM column is its DRAM bandwidth line, npuc's includes flash; {})",
+        "geometric mean of npuc/Vela cycles over {} rows: {:.3} (SRAM/DRAM in MB; Vela's DRAM column is its DRAM bandwidth line, npuc's includes flash)",
         rows.len(),
         (log_sum / rows.len() as f64).exp(),
-        MemoryKind::Dram
     );
 }
 

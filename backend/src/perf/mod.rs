@@ -10,9 +10,12 @@
 //!   outstanding transactions x burst length / latency).
 //!
 //! An operation takes the longest of its compute cycles and its memory cycles (the units and
-//! the AXI channels work in parallel, TRM 2.3); operations follow one another (the CC sets up
-//! the next while the current one runs, so latency is hidden, TRM 2.3.2). Branches are not
-//! taken: the model counts each command once, in stream order. See `docs/decisions.md` P1..P10.
+//! the AXI channels work in parallel, TRM 2.3); latency is hidden (the CC sets up the next
+//! operation while the current one runs, TRM 2.3.2). Kernel operations run one after another;
+//! DMAs run on the mem2mem channel alongside them, and the stream's NPU_OP_DMA_WAIT /
+//! NPU_OP_KERNEL_WAIT (TRM 3.10.5, 3.10.8), at most four outstanding DMA descriptors and at most
+//! two remaining kernel operations decide when each starts ([`Timeline`]). Branches are not
+//! taken: the model counts each command once, in stream order. See `docs/decisions.md` P1..P12.
 
 pub mod cycles;
 pub mod op;
@@ -50,6 +53,69 @@ pub struct OpPerf {
     pub memory_cycles: [u64; NUM_MEMORIES],
     /// The operation's cycles: the longest of compute and memory cycles.
     pub cycles: u64,
+    /// Cycle at which it starts (from the start of the stream, see [`Timeline`]).
+    pub start: u64,
+}
+
+/// When operations run: kernel operations in order on the MAC/AO units, DMAs in order on the
+/// mem2mem channel, both issued by the CC in stream order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// The CC's position: when the next command can issue.
+    pub issue: u64,
+    /// End cycles of the kernel operations issued so far.
+    pub kernel_ends: Vec<u64>,
+    /// End cycles of the DMAs issued so far.
+    pub dma_ends: Vec<u64>,
+}
+
+/// Kernel operations that may be remaining when a command starts (TRM 3.10.8).
+pub const MAX_REMAINING_KERNELS: usize = 2;
+/// mem2mem DMA descriptors (TRM 3.10.5).
+pub const DMA_DESCRIPTORS: usize = 4;
+
+impl Timeline {
+    /// Waits until at most `n` of the operations ending at `ends` are still running.
+    fn wait(issue: u64, ends: &[u64], n: usize) -> u64 {
+        let running = ends.iter().filter(|&&e| e > issue).count();
+        if running <= n {
+            return issue;
+        }
+        let mut pending: Vec<u64> = ends.iter().copied().filter(|&e| e > issue).collect();
+        pending.sort_unstable();
+        pending[running - n - 1].max(issue)
+    }
+
+    /// NPU_OP_KERNEL_WAIT n.
+    pub fn kernel_wait(&mut self, n: usize) {
+        self.issue = Self::wait(self.issue, &self.kernel_ends, n);
+    }
+
+    /// NPU_OP_DMA_WAIT k.
+    pub fn dma_wait(&mut self, k: usize) {
+        self.issue = Self::wait(self.issue, &self.dma_ends, k);
+    }
+
+    /// Schedules a kernel operation (`dma = false`) or DMA of `cycles`; returns its start.
+    pub fn schedule(&mut self, dma: bool, cycles: u64) -> u64 {
+        let (ends, limit) = if dma {
+            (&mut self.dma_ends, DMA_DESCRIPTORS - 1)
+        } else {
+            (&mut self.kernel_ends, MAX_REMAINING_KERNELS - 1)
+        };
+        // The CC stalls while the unit's queue is full.
+        self.issue = Self::wait(self.issue, ends, limit);
+        let start = self.issue.max(ends.last().copied().unwrap_or(0));
+        ends.push(start + cycles);
+        start
+    }
+
+    /// When everything issued has completed.
+    pub fn end(&self) -> u64 {
+        let k = self.kernel_ends.last().copied().unwrap_or(0);
+        let d = self.dma_ends.iter().copied().max().unwrap_or(0);
+        self.issue.max(k).max(d)
+    }
 }
 
 /// The estimate for a whole stream.
@@ -57,8 +123,10 @@ pub struct OpPerf {
 pub struct StreamPerf {
     /// Kernel operations and DMAs in stream order.
     pub ops: Vec<OpPerf>,
-    /// Sum of the operations' cycles.
+    /// Cycles until every operation has completed ([`Timeline`]).
     pub total_cycles: u64,
+    /// Sum of the operations' own cycles (no overlap).
+    pub serial_cycles: u64,
     /// Sum of MACs.
     pub macs: u64,
     /// Sum of weight stream bytes.
@@ -181,6 +249,7 @@ impl PerfModel {
             memory_written,
             memory_cycles,
             cycles,
+            start: 0,
         }
     }
 
@@ -189,19 +258,24 @@ impl PerfModel {
     pub fn stream(&self, words: &[u32]) -> Result<StreamPerf, PerfError> {
         let mut regs = RegisterFile::default();
         let mut perf = StreamPerf::default();
+        let mut time = Timeline::default();
         for d in StreamDecoder::new(words) {
             let d = d?;
             if regs.apply(&d.command) {
                 continue;
             }
-            if matches!(d.command, Command::OpStop(_)) {
-                break;
+            match d.command {
+                Command::OpStop(_) => break,
+                Command::OpDmaWait(w) => time.dma_wait(usize::from(w.k)),
+                Command::OpKernelWait(w) => time.kernel_wait(usize::from(w.n)),
+                _ => {}
             }
             let Some(cost) = op::op_cost(&self.arch, &regs, &d.command) else {
                 continue;
             };
-            let p = self.op(d.offset, d.opcode().spec().name, cost);
-            perf.total_cycles += p.cycles;
+            let mut p = self.op(d.offset, d.opcode().spec().name, cost);
+            p.start = time.schedule(matches!(d.command, Command::OpDmaStart(_)), p.cycles);
+            perf.serial_cycles += p.cycles;
             perf.macs += p.cost.macs;
             perf.weight_bytes += p.cost.weight_bytes;
             perf.scale_bytes += p.cost.scale_bytes;
@@ -216,6 +290,7 @@ impl PerfModel {
             }
             perf.ops.push(p);
         }
+        perf.total_cycles = time.end();
         Ok(perf)
     }
 }
