@@ -1,55 +1,124 @@
-//! `npuc compile MODEL.tflite -o OUT.bin [--accel ethos-u85-256]`.
+//! `npuc compile MODEL -o OUT.bin|OUT.tflite [--accel ethos-u85-256] [options]`.
 
-use anyhow::{bail, Context};
-use npuc::compile::{compile, Options};
+use anyhow::Context;
+use npuc::compile::{CompiledModel, Options};
+use npuc::tflite_out::Partition;
 use npuc_backend::arch::Accelerator;
 use std::path::PathBuf;
+
+/// Target and optimisation options shared by `npuc compile` and `npuc verify`.
+#[derive(clap::Args, Clone)]
+pub struct TargetArgs {
+    /// Target configuration: ethos-u85-128, -256, -512, -1024 or -2048.
+    #[arg(long, default_value = "ethos-u85-256")]
+    pub accel: Accelerator,
+}
+
+impl TargetArgs {
+    /// The compile options these arguments select.
+    pub fn options(&self) -> anyhow::Result<Options> {
+        Ok(Options {
+            accelerator: self.accel,
+        })
+    }
+}
 
 /// Arguments of `npuc compile`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The model to compile (.tflite).
+    /// The model to compile (.tflite or .tosa).
     model: PathBuf,
-    /// Output file: an npuc container (any name not ending in .tflite).
+    /// Output file: a name ending in .tflite gives a TFLite file in Vela's format (operators
+    /// the NPU cannot run stay on the CPU); any other name an npuc container (whole model on
+    /// the NPU).
     #[arg(short, long)]
     output: PathBuf,
-    /// Target configuration: ethos-u85-128, -256, -512, -1024 or -2048.
-    #[arg(long, default_value = "ethos-u85-256")]
-    accel: Accelerator,
+    #[command(flatten)]
+    target: TargetArgs,
+    /// Report progress on stderr (useful for large models).
+    #[arg(long)]
+    progress: bool,
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    if args.output.extension().is_some_and(|e| e == "tflite") {
-        bail!("writing .tflite output is not implemented yet; use an output name like model.bin");
-    }
     let bytes =
         std::fs::read(&args.model).with_context(|| format!("reading {}", args.model.display()))?;
-    let model = npuc_frontend_tflite::TfliteModel::parse(&bytes)
-        .with_context(|| format!("parsing {}", args.model.display()))?;
-    let lowered = npuc_frontend_tflite::lower::lower(&model)
-        .with_context(|| format!("lowering {}", args.model.display()))?;
-    let options = Options {
-        accelerator: args.accel,
+    let options = args.target.options()?;
+    let show = args.progress;
+    let mut progress = |msg: &str| {
+        if show {
+            eprintln!("npuc: {msg}");
+        }
     };
-    let compiled = compile(&lowered.graph, &options).with_context(|| {
+    let what = || {
         format!(
-            "compiling {} for {} (a .tflite output keeping unsupported operators on the CPU is \
-             not available yet)",
+            "compiling {} for {}",
             args.model.display(),
-            args.accel
+            args.target.accel
         )
-    })?;
-    let out = npuc::container::to_bytes(&compiled);
+    };
+    let (out, summary) = if args.output.extension().is_some_and(|e| e == "tflite") {
+        if npuc::reference::is_tosa(&bytes) {
+            anyhow::bail!("a .tflite output needs a .tflite input; compile a .tosa model to a container (e.g. -o model.bin)");
+        }
+        let o =
+            npuc::tflite_out::compile_tflite(&bytes, &options, &mut progress).with_context(what)?;
+        let s = summary_partition(&o.partition);
+        (o.bytes, s)
+    } else {
+        progress("compiling the whole graph for the NPU");
+        let m = npuc::compile_file(&bytes, &options).with_context(what)?;
+        let s = summary(&[&m], m.operators.len(), 0);
+        (npuc::container::to_bytes(&m), s)
+    };
     std::fs::write(&args.output, &out)
         .with_context(|| format!("writing {}", args.output.display()))?;
-    eprintln!(
-        "npuc: {} NPU operations, {} command words, {} read-only bytes, arena {} bytes, ~{} cycles",
-        compiled.operators.len(),
-        compiled.command_stream.len(),
-        compiled.read_only.len(),
-        compiled.arena_size,
-        compiled.estimated_cycles()
-    );
+    eprint!("{summary}");
     Ok(())
+}
+
+fn summary_partition(p: &Partition) -> String {
+    let models: Vec<&CompiledModel> = p.segments.iter().map(|s| &s.model).collect();
+    let npu_ops = p.ops.len() - p.cpu_ops().count();
+    let mut s = summary(&models, npu_ops, p.cpu_ops().count());
+    for o in p.cpu_ops() {
+        s.push_str(&format!(
+            "  CPU: operator {} ({}): {}\n",
+            o.op,
+            o.opcode,
+            o.cpu_reason.as_deref().unwrap_or("")
+        ));
+    }
+    s
+}
+
+/// The table printed at the end of `npuc compile`.
+pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> String {
+    let sum = |f: &dyn Fn(&CompiledModel) -> u64| models.iter().map(|m| f(m)).sum::<u64>();
+    let kernel_ops = sum(&|m| m.operators.len() as u64);
+    let arena = models.iter().map(|m| m.arena_size).max().unwrap_or(0);
+    let arena_total = sum(&|m| m.arena_size);
+    let ro = sum(&|m| m.read_only.len() as u64);
+    let words = sum(&|m| m.command_stream.len() as u64);
+    let cycles = sum(&|m| m.estimated_cycles());
+    let rows = [
+        ("NPU segments", models.len().to_string()),
+        ("operators on NPU", npu_ops.to_string()),
+        ("operators on CPU", cpu_ops.to_string()),
+        ("NPU kernel operations", kernel_ops.to_string()),
+        ("command stream", format!("{} words", words)),
+        (
+            "arena (SRAM) use",
+            format!("{arena} bytes (largest segment), {arena_total} bytes in all"),
+        ),
+        ("read-only (weights, scales)", format!("{ro} bytes")),
+        ("estimated cycles", cycles.to_string()),
+    ];
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    let mut s = String::from("npuc compile summary\n");
+    for (k, v) in rows {
+        s.push_str(&format!("  {k:<w$}  {v}\n"));
+    }
+    s
 }

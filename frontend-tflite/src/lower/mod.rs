@@ -27,6 +27,7 @@ mod ops_layout;
 mod ops_misc;
 mod ops_softmax;
 mod ops_table;
+pub mod partition;
 
 use crate::{BuiltinOperator, TfliteModel};
 use npuc_ir::{Graph, ValidationError};

@@ -1,0 +1,254 @@
+//! Writing the partitioned model as a TFLite file in Vela's layout.
+//!
+//! The source model is unpacked into the generated object API (`ModelT`), each NPU segment's
+//! operators are replaced by one `ethos-u` custom operator, and the model is packed again:
+//!
+//! * the operator's inputs are the COP1 payload, `read_only` (region 0), `scratch` (region 1)
+//!   and `scratch_fast` (region 2; the scratch tensor again, as in Vela's shared-SRAM modes),
+//!   then the segment's input feature maps; its outputs are the segment's output feature maps;
+//! * every segment has its own scratch tensor, placed after the previous segment's in the arena
+//!   (`OfflineMemoryAllocation`: the scratch tensor at its base, each feature map at base +
+//!   its offset in the segment's arena, -1 for everything the runtime plans itself), so no
+//!   segment can overwrite a tensor another one still needs;
+//! * a feature map read by a segment but already placed by an earlier one (a graph input or a
+//!   segment output read by two segments) is copied by a CPU `RESHAPE` to the same shape into a
+//!   new tensor placed in the reading segment's arena;
+//! * tensors and buffers nothing refers to any more (the folded weights) are dropped, and
+//!   buffers stored past the flatbuffer are inlined.
+
+#![allow(clippy::field_reassign_with_default)] // the generated types are non-exhaustive
+
+use super::partition::Partition;
+use super::TfliteOutError;
+use npuc_backend::cop::write_cop1;
+use npuc_frontend_tflite::schema::{
+    self, BufferT, BuiltinOperator, BuiltinOptionsT, MetadataT, ModelT, OperatorCodeT, OperatorT,
+    ReshapeOptionsT, TensorT, TensorType,
+};
+use npuc_frontend_tflite::vela::{ETHOS_U_CUSTOM_CODE, OFFLINE_MEMORY_ALLOCATION};
+use npuc_frontend_tflite::TfliteModel;
+use std::collections::BTreeMap;
+
+/// The ID register word Vela writes into COP1 payloads for the Ethos-U85.
+pub const ETHOS_U85_ID_WORD: u32 = 0x2000_7000;
+
+/// Arena alignment of each segment's scratch area.
+const SEGMENT_ALIGN: u64 = 16;
+
+fn unpack(bytes: &[u8]) -> Result<ModelT, TfliteOutError> {
+    let opts = flatbuffers::VerifierOptions {
+        max_depth: 64,
+        max_tables: 1_000_000,
+        max_apparent_size: bytes.len().saturating_mul(8).clamp(1 << 20, 1 << 31),
+        ..flatbuffers::VerifierOptions::default()
+    };
+    let m = schema::root_as_model_with_opts(&opts, bytes)
+        .map_err(|e| TfliteOutError::Write(format!("re-reading the model: {e}")))?;
+    Ok(m.unpack())
+}
+
+fn opcode_index(m: &mut ModelT, builtin: BuiltinOperator, custom: Option<&str>) -> u32 {
+    let codes = m.operator_codes.get_or_insert_with(Vec::new);
+    let found = codes.iter().position(|c| {
+        let b = if c.builtin_code.0 == 0 {
+            BuiltinOperator(i32::from(c.deprecated_builtin_code))
+        } else {
+            c.builtin_code
+        };
+        b == builtin && c.custom_code.as_deref() == custom
+    });
+    let idx = found.unwrap_or_else(|| {
+        let mut c = OperatorCodeT::default();
+        c.deprecated_builtin_code = builtin.0.min(127) as i8;
+        c.custom_code = custom.map(str::to_string);
+        c.version = 1;
+        c.builtin_code = builtin;
+        codes.push(c);
+        codes.len() - 1
+    });
+    idx as u32
+}
+
+struct Builder {
+    tensors: Vec<TensorT>,
+    buffers: Vec<BufferT>,
+    offsets: BTreeMap<usize, i64>,
+}
+
+impl Builder {
+    fn buffer(&mut self, data: Option<Vec<u8>>) -> u32 {
+        let mut b = BufferT::default();
+        b.data = data;
+        self.buffers.push(b);
+        (self.buffers.len() - 1) as u32
+    }
+
+    fn tensor(
+        &mut self,
+        name: String,
+        shape: Vec<i32>,
+        ty: TensorType,
+        data: Option<Vec<u8>>,
+    ) -> i32 {
+        let buffer = self.buffer(data);
+        let mut t = TensorT::default();
+        t.shape = Some(shape);
+        t.type_ = ty;
+        t.buffer = buffer;
+        t.name = Some(name);
+        self.tensors.push(t);
+        (self.tensors.len() - 1) as i32
+    }
+
+    fn bytes_tensor(&mut self, name: String, len: usize, data: Option<Vec<u8>>) -> i32 {
+        let len = i32::try_from(len).unwrap_or(i32::MAX);
+        self.tensor(name, vec![len], TensorType::UINT8, data)
+    }
+}
+
+/// Writes the output model.
+pub fn write(
+    bytes: &[u8],
+    model: &TfliteModel,
+    part: &Partition,
+) -> Result<Vec<u8>, TfliteOutError> {
+    let mut m = unpack(bytes)?;
+    // Inline buffers stored past the flatbuffer.
+    for (b, src) in m.buffers.iter_mut().flatten().zip(model.buffers()) {
+        if b.offset > 1 {
+            b.data = Some(src.data.clone());
+            b.offset = 0;
+            b.size = 0;
+        }
+    }
+    let ethos_u = opcode_index(&mut m, BuiltinOperator::CUSTOM, Some(ETHOS_U_CUSTOM_CODE));
+    let needs_copy = part.segments.len() > 1;
+    let reshape = needs_copy.then(|| opcode_index(&mut m, BuiltinOperator::RESHAPE, None));
+    let mut sg = m
+        .subgraphs
+        .as_mut()
+        .and_then(|s| s.first_mut())
+        .map(std::mem::take)
+        .ok_or_else(|| TfliteOutError::Write("the model has no subgraph".into()))?;
+    let mut b = Builder {
+        tensors: sg.tensors.take().unwrap_or_default(),
+        buffers: m.buffers.take().unwrap_or_default(),
+        offsets: BTreeMap::new(),
+    };
+    let old_ops = sg.operators.take().unwrap_or_default();
+    let first_of: BTreeMap<usize, usize> = part
+        .segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.ops[0].index(), i))
+        .collect();
+    let in_segment: std::collections::BTreeSet<usize> = part
+        .segments
+        .iter()
+        .flat_map(|s| s.ops.iter().map(|o| o.index()))
+        .collect();
+    let mut ops = Vec::new();
+    let mut base = 0u64;
+    for (k, op) in old_ops.into_iter().enumerate() {
+        let Some(&si) = first_of.get(&k) else {
+            if !in_segment.contains(&k) {
+                ops.push(op);
+            }
+            continue;
+        };
+        let seg = &part.segments[si];
+        let c = &seg.model;
+        let tag = format!("npuc_segment_{si}");
+        let payload = write_cop1(c.config_word, ETHOS_U85_ID_WORD, &c.command_stream)
+            .ok_or_else(|| TfliteOutError::Write(format!("{tag}: command stream too long")))?;
+        let cmd = b.bytes_tensor(
+            format!("{tag}_command_stream"),
+            payload.len(),
+            Some(payload),
+        );
+        let ro = b.bytes_tensor(
+            format!("{tag}_read_only"),
+            c.read_only.len(),
+            Some(c.read_only.clone()),
+        );
+        let scratch = b.bytes_tensor(format!("{tag}_scratch"), c.arena_size as usize, None);
+        b.offsets.insert(scratch as usize, base as i64);
+        let mut inputs = vec![cmd, ro, scratch, scratch];
+        for (t, p) in seg.inputs.iter().zip(&c.inputs) {
+            let want = (base + p.offset) as i64;
+            let mut t = t.index() as i32;
+            if b.offsets.get(&(t as usize)).is_some_and(|&o| o != want) {
+                // Already placed elsewhere: copy it into this segment's arena.
+                let src = b.tensors[t as usize].clone();
+                let shape = src.shape.clone().unwrap_or_default();
+                let name = format!("{}_{tag}", src.name.as_deref().unwrap_or("t"));
+                let copy = b.tensor(name, shape.clone(), src.type_, None);
+                b.tensors[copy as usize].quantization = src.quantization.clone();
+                let shape_bytes = shape.iter().flat_map(|d| d.to_le_bytes()).collect();
+                let shape_t = b.tensor(
+                    format!("{tag}_copy_shape_{copy}"),
+                    vec![shape.len() as i32],
+                    TensorType::INT32,
+                    Some(shape_bytes),
+                );
+                let mut opts = ReshapeOptionsT::default();
+                opts.new_shape = Some(shape);
+                let mut op = OperatorT::default();
+                op.opcode_index = reshape.expect("reshape opcode when copying");
+                op.inputs = Some(vec![t, shape_t]);
+                op.outputs = Some(vec![copy]);
+                op.builtin_options = BuiltinOptionsT::ReshapeOptions(Box::new(opts));
+                ops.push(op);
+                t = copy;
+            }
+            b.offsets.insert(t as usize, want);
+            inputs.push(t);
+        }
+        let mut outputs = Vec::new();
+        for (t, p) in seg.outputs.iter().zip(&c.outputs) {
+            b.offsets.insert(t.index(), (base + p.offset) as i64);
+            outputs.push(t.index() as i32);
+        }
+        let mut op = OperatorT::default();
+        op.opcode_index = ethos_u;
+        op.inputs = Some(inputs);
+        op.outputs = Some(outputs);
+        // As Vela writes it: a FlexBuffer holding the integer 1.
+        op.custom_options = Some(vec![1, 4, 1]);
+        ops.push(op);
+        base = (base + c.arena_size).next_multiple_of(SEGMENT_ALIGN);
+    }
+    sg.operators = Some(ops);
+    sg.tensors = Some(b.tensors);
+    m.buffers = Some(b.buffers);
+    let offsets = b.offsets;
+    m.subgraphs.as_mut().expect("subgraphs")[0] = sg;
+    super::compact::compact(&mut m, offsets)?;
+    let mut fbb = flatbuffers::FlatBufferBuilder::new();
+    let root = m.pack(&mut fbb);
+    schema::finish_model_buffer(&mut fbb, root);
+    Ok(fbb.finished_data().to_vec())
+}
+
+/// Adds the `OfflineMemoryAllocation` metadata for subgraph 0 (`offsets` by final tensor
+/// index; every other tensor gets -1).
+pub(super) fn add_offline_allocation(
+    m: &mut ModelT,
+    n_tensors: usize,
+    offsets: &BTreeMap<usize, i64>,
+) {
+    let mut words: Vec<i32> = vec![0, 1, n_tensors as i32];
+    words.extend((0..n_tensors).map(|t| offsets.get(&t).map_or(-1, |&o| o as i32)));
+    let data: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let buffers = m.buffers.get_or_insert_with(Vec::new);
+    let mut b = BufferT::default();
+    b.data = Some(data);
+    buffers.push(b);
+    let buffer = (buffers.len() - 1) as u32;
+    let metadata = m.metadata.get_or_insert_with(Vec::new);
+    metadata.retain(|e| e.name.as_deref() != Some(OFFLINE_MEMORY_ALLOCATION));
+    let mut e = MetadataT::default();
+    e.name = Some(OFFLINE_MEMORY_ALLOCATION.into());
+    e.buffer = buffer;
+    metadata.push(e);
+}

@@ -1,0 +1,362 @@
+//! `npuc verify`: a compiled model on the simulator against the graph on the reference
+//! interpreter, on seeded random full-range inputs, every output byte compared.
+//!
+//! When an output differs, the first diverging NPU operation is localised: the stream is run
+//! again up to (and including) each kernel operation in turn, with an `NPU_OP_STOP` after it,
+//! and that operation's OFM is read from the arena right away (while it is certainly still
+//! live) and compared with the interpreter's value of the IR tensor it computes. The feature
+//! map placement comes from the same deterministic lowering and allocation the compiler ran.
+
+use crate::compile::{self, alloc, lower, CompiledModel};
+use npuc_backend::sim::{SimError, Simulator};
+use npuc_ir::{DType, Graph, InterpError, TensorValue};
+use std::fmt::Write as _;
+
+/// Verification settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// Number of random input samples.
+    pub samples: usize,
+    /// Seed of the first sample (sample `k` uses `seed + k`).
+    pub seed: u64,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            samples: 3,
+            seed: 1,
+        }
+    }
+}
+
+/// Why verification could not be carried out (a mismatch is not an error: see
+/// [`VerifyReport`]).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// The reference interpreter stopped.
+    #[error("reference interpreter: {0}")]
+    Interp(#[from] InterpError),
+    /// The simulator stopped.
+    #[error("simulator, sample {sample}: {source}")]
+    Sim {
+        /// Sample number.
+        sample: usize,
+        /// The diagnostic.
+        source: SimError,
+    },
+    /// The model's inputs or outputs do not fit its arena.
+    #[error("{0}")]
+    Layout(String),
+}
+
+/// The first NPU operation whose output differs from the interpreter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// Index of the NPU operation (execution order).
+    pub index: usize,
+    /// Its name (the last fused IR operator).
+    pub name: String,
+    /// The IR operators fused into it.
+    pub fused: Vec<String>,
+    /// Its parameters as text (kernel, feature maps, geometry, requantization).
+    pub params: String,
+    /// First differing byte of its OFM, the expected and the actual byte.
+    pub byte: usize,
+    pub expected: u8,
+    pub actual: u8,
+    /// Number of differing bytes in its OFM.
+    pub differing: usize,
+}
+
+/// An output that differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// Sample number.
+    pub sample: usize,
+    /// Graph output number and name.
+    pub output: usize,
+    pub name: String,
+    /// First differing byte, expected and actual.
+    pub byte: usize,
+    pub expected: u8,
+    pub actual: u8,
+    /// Number of differing bytes.
+    pub differing: usize,
+}
+
+/// The result of a verification.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VerifyReport {
+    /// Samples run.
+    pub samples: usize,
+    /// Output bytes compared.
+    pub bytes_compared: u64,
+    /// Outputs that differ.
+    pub mismatches: Vec<Mismatch>,
+    /// The first diverging NPU operation (for the first sample with a mismatch), when it could
+    /// be found.
+    pub divergence: Option<Divergence>,
+}
+
+impl VerifyReport {
+    /// True when every output byte of every sample matched.
+    pub fn is_bit_exact(&self) -> bool {
+        self.mismatches.is_empty()
+    }
+
+    /// A human-readable account.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        if self.is_bit_exact() {
+            let _ = write!(
+                s,
+                "bit-exact: {} samples, {} output bytes compared",
+                self.samples, self.bytes_compared
+            );
+            return s;
+        }
+        for m in &self.mismatches {
+            let _ = writeln!(
+                s,
+                "sample {}: output {} {:?}: {} bytes differ, first at byte {} (expected {:#04x}, got {:#04x})",
+                m.sample, m.output, m.name, m.differing, m.byte, m.expected, m.actual
+            );
+        }
+        match &self.divergence {
+            Some(d) => {
+                let _ = write!(
+                    s,
+                    "first diverging NPU operation: #{} {} (fused {}): {} OFM bytes differ, first at byte {} (expected {:#04x}, got {:#04x})\n  {}",
+                    d.index, d.name, d.fused.join(", "), d.differing, d.byte, d.expected, d.actual, d.params
+                );
+            }
+            None => s.push_str("no single NPU operation output differs (not localised)"),
+        }
+        s
+    }
+}
+
+/// xorshift64* (deterministic, no dependency).
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+    fn byte(&mut self) -> u8 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+    }
+}
+
+/// Seeded random full-range values for the graph's inputs.
+pub fn random_inputs(graph: &Graph, seed: u64) -> Vec<TensorValue> {
+    let mut rng = Rng::new(seed);
+    graph
+        .inputs()
+        .iter()
+        .map(|&t| {
+            let ty = &graph.tensor(t).expect("graph input").ty;
+            let n = ty.shape.num_elements().unwrap_or(0);
+            let bytes: Vec<u8> = (0..n * ty.dtype.byte_size())
+                .map(|_| match ty.dtype {
+                    DType::Bool => rng.byte() & 1,
+                    _ => rng.byte(),
+                })
+                .collect();
+            TensorValue::from_le_bytes(ty.dtype, ty.shape.dims().to_vec(), &bytes)
+                .expect("random bytes of the right size")
+        })
+        .collect()
+}
+
+fn first_diff(a: &[u8], b: &[u8]) -> Option<(usize, usize)> {
+    let n = a.iter().zip(b).filter(|(x, y)| x != y).count() + a.len().abs_diff(b.len());
+    let first = a.iter().zip(b).position(|(x, y)| x != y);
+    match first {
+        Some(i) => Some((i, n)),
+        None if n > 0 => Some((a.len().min(b.len()), n)),
+        None => None,
+    }
+}
+
+/// Runs `words` with `model`'s regions and `inputs`; returns the arena afterwards.
+fn simulate(
+    model: &CompiledModel,
+    inputs: &[TensorValue],
+    words: &[u32],
+    sample: usize,
+) -> Result<(Vec<u8>, npuc_backend::sim::RunReport), VerifyError> {
+    let mut sim = Simulator::new(model.accelerator);
+    let mut ro = model.read_only.clone();
+    ro.resize(ro.len().max(16), 0);
+    sim.memory_mut().add_region(0, ro);
+    let mut arena = vec![0u8; model.arena_size.max(16) as usize];
+    for (p, v) in model.inputs.iter().zip(inputs) {
+        let bytes = v.to_le_bytes();
+        let at = p.offset as usize;
+        arena
+            .get_mut(at..at + bytes.len())
+            .ok_or_else(|| VerifyError::Layout(format!("input {} outside the arena", p.name)))?
+            .copy_from_slice(&bytes);
+    }
+    let id = sim.memory_mut().add_region(1, arena);
+    let report = sim
+        .run(words)
+        .map_err(|source| VerifyError::Sim { sample, source })?;
+    Ok((sim.memory().buffer(id).to_vec(), report))
+}
+
+/// Verifies `model` (compiled from `graph`) on `opts.samples` random inputs.
+pub fn verify_graph(
+    graph: &Graph,
+    model: &CompiledModel,
+    opts: &VerifyOptions,
+) -> Result<VerifyReport, VerifyError> {
+    let mut report = VerifyReport {
+        samples: opts.samples,
+        ..VerifyReport::default()
+    };
+    for sample in 0..opts.samples {
+        let inputs = random_inputs(graph, opts.seed + sample as u64);
+        let values = npuc_ir::run(graph, inputs.clone())?;
+        let (arena, _) = simulate(model, &inputs, &model.command_stream, sample)?;
+        let before = report.mismatches.len();
+        for (k, (&t, p)) in graph.outputs().iter().zip(&model.outputs).enumerate() {
+            let expected = values
+                .get(&t)
+                .map(TensorValue::to_le_bytes)
+                .unwrap_or_default();
+            let at = p.offset as usize;
+            let actual = arena.get(at..at + p.size as usize).ok_or_else(|| {
+                VerifyError::Layout(format!("output {} outside the arena", p.name))
+            })?;
+            report.bytes_compared += expected.len() as u64;
+            if let Some((byte, differing)) = first_diff(&expected, actual) {
+                report.mismatches.push(Mismatch {
+                    sample,
+                    output: k,
+                    name: p.name.clone(),
+                    byte,
+                    expected: expected.get(byte).copied().unwrap_or(0),
+                    actual: actual.get(byte).copied().unwrap_or(0),
+                    differing,
+                });
+            }
+        }
+        if report.mismatches.len() > before && report.divergence.is_none() {
+            report.divergence = localise(graph, model, &inputs, &values, sample)?;
+        }
+    }
+    Ok(report)
+}
+
+/// Finds the first NPU operation whose OFM differs from the interpreter.
+pub fn localise(
+    graph: &Graph,
+    model: &CompiledModel,
+    inputs: &[TensorValue],
+    values: &npuc_ir::Values,
+    sample: usize,
+) -> Result<Option<Divergence>, VerifyError> {
+    let Ok(lowered) = lower::lower(graph) else {
+        return Ok(None);
+    };
+    let placement = alloc::allocate(graph, &lowered);
+    let (_, full) = simulate(model, inputs, &model.command_stream, sample)?;
+    let kernels: Vec<usize> = full
+        .ops
+        .iter()
+        .filter(|o| o.instruction != "NPU_OP_DMA_START")
+        .map(|o| o.offset / 4)
+        .collect();
+    let Some(&stop) = model.command_stream.last() else {
+        return Ok(None);
+    };
+    if kernels.len() != lowered.ops.len() {
+        return Ok(None);
+    }
+    for (k, (op, &at)) in lowered.ops.iter().zip(&kernels).enumerate() {
+        let Some(ir_op) = graph.find_op(&op.name).and_then(|o| graph.op(o)) else {
+            continue;
+        };
+        let Some(expected) = values
+            .get(&ir_op.outputs()[0])
+            .map(TensorValue::to_le_bytes)
+        else {
+            continue;
+        };
+        let mut words = model.command_stream[..=at].to_vec();
+        words.push(stop);
+        let (arena, _) = simulate(model, inputs, &words, sample)?;
+        let off = placement.offsets[op.ofm.buffer] as usize;
+        let size = lowered.buffers[op.ofm.buffer].size as usize;
+        let Some(actual) = arena.get(off..off + size) else {
+            continue;
+        };
+        if let Some((byte, differing)) = first_diff(&expected, actual) {
+            return Ok(Some(Divergence {
+                index: k,
+                name: op.name.clone(),
+                fused: op.fused.clone(),
+                params: params(op),
+                byte,
+                expected: expected.get(byte).copied().unwrap_or(0),
+                actual: actual.get(byte).copied().unwrap_or(0),
+                differing,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// The parameters of an NPU operation as one line (weights left out).
+pub fn params(op: &lower::NpuOp) -> String {
+    let fm = |f: &lower::Fm| {
+        format!(
+            "{}x{}x{} {} zp {}",
+            f.shape.0, f.shape.1, f.shape.2, f.dtype, f.zero_point
+        )
+    };
+    let mut s = format!("{:?}: ifm {}", op.kernel, fm(&op.ifm));
+    if let Some(f) = &op.ifm2 {
+        let _ = write!(s, ", ifm2 {}", fm(f));
+    }
+    let _ = write!(
+        s,
+        ", ofm {}, kernel {}x{} stride {}x{} dilation {}x{} pad {:?}, activation [{}, {}], rounding {:?}",
+        fm(&op.ofm),
+        op.kernel_size.0,
+        op.kernel_size.1,
+        op.stride.0,
+        op.stride.1,
+        op.dilation.0,
+        op.dilation.1,
+        op.pad,
+        op.act.0,
+        op.act.1,
+        op.round
+    );
+    match &op.requant {
+        lower::Requant::PerChannel(c) => {
+            let _ = write!(s, ", per-channel scales ({} channels)", c.len());
+        }
+        lower::Requant::Global { scale, shift } => {
+            let _ = write!(s, ", ofm scale {scale} shift {shift}");
+        }
+    }
+    s
+}
+
+/// Compiles `graph` with `options` and verifies it.
+pub fn compile_and_verify(
+    graph: &Graph,
+    options: &compile::Options,
+    opts: &VerifyOptions,
+) -> Result<VerifyReport, crate::Error> {
+    let model = compile::compile(graph, options)?;
+    verify_graph(graph, &model, opts).map_err(|e| crate::Error::Verify(Box::new(e)))
+}

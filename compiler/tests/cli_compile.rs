@@ -1,0 +1,72 @@
+//! `npuc compile`: container and `.tflite` outputs, the summary table, and the error that lists
+//! the operators the NPU cannot run.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn models() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("npuc-cli-compile-{}-{name}", std::process::id()))
+}
+
+fn npuc(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_npuc"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn compile(model: &str, out: &std::path::Path, extra: &[&str]) -> Output {
+    let m = models().join(format!("tflite/{model}.tflite"));
+    let mut a: Vec<&std::ffi::OsStr> = vec!["compile".as_ref(), m.as_os_str(), "-o".as_ref()];
+    a.push(out.as_os_str());
+    a.extend(extra.iter().map(|s| std::ffi::OsStr::new(*s)));
+    npuc(&a)
+}
+
+#[test]
+fn a_container_output_fails_listing_each_cpu_operator_and_suggests_tflite() {
+    let out = tmp("two.bin");
+    let o = compile("two_npu_subgraphs", &out, &[]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("operator 1 (SPACE_TO_DEPTH)"), "{err}");
+    assert!(err.contains("-o MODEL.tflite"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_tflite_output_keeps_cpu_operators_and_prints_the_summary() {
+    let out = tmp("two.tflite");
+    let o = compile("two_npu_subgraphs", &out, &["--progress"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    for row in [
+        "NPU segments                 2",
+        "operators on NPU             2",
+        "operators on CPU             1",
+        "CPU: operator 1 (SPACE_TO_DEPTH)",
+        "estimated cycles",
+        "compiling NPU segment 2",
+    ] {
+        assert!(err.contains(row), "missing {row:?} in\n{err}");
+    }
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[4..8], b"TFL3");
+    std::fs::remove_file(out).unwrap();
+}
+
+#[test]
+fn a_container_output_of_a_supported_model_is_written_with_its_summary() {
+    let out = tmp("conv.bin");
+    let o = compile("conv2d_3x3_relu", &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("operators on CPU             0"), "{err}");
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(&bytes[..4], b"NPUC");
+    std::fs::remove_file(out).unwrap();
+}
