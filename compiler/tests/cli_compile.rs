@@ -1,12 +1,11 @@
 //! `npuc compile`: container and `.tflite` outputs, the summary table, and the error that lists
 //! the operators the NPU cannot run.
 
+mod tflite_out_common;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-fn models() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models")
-}
+use tflite_out_common::{conv_custom_conv, models};
 
 fn tmp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("npuc-cli-compile-{}-{name}", std::process::id()))
@@ -20,7 +19,13 @@ fn npuc(args: &[&std::ffi::OsStr]) -> Output {
 }
 
 fn compile(model: &str, out: &std::path::Path, extra: &[&str]) -> Output {
-    let m = models().join(format!("tflite/{model}.tflite"));
+    let m = if model == "conv_custom_conv" {
+        let p = tmp("conv_custom_conv.tflite");
+        std::fs::write(&p, conv_custom_conv()).unwrap();
+        p
+    } else {
+        models().join(format!("tflite/{model}.tflite"))
+    };
     let mut a: Vec<&std::ffi::OsStr> = vec!["compile".as_ref(), m.as_os_str(), "-o".as_ref()];
     a.push(out.as_os_str());
     a.extend(extra.iter().map(|s| std::ffi::OsStr::new(*s)));
@@ -30,10 +35,10 @@ fn compile(model: &str, out: &std::path::Path, extra: &[&str]) -> Output {
 #[test]
 fn a_container_output_fails_listing_each_cpu_operator_and_suggests_tflite() {
     let out = tmp("two.bin");
-    let o = compile("two_npu_subgraphs", &out, &[]);
+    let o = compile("conv_custom_conv", &out, &[]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("operator 1 (SPACE_TO_DEPTH)"), "{err}");
+    assert!(err.contains("operator 1 (npuc_test_cpu_only)"), "{err}");
     assert!(err.contains("-o MODEL.tflite"), "{err}");
     assert!(!out.exists());
 }
@@ -41,14 +46,14 @@ fn a_container_output_fails_listing_each_cpu_operator_and_suggests_tflite() {
 #[test]
 fn a_tflite_output_keeps_cpu_operators_and_prints_the_summary() {
     let out = tmp("two.tflite");
-    let o = compile("two_npu_subgraphs", &out, &["--progress"]);
+    let o = compile("conv_custom_conv", &out, &["--progress"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     for row in [
         "NPU segments                 2",
         "operators on NPU             2",
         "operators on CPU             1",
-        "CPU: operator 1 (SPACE_TO_DEPTH)",
+        "CPU: operator 1 (npuc_test_cpu_only)",
         "estimated cycles",
         "compiling NPU segment 2",
     ] {

@@ -2,20 +2,14 @@
 //! payload, `read_only` / `scratch` / `scratch_fast`, `OfflineMemoryAllocation` offsets, and
 //! the operators the NPU cannot run left as ordinary TFLite operators.
 
+mod tflite_out_common;
+
 use npuc::compile::Options;
 use npuc::run::npy;
 use npuc::tflite_out::compile_tflite;
 use npuc_frontend_tflite::vela::VelaOp;
 use npuc_frontend_tflite::TfliteModel;
-use std::path::PathBuf;
-
-fn models() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models")
-}
-
-fn read(rel: &str) -> Vec<u8> {
-    std::fs::read(models().join(rel)).unwrap()
-}
+use tflite_out_common::{conv_custom_conv, models, read};
 
 fn golden(name: &str, what: &str, k: usize) -> Vec<npy::Array> {
     let mut v = Vec::new();
@@ -69,12 +63,19 @@ fn a_fully_supported_model_becomes_one_ethos_u_operator_that_reproduces_the_gold
 
 #[test]
 fn an_unsupported_operator_stays_on_the_cpu_between_two_segments() {
-    let bytes = read("tflite/two_npu_subgraphs.tflite");
+    let bytes = conv_custom_conv();
     let out = compile_tflite(&bytes, &Options::default(), &mut |_| {}).unwrap();
     let cpu: Vec<_> = out.partition.cpu_ops().collect();
     assert_eq!(cpu.len(), 1);
-    assert_eq!((cpu[0].op, cpu[0].opcode.as_str()), (1, "SPACE_TO_DEPTH"));
-    assert!(cpu[0].cpu_reason.as_deref().unwrap().contains("GATHER"));
+    assert_eq!(
+        (cpu[0].op, cpu[0].opcode.as_str()),
+        (1, "npuc_test_cpu_only")
+    );
+    assert!(cpu[0]
+        .cpu_reason
+        .as_deref()
+        .unwrap()
+        .contains("custom operators"));
     assert_eq!(out.partition.segments.len(), 2);
 
     let m = TfliteModel::parse(&out.bytes).unwrap();
@@ -87,7 +88,7 @@ fn an_unsupported_operator_stays_on_the_cpu_between_two_segments() {
             VelaOp::Cpu(c) => c.name.as_str(),
         })
         .collect();
-    assert_eq!(kinds, ["ethos-u", "SPACE_TO_DEPTH", "ethos-u"]);
+    assert_eq!(kinds, ["ethos-u", "npuc_test_cpu_only", "ethos-u"]);
     // Each segment has its own scratch area; the second starts after the first, and every
     // feature map of a segment lies inside its segment's area.
     let oma = v.offline_memory_allocation.as_ref().unwrap();
@@ -107,7 +108,7 @@ fn an_unsupported_operator_stays_on_the_cpu_between_two_segments() {
 
 #[test]
 fn the_output_is_deterministic() {
-    let bytes = read("tflite/two_npu_subgraphs.tflite");
+    let bytes = conv_custom_conv();
     let a = compile_tflite(&bytes, &Options::default(), &mut |_| {}).unwrap();
     let b = compile_tflite(&bytes, &Options::default(), &mut |_| {}).unwrap();
     assert_eq!(a.bytes, b.bytes);
@@ -115,7 +116,7 @@ fn the_output_is_deterministic() {
 
 #[test]
 fn a_container_output_lists_every_operator_that_cannot_run_on_the_npu() {
-    let bytes = read("tflite/two_npu_subgraphs.tflite");
+    let bytes = conv_custom_conv();
     let err = npuc::compile_file(&bytes, &Options::default()).unwrap_err();
     let npuc::Error::NotOnNpu(ops) = &err else {
         panic!("expected NotOnNpu, got {err}");
@@ -123,6 +124,6 @@ fn a_container_output_lists_every_operator_that_cannot_run_on_the_npu() {
     assert_eq!(ops.len(), 1);
     assert_eq!(ops[0].op, 1);
     let text = err.to_string();
-    assert!(text.contains("operator 1 (SPACE_TO_DEPTH)"), "{text}");
+    assert!(text.contains("operator 1 (npuc_test_cpu_only)"), "{text}");
     assert!(text.contains(".tflite"), "{text}");
 }
