@@ -1,5 +1,6 @@
 //! Reductions through `npuc::compile`: MEAN as a unit-weight depthwise / convolution and
-//! REDUCE_MAX / REDUCE_MIN as a max / min pool, large
+//! REDUCE_MAX / REDUCE_MIN as a max / min pool, ARGMAX as an argmax pool,
+//! RESIZE as NPU_OP_RESIZE, large
 //! AVG_POOL2D windows as a unit-weight depthwise with a per-channel division, bit-exact against the reference interpreter on
 //! all five configurations.
 
@@ -31,6 +32,9 @@ reduce_tests!(
     argmax_w,
     argmax_h,
     argmax_1d,
+    resize_bilinear_x2,
+    resize_bilinear_odd,
+    resize_nearest_x3,
 );
 
 /// ARGMAX on the inputs where the argmax pool's -2^31 start value matters: windows of only

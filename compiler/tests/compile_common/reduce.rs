@@ -249,3 +249,99 @@ pub fn argmax_h(_rng: &mut Rng) -> Graph {
 pub fn argmax_1d(_rng: &mut Rng) -> Graph {
     argmax("argmax_1d", &[37], 0)
 }
+
+/// RESIZE of an i8 [1, h, w, c] tensor to [1, oh, ow, c]; bilinear gets the TFLite tail
+/// `acc + (acc >> 31)` and a RESCALE dividing by `2^shift` (half away from zero).
+#[allow(clippy::too_many_arguments)]
+fn resize(
+    name: &str,
+    input: [usize; 4],
+    out_hw: [usize; 2],
+    mode: ResizeMode,
+    scale: [i64; 4],
+    offset: [i64; 2],
+    shift: i8,
+    output_zp: i64,
+) -> Graph {
+    let mut b = GraphBuilder::new(name);
+    let x = b.input("x", DType::Int8, input);
+    let attrs = ResizeAttrs {
+        mode,
+        scale,
+        offset,
+        border: [
+            (out_hw[0] as i64 - 1) * scale[1] + offset[0] - (input[1] as i64 - 1) * scale[0],
+            (out_hw[1] as i64 - 1) * scale[3] + offset[1] - (input[2] as i64 - 1) * scale[2],
+        ],
+    };
+    let y = b.op("resize", Op::Resize(attrs), &[x]);
+    let y = if mode == ResizeMode::Bilinear {
+        let c31 = b.const_i32("c31", [1, 1, 1, 1], &[31]);
+        let sign = b.op(
+            "sign",
+            Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: false }),
+            &[y, c31],
+        );
+        let adj = b.op("adjust", Op::Add, &[y, sign]);
+        let r = RescaleAttrs {
+            output_dtype: DType::Int8,
+            multiplier: vec![1 << 11],
+            shift: vec![shift + 11],
+            scale32: true,
+            rounding: RescaleRounding::SingleRound,
+            per_channel: false,
+            input_zp: 0,
+            output_zp,
+            input_unsigned: false,
+            output_unsigned: false,
+        };
+        b.op("rescale", Op::Rescale(r), &[adj])
+    } else {
+        y
+    };
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// Bilinear x2 with half-pixel centres in TFLite's units (n = 1024, reduced to 4 on the NPU).
+pub fn resize_bilinear_x2(_rng: &mut Rng) -> Graph {
+    resize(
+        "resize_bilinear_x2",
+        [1, 5, 7, 12],
+        [10, 14],
+        ResizeMode::Bilinear,
+        [1024, 512, 1024, 512],
+        [-256, -256],
+        20,
+        3,
+    )
+}
+
+/// Bilinear 5/3 up in y, 2/3 down in x with an odd numerator (no common factor: the 48-bit
+/// accumulator format).
+pub fn resize_bilinear_odd(_rng: &mut Rng) -> Graph {
+    resize(
+        "resize_bilinear_odd",
+        [1, 6, 9, 5],
+        [10, 6],
+        ResizeMode::Bilinear,
+        [1000, 600, 1000, 1500],
+        [0, 250],
+        20,
+        -4,
+    )
+}
+
+/// Nearest neighbour x3 (TOSA form, i8 -> i8) with an offset.
+pub fn resize_nearest_x3(_rng: &mut Rng) -> Graph {
+    resize(
+        "resize_nearest_x3",
+        [1, 4, 3, 7],
+        [12, 9],
+        ResizeMode::NearestNeighbor,
+        [6, 2, 6, 2],
+        [-2, 1],
+        0,
+        0,
+    )
+}

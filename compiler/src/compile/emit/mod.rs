@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 mod fm;
 mod kernel;
 mod lut;
+mod resize;
 mod weights;
 
 use fm::{broadcast, ifm2_commands, ifm_commands, ofm_commands};
@@ -65,6 +66,8 @@ fn kind_of(k: Kernel) -> KernelKind {
         Kernel::Depthwise => KernelKind::Depthwise,
         Kernel::Pool(_) => KernelKind::Pool,
         Kernel::Elementwise(_) => KernelKind::Elementwise,
+        // Block choice as for a 1x1 pool (the IFM block is never larger than the OFM block's).
+        Kernel::Resize(_) => KernelKind::Pool,
     }
 }
 
@@ -187,6 +190,9 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
             op.upscale,
         );
         kernel_commands(&mut w, op, order);
+        if let Kernel::Resize(rp) = &op.kernel {
+            resize::resize_commands(&mut w, rp, (block.ofm_block.0, block.ofm_block.1));
+        }
         ofm_commands(&mut w, op, p.offsets[op.ofm.buffer] + op.ofm.view.offset);
         if let Some(ifm2) = &op.ifm2 {
             ifm2_commands(&mut w, ifm2, locate(ifm2, p, l, &mut ro, &mut consts));
@@ -277,6 +283,12 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
                     elementwise_mode: mode,
                 }),
                 "ELEMENTWISE",
+            ),
+            Kernel::Resize(rp) => (
+                Command::OpResize(OpResize {
+                    resize_mode: rp.mode,
+                }),
+                "RESIZE",
             ),
         };
         if dma {

@@ -10,6 +10,7 @@ mod matmul;
 mod movement;
 mod pool;
 mod reduce;
+mod resize;
 mod table;
 mod tconv;
 
@@ -25,6 +26,7 @@ use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{
     DType, Graph, Op, OpId, OpNode, RescaleAttrs, RescaleRounding, TensorData, TensorId,
 };
+pub use resize::{ResizeAxis, ResizeParams};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A feature-map buffer: one per graph input and per NPU operation output (RESHAPE aliases).
@@ -110,6 +112,8 @@ pub enum Kernel {
     Pool(PoolingMode),
     /// NPU_OP_ELEMENTWISE.
     Elementwise(ElementwiseMode),
+    /// NPU_OP_RESIZE (KERNEL_*_M1 hold the IFM rows/columns read).
+    Resize(ResizeParams),
 }
 
 /// How the accumulator is requantized.
@@ -512,6 +516,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
             Op::ReduceSum(_) | Op::ReduceMax(_) | Op::ReduceMin(_) => cx.lower_reduce(o)?,
             Op::ArgMax(_) => cx.lower_argmax(o)?,
+            Op::Resize(_) => cx.lower_resize(o)?,
             Op::Table(_) => cx.lower_table(o)?,
             Op::Concat(_)
             | Op::Slice(_)

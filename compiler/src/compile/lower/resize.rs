@@ -1,0 +1,193 @@
+//! RESIZE (bilinear and nearest neighbour) as one NPU_OP_RESIZE.
+//!
+//! The IR's integer RESIZE (TOSA §2.12.1) samples `y = oy * d + offset` in units of `1 / n`;
+//! the NPU walks the same positions from RESIZE_*_OFFSET in steps of `d / n` (integer part
+//! and remainder), so `n`, `d` and `offset` carry over, after dividing out a common power of
+//! two (which keeps the accumulator small). The bilinear sum (weights summing to `ny * nx`)
+//! is shifted left by 16 and rescaled shift-only.
+//!
+//! * Bilinear, as the TFLite frontend lowers it: RESIZE (i32) -> `acc + (acc >> 31)` ->
+//!   RESCALE by `2^a >> s` with single rounding: `acc / 2^(s-a)` rounded half away from zero,
+//!   which is OFM_SCALE shift `16 + s - a` (less the divided-out powers) in round mode
+//!   symmetric.
+//! * Nearest neighbour (i8 -> i8): the picked value, OFM_SCALE shift 16.
+
+use super::*;
+use npuc_ir::ResizeMode;
+
+/// One axis of a resize: position `i * d + offset` in units of `1 / n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResizeAxis {
+    pub n: u32,
+    pub d: u32,
+    pub offset: i32,
+}
+
+/// NPU_OP_RESIZE parameters (y, x).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResizeParams {
+    pub mode: npuc_backend::isa::ResizeMode,
+    pub y: ResizeAxis,
+    pub x: ResizeAxis,
+}
+
+/// Divides the largest common power of two out of `n`, `d` and `offset`; returns the axis and
+/// the log2 of the divisor.
+fn reduce_axis(n: i64, d: i64, offset: i64) -> (ResizeAxis, u32) {
+    let mut k = 0;
+    while k < 11 && (n >> k) % 2 == 0 && (d >> k) % 2 == 0 && (offset >> k) % 2 == 0 {
+        k += 1;
+    }
+    let axis = ResizeAxis {
+        n: (n >> k) as u32,
+        d: (d >> k) as u32,
+        offset: (offset >> k) as i32,
+    };
+    (axis, k)
+}
+
+impl<'g> Ctx<'g> {
+    /// The bilinear tail `acc + (acc >> 31)` -> RESCALE; returns (ARS, ADD, RESCALE) ops.
+    fn bilinear_tail(&self, acc: TensorId) -> Option<(OpId, OpId, OpId)> {
+        if self.g.outputs().contains(&acc) {
+            return None;
+        }
+        let consumers = self.g.consumers(acc);
+        if consumers.len() != 2 {
+            return None;
+        }
+        let ids: Vec<OpId> = consumers.iter().map(|c| c.0).collect();
+        let ars = *ids.iter().find(|&&c| {
+            let n = self.node(c);
+            matches!(n.op, Op::ArithmeticRightShift(_))
+                && n.inputs()[0] == acc
+                && self
+                    .const_data(n.inputs()[1])
+                    .is_some_and(|d| d.to_i64_vec().iter().all(|&v| v == 31))
+        })?;
+        let add = *ids.iter().find(|&&c| c != ars)?;
+        let sign = self.node(ars).outputs()[0];
+        let an = self.node(add);
+        let ins = an.inputs();
+        let pair_ok = (ins[0] == acc && ins[1] == sign) || (ins[0] == sign && ins[1] == acc);
+        if !matches!(an.op, Op::Add) || !pair_ok || self.sole_consumer(sign) != Some(add) {
+            return None;
+        }
+        let r = self.sole_consumer(an.outputs()[0])?;
+        matches!(self.node(r).op, Op::Rescale(_)).then_some((ars, add, r))
+    }
+
+    pub(super) fn lower_resize(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let Op::Resize(a) = &node.op else {
+            unreachable!("lower_resize on another op")
+        };
+        let x = node.inputs()[0];
+        if self.dtype(x) != DType::Int8 {
+            return Err(unsupported(node, "RESIZE of i8 feature maps only"));
+        }
+        let [yn, yd, xn, xd] = a.scale;
+        let (y, ky) = reduce_axis(yn, yd, a.offset[0]);
+        let (xa, kx) = reduce_axis(xn, xd, a.offset[1]);
+        let mut names = vec![node.name.clone()];
+        let (out_t, act, ozp, shift, round, mode) = match a.mode {
+            ResizeMode::NearestNeighbor => {
+                let (t, act) = self.fuse_clamp(node.outputs()[0], &mut names);
+                let m = npuc_backend::isa::ResizeMode::Nearest;
+                (t, act, 0, 16u32, RoundModeOfm::Natural, m)
+            }
+            ResizeMode::Bilinear => {
+                let (ars, add, rop) = self.bilinear_tail(node.outputs()[0]).ok_or_else(|| {
+                    unsupported(
+                        node,
+                        "bilinear RESIZE must feed acc + (acc >> 31) -> RESCALE",
+                    )
+                })?;
+                let rnode = self.node(rop);
+                let Op::Rescale(r) = &rnode.op else {
+                    unreachable!()
+                };
+                self.check_rescale_out(rnode, r)?;
+                let m = r.multiplier[0];
+                let s = i64::from(r.shift[0]);
+                let single = r.rounding == RescaleRounding::SingleRound || s <= 31;
+                if r.multiplier.len() != 1 || m <= 0 || m.count_ones() != 1 || !single {
+                    return Err(unsupported(
+                        rnode,
+                        "bilinear RESIZE rescale must be a power-of-two division",
+                    ));
+                }
+                let k = s - i64::from(m.trailing_zeros()) - i64::from(ky + kx);
+                if !(0..=47).contains(&k) {
+                    return Err(unsupported(rnode, "bilinear RESIZE rescale shift"));
+                }
+                for f in [ars, add, rop] {
+                    self.fused.insert(f);
+                    names.push(self.node(f).name.clone());
+                }
+                let (t, act) = self.fuse_clamp(rnode.outputs()[0], &mut names);
+                let m = npuc_backend::isa::ResizeMode::Bilinear;
+                (
+                    t,
+                    act,
+                    r.output_zp,
+                    16 + k as u32,
+                    RoundModeOfm::Symmetric,
+                    m,
+                )
+            }
+        };
+        let ifm = self.fm(node, x, true, 0)?;
+        let ofm = self.ofm(node, out_t, true, ozp)?;
+        let (ih, iw, _) = ifm.shape;
+        let (oh, ow, _) = ofm.shape;
+        // IFM rows/columns read: up to the last output's sample position + 1 (KERNEL_*_M1).
+        let read = |ax: &ResizeAxis, o: u32, i: u32| -> Option<u32> {
+            let n = i64::from(ax.n);
+            let last = (i64::from(o) - 1) * i64::from(ax.d) + i64::from(ax.offset);
+            let int = last.div_euclid(n);
+            let ok = ax.n <= 2048
+                && (-n..n).contains(&i64::from(ax.offset))
+                && i64::from(ax.d) / n < 16
+                && int < i64::from(i);
+            ok.then(|| (int + 1).clamp(0, i64::from(i) - 1) as u32 + 1)
+        };
+        let (Some(kh), Some(kw)) = (read(&y, oh, ih), read(&xa, ow, iw)) else {
+            return Err(unsupported(
+                node,
+                "RESIZE scale/offset outside the NPU's ranges",
+            ));
+        };
+        // The accumulator (|v| <= 128 times ny * nx) shifted left by 16 must fit the format.
+        let bound = (128u64 * u64::from(y.n) * u64::from(xa.n)) << 16;
+        let acc = if bound < 1 << 31 {
+            AccFormat::I32
+        } else {
+            AccFormat::I48
+        };
+        self.push(NpuOp {
+            name: self.node(o).name.clone(),
+            fused: names,
+            kernel: Kernel::Resize(ResizeParams { mode, y, x: xa }),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: (kh, kw),
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: None,
+            requant: Requant::Global {
+                scale: 1,
+                shift: shift as u8,
+            },
+            round,
+            ifm_scale: None,
+            ifm2_scale: None,
+            act,
+            acc,
+            upscale: IfmUpscaleMode::None,
+        });
+        Ok(())
+    }
+}
