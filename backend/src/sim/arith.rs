@@ -53,6 +53,13 @@ pub fn rounded_shift_right(
     if shift == 0 {
         return Ok(acc);
     }
+    // The same arithmetic in i64 when nothing can overflow (the usual case); exact i128
+    // otherwise.
+    if let Ok(a) = i64::try_from(acc) {
+        if let Some(v) = rounding_term_i64(a, shift, mode, dbl_rnd).and_then(|r| a.checked_add(r)) {
+            return Ok(i128::from(v >> shift));
+        }
+    }
     let r: i128 = 1 << (shift - 1);
     let d: i128 = if shift as i64 > 31 - dbl_rnd as i64 {
         1 << (30 - dbl_rnd)
@@ -86,6 +93,44 @@ pub fn rounded_shift_right(
         }
     };
     Ok((acc + r) >> shift)
+}
+
+/// The rounding term `r` of [`rounded_shift_right`] for `1 <= shift <= 63`, `dbl_rnd <= 30`,
+/// in i64 (`None` if it does not fit, which it always does).
+#[inline]
+fn rounding_term_i64(acc: i64, shift: u32, mode: RoundModeOfm, dbl_rnd: u32) -> Option<i64> {
+    let r: i64 = 1 << (shift - 1);
+    let d: i64 = if shift as i64 > 31 - dbl_rnd as i64 {
+        1 << (30 - dbl_rnd)
+    } else {
+        0
+    };
+    Some(match mode {
+        RoundModeOfm::DoubleSymmetric => {
+            if acc >= 0 {
+                r.checked_add(d)?
+            } else {
+                r - d
+            }
+        }
+        RoundModeOfm::DoubleAsymmetric => r.checked_add(d)?,
+        RoundModeOfm::TruncateToZero => {
+            if acc >= 0 {
+                0
+            } else {
+                ((1u64 << shift) - 1) as i64
+            }
+        }
+        RoundModeOfm::TruncateToLower => 0,
+        RoundModeOfm::Natural => r,
+        RoundModeOfm::Symmetric => {
+            if acc >= 0 {
+                r
+            } else {
+                r - 1
+            }
+        }
+    })
 }
 
 /// `clz(a, 32)`: leading zeros of a 32-bit value.

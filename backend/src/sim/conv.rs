@@ -31,6 +31,51 @@ fn dot64(a: &[i32], b: &[i32]) -> i64 {
     })
 }
 
+#[inline]
+fn dot16_32(a: &[i16], b: &[i16]) -> i64 {
+    let s = a.iter().zip(b).fold(0i32, |s, (&x, &y)| {
+        s.wrapping_add(i32::from(x) * i32::from(y))
+    });
+    i64::from(s)
+}
+
+#[inline]
+fn dot16_64(a: &[i16], b: &[i16]) -> i64 {
+    a.iter().zip(b).fold(0i64, |s, (&x, &y)| {
+        s.wrapping_add(i64::from(i32::from(x) * i32::from(y)))
+    })
+}
+
+/// `values` as i16 if every one fits.
+fn to_i16<T: Copy + TryInto<i16>>(values: &[T]) -> Option<Vec<i16>> {
+    values.iter().map(|&v| v.try_into().ok()).collect()
+}
+
+/// Copies the `kh x kw x c` receptive field whose tap (ky, kx) starts at `tap(ky, kx)` in
+/// `inp` into `patch`, in [ky][kx][c] order.
+fn gather_patch<T: Copy>(
+    patch: &mut [T],
+    inp: &[T],
+    kh: usize,
+    kw: usize,
+    c: usize,
+    dx: usize,
+    tap: impl Fn(usize, usize) -> usize,
+) {
+    for ky in 0..kh {
+        if dx == 1 {
+            let start = tap(ky, 0);
+            patch[ky * kw * c..(ky + 1) * kw * c].copy_from_slice(&inp[start..start + kw * c]);
+        } else {
+            for kx in 0..kw {
+                let start = tap(ky, kx);
+                let at = (ky * kw + kx) * c;
+                patch[at..at + c].copy_from_slice(&inp[start..start + c]);
+            }
+        }
+    }
+}
+
 fn check_common(regs: &RegisterFile, g: &Geometry, section: &'static str) -> Result<(), Fault> {
     check(
         g.kh_dil * g.kw_dil <= 64 * 64,
@@ -162,39 +207,59 @@ pub fn conv(
     let keep_init = regs.acc_format.acc_input != AccInput::Reset;
     let ifm2 = Fm::ifm2(regs);
     let ktaps = kh * kw * c;
+    // Operands as i16 when they fit (always for the precisions CONV permits: b8 minus its
+    // zero point, or signed b16 with zero point 0): products are then exact in i32.
+    let narrow = (to_i16(&inp), to_i16(&wv));
+    let mut patch16 = vec![0i16; ktaps];
+    let mut patch32 = vec![0i32; ktaps];
+    let mut acc = vec![0i64; g.ofm_d];
+    let mut buf = Vec::new();
     for oy in 0..g.ofm_h {
         for ox in 0..g.ofm_w {
-            for oc in 0..g.ofm_d {
-                let wo = &wv[oc * ktaps..(oc + 1) * ktaps];
-                let mut s = 0i64;
-                for ky in 0..kh {
-                    let row = (oy * g.sy + ky * g.dy) * pw;
-                    if g.dx == 1 {
-                        let start = (row + ox * g.sx) * c;
-                        let a = &inp[start..start + kw * c];
-                        let b = &wo[ky * kw * c..(ky + 1) * kw * c];
-                        s = s.wrapping_add(if acc32 { dot32(a, b) } else { dot64(a, b) });
-                    } else {
-                        for kx in 0..kw {
-                            let start = (row + ox * g.sx + kx * g.dx) * c;
-                            let a = &inp[start..start + c];
-                            let b = &wo[(ky * kw + kx) * c..(ky * kw + kx + 1) * c];
-                            s = s.wrapping_add(if acc32 { dot32(a, b) } else { dot64(a, b) });
-                        }
+            // The receptive field of (oy, ox) in [ky][kx][c] order, as the weights are.
+            let tap =
+                |ky: usize, kx: usize| ((oy * g.sy + ky * g.dy) * pw + ox * g.sx + kx * g.dx) * c;
+            match &narrow {
+                (Some(i16s), Some(w16)) => {
+                    gather_patch(&mut patch16, i16s, kh, kw, c, g.dx, tap);
+                    for (a, wo) in acc.iter_mut().zip(w16.chunks_exact(ktaps)) {
+                        *a = if acc32 {
+                            dot16_32(&patch16, wo)
+                        } else {
+                            dot16_64(&patch16, wo)
+                        };
                     }
                 }
-                let init = if keep_init {
-                    acc_init(regs, st, &ifm2, &out, oy, ox, oc, 0)?
-                } else {
-                    0
-                };
-                out.write_accumulator(
+                _ => {
+                    gather_patch(&mut patch32, &inp, kh, kw, c, g.dx, tap);
+                    for (a, wo) in acc.iter_mut().zip(wv.chunks_exact(ktaps)) {
+                        *a = if acc32 {
+                            dot32(&patch32, wo)
+                        } else {
+                            dot64(&patch32, wo)
+                        };
+                    }
+                }
+            }
+            if keep_init {
+                for (oc, &s) in acc.iter().enumerate() {
+                    let init = acc_init(regs, st, &ifm2, &out, oy, ox, oc, 0)?;
+                    out.write_accumulator(
+                        st,
+                        oy as u64,
+                        ox as u64,
+                        oc as u64,
+                        init.wrapping_add(s),
+                        Rescale::Normal,
+                    )?;
+                }
+            } else {
+                out.write_accumulators(
                     st,
-                    oy as u64,
-                    ox as u64,
-                    oc as u64,
-                    init.wrapping_add(s),
+                    (oy as u64, ox as u64, 0),
+                    &acc,
                     Rescale::Normal,
+                    &mut buf,
                 )?;
             }
         }
@@ -269,33 +334,68 @@ pub fn depthwise(
     out.check_permutation(true)?;
     let keep_init = regs.acc_format.acc_input != AccInput::Reset;
     let ifm2 = Fm::ifm2(regs);
+    // With 32-bit accumulators that are rescaled (acc_output enable), the sum modulo 2^32
+    // is all that matters (write_accumulator sign-extends it from bit 31): accumulate in i32.
+    let wrap32 = out.acc_bits() == 32 && regs.acc_format.acc_output == AccOutput::Enable;
+    let wt32: Vec<i32> = if wrap32 {
+        wt.iter().map(|&v| v as i32).collect()
+    } else {
+        Vec::new()
+    };
     let mut acc = vec![0i64; c];
+    let mut acc32 = vec![0i32; c];
+    let mut buf = Vec::new();
     for oy in 0..g.ofm_h {
         for ox in 0..g.ofm_w {
-            acc.fill(0);
-            for ky in 0..kh {
-                for kx in 0..kw {
-                    let start = ((oy * g.sy + ky * g.dy) * pw + ox * g.sx + kx * g.dx) * c;
-                    let a = &inp[start..start + c];
-                    let b = &wt[(ky * kw + kx) * c..(ky * kw + kx + 1) * c];
-                    for ((s, &x), &y) in acc.iter_mut().zip(a).zip(b) {
-                        *s = s.wrapping_add(i64::from(x) * y);
+            let tap =
+                |ky: usize, kx: usize| ((oy * g.sy + ky * g.dy) * pw + ox * g.sx + kx * g.dx) * c;
+            if wrap32 {
+                acc32.fill(0);
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let start = tap(ky, kx);
+                        let a = &inp[start..start + c];
+                        let b = &wt32[(ky * kw + kx) * c..(ky * kw + kx + 1) * c];
+                        for ((s, &x), &y) in acc32.iter_mut().zip(a).zip(b) {
+                            *s = s.wrapping_add(x.wrapping_mul(y));
+                        }
+                    }
+                }
+                for (s, &v) in acc.iter_mut().zip(&acc32) {
+                    *s = i64::from(v);
+                }
+            } else {
+                acc.fill(0);
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let start = tap(ky, kx);
+                        let a = &inp[start..start + c];
+                        let b = &wt[(ky * kw + kx) * c..(ky * kw + kx + 1) * c];
+                        for ((s, &x), &y) in acc.iter_mut().zip(a).zip(b) {
+                            *s = s.wrapping_add(i64::from(x) * y);
+                        }
                     }
                 }
             }
-            for (oc, &s) in acc.iter().enumerate() {
-                let init = if keep_init {
-                    acc_init(regs, st, &ifm2, &out, oy, ox, oc, 0)?
-                } else {
-                    0
-                };
-                out.write_accumulator(
+            if keep_init {
+                for (oc, &s) in acc.iter().enumerate() {
+                    let init = acc_init(regs, st, &ifm2, &out, oy, ox, oc, 0)?;
+                    out.write_accumulator(
+                        st,
+                        oy as u64,
+                        ox as u64,
+                        oc as u64,
+                        init.wrapping_add(s),
+                        Rescale::Normal,
+                    )?;
+                }
+            } else {
+                out.write_accumulators(
                     st,
-                    oy as u64,
-                    ox as u64,
-                    oc as u64,
-                    init.wrapping_add(s),
+                    (oy as u64, ox as u64, 0),
+                    &acc,
                     Rescale::Normal,
+                    &mut buf,
                 )?;
             }
         }

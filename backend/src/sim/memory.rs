@@ -206,6 +206,11 @@ impl Memory {
         self.write_bytes(Some(region), addr, &bytes[..esize as usize])
     }
 
+    /// Whether `[addr, addr+len)` of `region` is mapped (what a read or write would check).
+    pub fn check_access(&self, region: u8, addr: u64, len: u64) -> Result<(), Fault> {
+        self.locate(region, addr, len, "write").map(|_| ())
+    }
+
     fn locate(
         &self,
         region: u8,

@@ -47,6 +47,9 @@ pub struct Output {
     reverse: ActivationReverse,
     transpose: ActivationTranspose,
     mb_depth: u64,
+    /// The OFM is written to memory in HWC order without reverse: a pixel's channels are
+    /// contiguous (NHWC) or contiguous per 16-channel group (NHCWB16).
+    plain_layout: bool,
 }
 
 impl Output {
@@ -130,6 +133,13 @@ impl Output {
             act,
             reverse: p.activation_reverse,
             transpose: p.activation_transpose,
+            plain_layout: regs.acc_format.acc_output == AccOutput::Enable
+                && matches!(
+                    p.activation_storage,
+                    ActivationStorage::Tile2x2 | ActivationStorage::Tile3x1
+                )
+                && p.activation_reverse == ActivationReverse::None
+                && p.activation_transpose == ActivationTranspose::Hwc,
             mb_depth: if needs_mb {
                 u64::from(microblock_depth(arch, regs)?)
             } else {
@@ -170,7 +180,7 @@ impl Output {
                     || format!("{mode:?} with OFM_PRECISION.scale_mode == per_channel"),
                 )?;
                 let s = self.scales.as_ref().and_then(|s| s.scale.get(oc as usize));
-                *s.ok_or(Fault::Scales(format!("no scale for channel {oc}")))?
+                *s.ok_or_else(|| Fault::Scales(format!("no scale for channel {oc}")))?
             }
             _ => self.global,
         };
@@ -199,7 +209,10 @@ impl Output {
         let result = if mode == Rescale::ShiftOnly {
             i128::from(acc)
         } else {
-            i128::from(acc) * i128::from(scale)
+            match acc.checked_mul(scale) {
+                Some(p) => i128::from(p),
+                None => i128::from(acc) * i128::from(scale),
+            }
         };
         Ok(rounded_shift_right(result, shift, self.round, self.dbl_rnd)? as i64)
     }
@@ -243,6 +256,90 @@ impl Output {
             st.acc.write(self.blk, oy, ox, oc, acc);
             Ok(())
         }
+    }
+
+    /// `write_accumulator(oy, ox, oc0 + k, accs[k], mode)` for every `k`, in that order.
+    ///
+    /// When the OFM is written in plain HWC order, the values are computed first and each
+    /// run of contiguous channels is written with one bounds check; the result, the traffic
+    /// and COND_STATUS are those of the element-by-element writes. If anything would fail
+    /// (an assert, an access outside the region), the pixel is redone element by element so
+    /// that the partial writes and the diagnostic are exactly those of the TRM order.
+    pub fn write_accumulators(
+        &self,
+        st: &mut State,
+        (oy, ox, oc0): (u64, u64, u64),
+        accs: &[i64],
+        mode: Rescale,
+        buf: &mut Vec<u8>,
+    ) -> Result<(), Fault> {
+        if !self.plain_layout
+            || self.write_pixel_fast(st, (oy, ox, oc0), accs, mode, buf) != Some(())
+        {
+            for (k, &acc) in accs.iter().enumerate() {
+                self.write_accumulator(st, oy, ox, oc0 + k as u64, acc, mode)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The fast path of [`Output::write_accumulators`]; `None` when it cannot be taken (nothing
+    /// has been written then).
+    fn write_pixel_fast(
+        &self,
+        st: &mut State,
+        (oy, ox, oc0): (u64, u64, u64),
+        accs: &[i64],
+        mode: Rescale,
+        buf: &mut Vec<u8>,
+    ) -> Option<()> {
+        let (h, w, d) = self.dims;
+        let n = accs.len() as u64;
+        if accs.is_empty() || oy >= h || ox >= w || oc0 + n > d {
+            return None;
+        }
+        let es = self.ofm.esize() as usize;
+        let bits = 8 * es as u32;
+        buf.clear();
+        let mut last = 0;
+        for (k, &acc) in accs.iter().enumerate() {
+            let oc = oc0 + k as u64;
+            let acc = sign_extend(acc.wrapping_add(self.bias(oc)), self.acc_bits);
+            let v = self.rescale(acc, oc, mode).ok()?;
+            let v = self.act.apply(v, st.mem.lut()).ok()?;
+            last = truncate(v, bits, self.ofm.signed);
+            buf.extend_from_slice(&last.to_le_bytes()[..es]);
+        }
+        // Runs of contiguous channels: the whole pixel (NHWC) or each 16-channel group
+        // (NHCWB16). Every run is checked before any is written.
+        let runs = || {
+            let mut c = oc0;
+            std::iter::from_fn(move || {
+                (c < oc0 + n).then(|| {
+                    let k = match self.ofm.format {
+                        ActivationFormat::Nhwc => oc0 + n - c,
+                        ActivationFormat::Nhcwb16 => (16 - (c & 15)).min(oc0 + n - c),
+                    };
+                    c += k;
+                    (c - k, k)
+                })
+            })
+        };
+        for (c, k) in runs() {
+            let a = self.ofm.addr(oy, ox, c).ok()?;
+            st.mem
+                .check_access(self.ofm.region, a, k * es as u64)
+                .ok()?;
+        }
+        for (c, k) in runs() {
+            let a = self.ofm.addr(oy, ox, c).ok()?;
+            let from = (c - oc0) as usize * es;
+            st.mem
+                .write_bytes(Some(self.ofm.region), a, &buf[from..from + k as usize * es])
+                .ok()?;
+        }
+        st.result_flag = (h == 1 && w == 1 && d == 1).then_some(last & 1 == 1);
+        Some(())
     }
 
     /// Rescale, activation and write of an elementwise/resize result (no bias).

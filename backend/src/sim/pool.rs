@@ -207,6 +207,7 @@ pub fn pool(
     };
     let bits = out.acc_bits();
     let mut acc = vec![0i64; c];
+    let mut buf = Vec::new();
     for oy in 0..g.ofm_h {
         // Valid (non-padding) taps; padding taps read the identity, which changes nothing
         // (max/min/argmax never prefer it, sum/average add 0).
@@ -261,9 +262,7 @@ pub fn pool(
             } else {
                 Rescale::Normal
             };
-            for (ch, &a) in acc.iter().enumerate() {
-                out.write_accumulator(st, oy as u64, ox as u64, ch as u64, a, rescale)?;
-            }
+            out.write_accumulators(st, (oy as u64, ox as u64, 0), &acc, rescale, &mut buf)?;
         }
     }
     Ok(counts)
