@@ -1,19 +1,28 @@
 //! `npuc run`: executes a compiled model on the reference simulator.
 //!
-//! For a Vela-compiled `.tflite`: `read_only` goes to region 0, the arena (`scratch`) to
-//! region 1 and `scratch_fast` to region 2 (the arena again when Vela passes the scratch
-//! tensor as `scratch_fast`, as in its Shared_Sram and Sram_Only modes). Inputs are written
-//! at their `OfflineMemoryAllocation` offsets, every `ethos-u` operator runs in order, and the
-//! outputs are read back from the arena. CPU operators are not supported yet.
+//! For a Vela-format `.tflite` (any `ethos-u` custom operator with a COP payload, any mix of
+//! NPU and CPU operators, any number of each), the operators of the main subgraph run in
+//! order on one tensor arena laid out by the `OfflineMemoryAllocation` metadata:
+//!
+//! * an `ethos-u` operator runs on the simulator with `read_only` in region 0, the arena from
+//!   its `scratch` tensor's offset in region 1, and `scratch_fast` in region 2 (the arena
+//!   again when the operator passes the scratch tensor as `scratch_fast`, as in Vela's
+//!   Shared_Sram and Sram_Only modes; a separate zeroed buffer otherwise);
+//! * a CPU operator is lowered alone (`npuc_frontend_tflite::lower::lower_operator`) and run on
+//!   the IR reference interpreter, its non-constant inputs read from and its outputs written
+//!   to their arena offsets. An operator the interpreter cannot run is an error naming it.
+//!
+//! Graph inputs are written at their offsets first and outputs read back at the end.
 
 #[path = "npy.rs"]
 pub mod npy;
 
 use npuc_backend::arch::Accelerator;
-use npuc_backend::cop::parse_payload;
+use npuc_backend::cop::{parse_payload, NpuPayload};
 use npuc_backend::sim::{RunReport, SimError, Simulator};
-use npuc_frontend_tflite::vela::{FeatureMap, VelaOp};
-use npuc_frontend_tflite::{TensorType, TfliteModel};
+use npuc_frontend_tflite::lower::{lower_operator, LoweredOperator};
+use npuc_frontend_tflite::vela::{CpuOp, EthosUOp, OfflineMemoryAllocation, VelaOp};
+use npuc_frontend_tflite::{Subgraph, TensorId, TensorType, TfliteModel};
 use npy::{Array, Dtype};
 
 /// Why a model could not be run.
@@ -22,9 +31,16 @@ pub enum RunError {
     /// The model could not be read.
     #[error("reading the model: {0}")]
     Model(String),
-    /// The graph has operators left for the CPU.
-    #[error("the graph has CPU operators ({0}); running them needs the reference interpreter, which is not wired into `npuc run` yet")]
-    CpuOps(String),
+    /// A CPU operator could not be lowered or interpreted.
+    #[error("CPU operator {op} ({name}) on the reference interpreter: {reason}")]
+    CpuOp {
+        /// Index of the operator in the subgraph.
+        op: usize,
+        /// Its TFLite opcode name.
+        name: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The inputs do not match the graph.
     #[error("input {index}: {reason}")]
     Input {
@@ -56,12 +72,14 @@ pub struct RunOutput {
     pub outputs: Vec<Array>,
     /// One report per ethos-u operator.
     pub reports: Vec<RunReport>,
+    /// TFLite names of the operators run on the reference interpreter, in order.
+    pub cpu_ops: Vec<String>,
     /// The configuration the model was compiled for.
     pub accelerator: Option<Accelerator>,
 }
 
-fn dtype_of(fm: &FeatureMap) -> Result<Dtype, RunError> {
-    Ok(match fm.dtype {
+fn npy_dtype(name: &str, dtype: TensorType) -> Result<Dtype, RunError> {
+    Ok(match dtype {
         TensorType::Bool => Dtype::Bool,
         TensorType::Int8 => Dtype::I8,
         TensorType::Uint8 => Dtype::U8,
@@ -70,118 +88,218 @@ fn dtype_of(fm: &FeatureMap) -> Result<Dtype, RunError> {
         TensorType::Int32 => Dtype::I32,
         TensorType::Uint32 => Dtype::U32,
         TensorType::Int64 => Dtype::I64,
-        t => return Err(RunError::Dtype(fm.name.clone(), t)),
+        t => return Err(RunError::Dtype(name.to_owned(), t)),
     })
 }
 
-fn offset(fm: &FeatureMap) -> Result<usize, RunError> {
-    fm.arena_offset
-        .map(|o| o as usize)
-        .ok_or_else(|| RunError::NoOffset(fm.name.clone()))
+/// A tensor of the subgraph as the arena holds it: offset, byte size, dtype, shape.
+struct Placed {
+    name: String,
+    at: usize,
+    size: usize,
+    dtype: Dtype,
+    shape: Vec<usize>,
 }
 
-/// Runs a Vela-compiled `.tflite` on `inputs` (in the graph's input order).
+fn placed(
+    sg: &Subgraph,
+    oma: Option<&OfflineMemoryAllocation>,
+    t: TensorId,
+) -> Result<Placed, RunError> {
+    let tensor = sg
+        .tensor(t)
+        .ok_or_else(|| RunError::Model(format!("tensor {t} is not in the subgraph")))?;
+    let name = tensor.name.clone();
+    let shape = tensor
+        .static_shape()
+        .map_err(|e| RunError::Model(e.to_string()))?;
+    let size = tensor
+        .byte_size()
+        .ok_or_else(|| RunError::Dtype(name.clone(), tensor.dtype))?;
+    let at = oma
+        .and_then(|o| o.offset(sg.id, t))
+        .ok_or_else(|| RunError::NoOffset(name.clone()))? as usize;
+    Ok(Placed {
+        dtype: npy_dtype(&name, tensor.dtype)?,
+        name,
+        at,
+        size,
+        shape,
+    })
+}
+
+/// Runs a Vela-format `.tflite` on `inputs` (in the graph's input order).
 pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
     let m = TfliteModel::parse(model).map_err(|e| RunError::Model(e.to_string()))?;
     let v = m.vela().map_err(|e| RunError::Model(e.to_string()))?;
-    let sg = v
+    let vsg = v
         .subgraphs
         .first()
         .ok_or_else(|| RunError::Model("no subgraph".into()))?;
-    let cpu: Vec<String> = sg
-        .ops
-        .iter()
-        .filter_map(|op| match op {
-            VelaOp::Cpu(c) => Some(c.name.clone()),
-            VelaOp::Npu(_) => None,
-        })
-        .collect();
-    if !cpu.is_empty() {
-        return Err(RunError::CpuOps(cpu.join(", ")));
-    }
-    if inputs.len() != sg.inputs.len() {
+    let sg = m.main_subgraph();
+    let oma = v.offline_memory_allocation.as_ref();
+    if inputs.len() != vsg.inputs.len() {
         return Err(RunError::Input {
-            index: inputs.len().min(sg.inputs.len()),
+            index: inputs.len().min(vsg.inputs.len()),
             reason: format!(
                 "the graph has {} inputs, {} given",
-                sg.inputs.len(),
+                vsg.inputs.len(),
                 inputs.len()
             ),
         });
     }
-    let npu: Vec<_> = v.ethos_u_ops().collect();
-    let arena_size = npu.iter().map(|o| o.scratch_size).max().unwrap_or(0);
-    let mut arena = vec![0u8; arena_size];
-    for (index, (fm, a)) in sg.inputs.iter().zip(inputs).enumerate() {
-        let dt = dtype_of(fm)?;
-        if a.dtype != dt || a.shape != fm.shape {
+    // Every payload is read before anything runs; all must be for one configuration.
+    let mut payloads = Vec::new();
+    for (k, op) in v.ethos_u_ops().enumerate() {
+        let p = parse_payload(&op.payload)
+            .map_err(|e| RunError::Model(format!("ethos-u operator {k}: {e}")))?;
+        if let Some(first) = payloads.first().map(|p: &NpuPayload| p.accelerator) {
+            if first != p.accelerator {
+                return Err(RunError::Model(format!(
+                    "ethos-u operator {k} is for {:?}, operator 0 for {first:?}",
+                    p.accelerator
+                )));
+            }
+        }
+        payloads.push(p);
+    }
+    let accelerator = payloads.first().map(|p| p.accelerator);
+    let region1_base = |op: &EthosUOp| {
+        oma.and_then(|o| o.offset(sg.id, op.scratch_tensor))
+            .map_or(0, |o| o as usize)
+    };
+    // Every CPU operator is lowered before anything runs (an operator the interpreter cannot
+    // run is reported up front). The arena covers every operator's scratch and every arena
+    // tensor an operator or the graph touches.
+    let mut arena_size = 0;
+    let mut lowered = Vec::new();
+    let mut arena_tensors: Vec<TensorId> = vsg
+        .inputs
+        .iter()
+        .chain(&vsg.outputs)
+        .map(|fm| fm.tensor)
+        .collect();
+    for op in &vsg.ops {
+        match op {
+            VelaOp::Npu(op) => arena_size = arena_size.max(region1_base(op) + op.scratch_size),
+            VelaOp::Cpu(op) => {
+                let l = lower_operator(&m, sg.id, op.op).map_err(|e| RunError::CpuOp {
+                    op: op.op.index(),
+                    name: op.name.clone(),
+                    reason: e.to_string(),
+                })?;
+                arena_tensors.extend(l.inputs.iter().chain(&l.outputs));
+                lowered.push(l);
+            }
+        }
+    }
+    for &t in &arena_tensors {
+        let p = placed(sg, oma, t)?;
+        arena_size = arena_size.max(p.at + p.size);
+    }
+    let mut sim = Simulator::new(accelerator.unwrap_or(Accelerator::U85_256));
+    let arena = sim.memory_mut().add_buffer(vec![0u8; arena_size]);
+    for (index, (fm, a)) in vsg.inputs.iter().zip(inputs).enumerate() {
+        let p = placed(sg, oma, fm.tensor)?;
+        if a.dtype != p.dtype || a.shape != p.shape || a.data.len() != p.size {
             return Err(RunError::Input {
                 index,
                 reason: format!(
                     "{} {:?} given, the graph's input {} is {} {:?}",
-                    a.dtype, a.shape, fm.name, dt, fm.shape
+                    a.dtype, a.shape, p.name, p.dtype, p.shape
                 ),
             });
         }
-        let at = offset(fm)?;
-        let dst = arena
-            .get_mut(at..at + a.data.len())
-            .ok_or_else(|| RunError::Input {
-                index,
-                reason: format!(
-                    "offset {at} + {} bytes is outside the {arena_size}-byte arena",
-                    a.data.len()
-                ),
-            })?;
-        dst.copy_from_slice(&a.data);
+        sim.memory_mut().buffer_mut(arena)[p.at..p.at + p.size].copy_from_slice(&a.data);
     }
-    let mut sim: Option<Simulator> = None;
     let mut reports = Vec::new();
-    let mut accelerator = None;
-    let mut arena_id = None;
-    for (k, op) in npu.iter().enumerate() {
-        let payload = parse_payload(&op.payload)
-            .map_err(|e| RunError::Model(format!("ethos-u operator {k}: {e}")))?;
-        accelerator = Some(payload.accelerator);
-        let s = sim.get_or_insert_with(|| Simulator::new(payload.accelerator));
-        let mem = s.memory_mut();
-        let aid = *arena_id.get_or_insert_with(|| mem.add_buffer(std::mem::take(&mut arena)));
-        let ro = mem.add_buffer(op.read_only.clone());
-        mem.map_region(0, ro, 0);
-        mem.map_region(1, aid, 0);
-        if op.scratch_fast_tensor == op.scratch_tensor {
-            mem.map_region(2, aid, 0);
-        } else {
-            let fast = mem.add_buffer(vec![0u8; op.scratch_fast_size]);
-            mem.map_region(2, fast, 0);
+    let mut cpu_ops = Vec::new();
+    let mut npu_index = 0;
+    let mut lowered = lowered.iter();
+    for op in &vsg.ops {
+        match op {
+            VelaOp::Npu(op) => {
+                let mem = sim.memory_mut();
+                let ro = mem.add_buffer(op.read_only.clone());
+                let base = region1_base(op) as u64;
+                mem.map_region(0, ro, 0);
+                mem.map_region(1, arena, base);
+                if op.scratch_fast_tensor == op.scratch_tensor {
+                    mem.map_region(2, arena, base);
+                } else {
+                    let fast = mem.add_buffer(vec![0u8; op.scratch_fast_size]);
+                    mem.map_region(2, fast, 0);
+                }
+                let r = sim
+                    .run(&payloads[npu_index].words)
+                    .map_err(|source| RunError::Sim {
+                        op: npu_index,
+                        source,
+                    })?;
+                reports.push(r);
+                npu_index += 1;
+            }
+            VelaOp::Cpu(op) => {
+                let l = lowered
+                    .next()
+                    .ok_or_else(|| RunError::Model("CPU operator not lowered".into()))?;
+                run_cpu_op(sg, oma, op, l, sim.memory_mut().buffer_mut(arena))?;
+                cpu_ops.push(op.name.clone());
+            }
         }
-        let r = s
-            .run(&payload.words)
-            .map_err(|source| RunError::Sim { op: k, source })?;
-        reports.push(r);
     }
     let mut outputs = Vec::new();
-    for fm in &sg.outputs {
-        let dt = dtype_of(fm)?;
-        let at = offset(fm)?;
-        let bytes = match (&sim, arena_id) {
-            (Some(s), Some(id)) => s
-                .memory()
-                .buffer(id)
-                .get(at..at + fm.byte_size)
-                .map(<[u8]>::to_vec),
-            _ => None,
-        };
-        let data = bytes.ok_or_else(|| RunError::NoOffset(fm.name.clone()))?;
+    for fm in &vsg.outputs {
+        let p = placed(sg, oma, fm.tensor)?;
         outputs.push(Array {
-            dtype: dt,
-            shape: fm.shape.clone(),
-            data,
+            dtype: p.dtype,
+            shape: p.shape,
+            data: sim.memory().buffer(arena)[p.at..p.at + p.size].to_vec(),
         });
     }
     Ok(RunOutput {
         outputs,
         reports,
+        cpu_ops,
         accelerator,
     })
+}
+
+/// Runs one CPU operator on the reference interpreter over the arena.
+fn run_cpu_op(
+    sg: &Subgraph,
+    oma: Option<&OfflineMemoryAllocation>,
+    op: &CpuOp,
+    lowered: &LoweredOperator,
+    arena: &mut [u8],
+) -> Result<(), RunError> {
+    let fail = |reason: String| RunError::CpuOp {
+        op: op.op.index(),
+        name: op.name.clone(),
+        reason,
+    };
+    let mut values = Vec::new();
+    for &t in &lowered.inputs {
+        let p = placed(sg, oma, t)?;
+        values.push(Array {
+            dtype: p.dtype,
+            shape: p.shape,
+            data: arena[p.at..p.at + p.size].to_vec(),
+        });
+    }
+    let results = crate::reference::run_graph(&lowered.lowered.graph, &values)
+        .map_err(|e| fail(e.to_string()))?;
+    for (&t, a) in lowered.outputs.iter().zip(&results) {
+        let p = placed(sg, oma, t)?;
+        if a.data.len() != p.size {
+            return Err(fail(format!(
+                "output {} has {} bytes, the tensor {}",
+                p.name,
+                a.data.len(),
+                p.size
+            )));
+        }
+        arena[p.at..p.at + p.size].copy_from_slice(&a.data);
+    }
+    Ok(())
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 /// Arguments of `npuc run`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Vela-compiled .tflite (run on the simulator), or a plain .tflite / .tosa (run on the
-    /// reference interpreter).
+    /// A Vela-format .tflite (ethos-u operators run on the simulator, CPU operators on the
+    /// reference interpreter), or a plain .tflite / .tosa (run on the reference interpreter).
     artifact: PathBuf,
     /// Graph inputs as .npy files, in the graph's input order.
     #[arg(long = "input")]

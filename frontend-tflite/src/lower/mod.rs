@@ -21,6 +21,7 @@
 
 mod arith;
 mod ctx;
+mod operator;
 mod ops_conv;
 mod ops_elementwise;
 mod ops_layout;
@@ -33,6 +34,7 @@ use crate::{BuiltinOperator, TfliteModel};
 use npuc_ir::{Graph, ValidationError};
 
 pub use arith::{activation_range, quantize_multiplier};
+pub use operator::{lower_operator, LoweredOperator};
 
 /// The result of [`lower`]: the IR graph and where each TFLite tensor of the main subgraph
 /// went.
