@@ -33,3 +33,30 @@ fn concat_operand_written_in_place() {
     let kernels: Vec<&str> = m.operators.iter().map(|o| o.kernel.as_str()).collect();
     assert_eq!(kernels, ["ELEMENTWISE", "POOL", "POOL", "POOL"]);
 }
+
+/// A small TRANSPOSE is one 1x1 pool whose OFM is written transposed (NHWC -> NCHW of a
+/// [1, 4, 6, 9] tensor: the (H, W, C) -> (C, H, W) permutation, OFM transpose CHW).
+#[test]
+fn small_transpose_uses_the_ofm_transpose() {
+    use npuc::compile::{compile, Options};
+    use npuc_backend::isa::{decode_stream, ActivationTranspose, Command};
+    use npuc_ir::*;
+    let mut b = GraphBuilder::new("nchw");
+    let x = b.input("x", DType::Int8, [1, 4, 6, 9]);
+    let attrs = TransposeAttrs {
+        perms: vec![0, 3, 1, 2],
+    };
+    let y = b.op("t", Op::Transpose(attrs), &[x]);
+    b.output(y);
+    let m = compile(&b.finish().unwrap(), &Options::default()).unwrap();
+    assert_eq!(m.operators.len(), 1);
+    let transposes: Vec<ActivationTranspose> = decode_stream(&m.command_stream)
+        .unwrap()
+        .iter()
+        .filter_map(|d| match d.command {
+            Command::SetOfmPrecision(p) => Some(p.activation_transpose),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(transposes, [ActivationTranspose::Chw]);
+}

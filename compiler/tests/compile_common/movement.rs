@@ -129,6 +129,13 @@ pub fn transpose_all_perms(_rng: &mut Rng) -> Graph {
     };
     let y = b.op("nchw", Op::Transpose(attrs), &[z]);
     b.output(y);
+    // An axis above 128 (beyond the OFM transpose block limits): strided copies instead.
+    let v = b.input("v", DType::Int8, [1, 3, 130, 2]);
+    let attrs = TransposeAttrs {
+        perms: vec![0, 2, 1, 3],
+    };
+    let y = b.op("wide", Op::Transpose(attrs), &[v]);
+    b.output(y);
     b.finish().unwrap()
 }
 

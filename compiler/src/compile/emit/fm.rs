@@ -127,7 +127,7 @@ pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
         activation_format: ActivationFormat::Nhwc,
         scale_mode,
         activation_reverse: op.ofm.view.reverse,
-        activation_transpose: ActivationTranspose::Hwc,
+        activation_transpose: op.ofm.view.transpose,
         activation_storage: ActivationStorage::Tile2x2,
     }));
     w.set(Command::SetOfmRegion(SetOfmRegion {
@@ -149,14 +149,16 @@ pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
     w.set(Command::SetOfmDepthM1(SetOfmDepthM1 {
         depth_m1: (c - 1) as u16,
     }));
+    // Tile sizes are in the stored (post-transpose) axes (TRM 3.10.46-55).
+    let (th, tw, _) = op.ofm.stored_shape();
     w.set(Command::SetOfmHeight0M1(SetOfmHeight0M1 {
-        height_m1: (h - 1) as u16,
+        height_m1: (th - 1) as u16,
     }));
     w.set(Command::SetOfmHeight1M1(SetOfmHeight1M1 {
-        height_m1: (h - 1) as u16,
+        height_m1: (th - 1) as u16,
     }));
     w.set(Command::SetOfmWidth0M1(SetOfmWidth0M1 {
-        width_m1: (wd - 1) as u16,
+        width_m1: (tw - 1) as u16,
     }));
     w.set(Command::SetOfmStrideY(SetOfmStrideY {
         addr_hi: shi,

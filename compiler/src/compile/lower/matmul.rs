@@ -121,8 +121,7 @@ impl<'g> Ctx<'g> {
             broadcast: (false, false, false),
             view: View {
                 offset: offset as u64,
-                strides: None,
-                reverse: ActivationReverse::None,
+                ..View::default()
             },
         };
         let mut last_b = None;

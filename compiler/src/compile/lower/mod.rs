@@ -18,8 +18,8 @@ pub use table::Lut;
 
 use super::CompileError;
 use npuc_backend::isa::{
-    AccFormat, ActivationReverse, ElementwiseMode, IfmUpscaleMode, PoolingMode, RoundModeIfm,
-    RoundModeOfm,
+    AccFormat, ActivationReverse, ActivationTranspose, ElementwiseMode, IfmUpscaleMode,
+    PoolingMode, RoundModeIfm, RoundModeOfm,
 };
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_codecs::scale::ChannelScale;
@@ -71,6 +71,9 @@ pub struct View {
     pub strides: Option<(u64, u64)>,
     /// OFM only: the axis written in reverse order (TRM 3.6.5 write_ofm).
     pub reverse: ActivationReverse,
+    /// OFM only: the axis permutation applied on write (TRM 3.6.5 write_ofm); `strides` then
+    /// describe the permuted layout.
+    pub transpose: ActivationTranspose,
 }
 
 impl Default for View {
@@ -79,11 +82,25 @@ impl Default for View {
             offset: 0,
             strides: None,
             reverse: ActivationReverse::None,
+            transpose: ActivationTranspose::Hwc,
         }
     }
 }
 
 impl Fm {
+    /// Height, width, depth as written to memory (after the OFM transpose).
+    pub fn stored_shape(&self) -> (u32, u32, u32) {
+        let (h, w, c) = self.shape;
+        match self.view.transpose {
+            ActivationTranspose::Hwc => (h, w, c),
+            ActivationTranspose::Whc => (w, h, c),
+            ActivationTranspose::Hcw => (h, c, w),
+            ActivationTranspose::Cwh => (c, w, h),
+            ActivationTranspose::Chw => (c, h, w),
+            ActivationTranspose::Wch => (w, c, h),
+        }
+    }
+
     /// Byte strides of y and x.
     pub fn strides(&self) -> (u64, u64) {
         let (_, w, c) = self.shape;

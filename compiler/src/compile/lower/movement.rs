@@ -160,6 +160,7 @@ impl<'g> Ctx<'g> {
                     offset: offset as u64,
                     strides: Some(strides),
                     reverse: ActivationReverse::None,
+                    transpose: ActivationTranspose::Hwc,
                 },
             };
             let ifm = fm(src.0, so, (steps[0], steps[1]));
@@ -266,6 +267,9 @@ impl<'g> Ctx<'g> {
             Op::Transpose(a) => {
                 let x = node.inputs()[0];
                 let s = self.move_source(node, x)?;
+                if self.transpose_on_write(node, x, s, &a.perms) {
+                    return Ok(());
+                }
                 let istr = strides(self.dims(x));
                 let src: Vec<i64> = a.perms.iter().map(|&p| istr[p]).collect();
                 let dst = self.move_output(out);
@@ -331,6 +335,84 @@ impl<'g> Ctx<'g> {
             _ => unreachable!("lower_movement on another op"),
         }
         Ok(())
+    }
+
+    /// TRANSPOSE as one copy with the OFM transpose when the permutation moves at most
+    /// three axes of extent above 1, each at most 128 (within every transpose's OFM block
+    /// limit whatever block is chosen), of int8 or int16 elements. Returns false otherwise.
+    fn transpose_on_write(
+        &mut self,
+        node: &OpNode,
+        x: TensorId,
+        src: usize,
+        perms: &[usize],
+    ) -> bool {
+        let d = self.dims(x);
+        let dtype = self.dtype(x);
+        let range = match dtype {
+            DType::Int8 => (-128, 127),
+            DType::Int16 => (-32768, 32767),
+            _ => return false,
+        };
+        // Axes of extent 1 do not change the layout: drop them.
+        let kept: Vec<usize> = (0..d.len()).filter(|&j| d[j] != 1).collect();
+        if kept.len() > 3 || kept.iter().any(|&j| d[j] > 128) {
+            return false;
+        }
+        let k = 3 - kept.len();
+        let mut in3 = [1u32; 3];
+        for (i, &j) in kept.iter().enumerate() {
+            in3[k + i] = d[j] as u32;
+        }
+        let mut perm3 = [0usize, 1, 2];
+        let order = perms.iter().filter(|&&p| d[p] != 1);
+        for (i, p) in order.enumerate() {
+            perm3[k + i] = k + kept.iter().position(|j| j == p).unwrap_or(0);
+        }
+        let transpose = match perm3 {
+            [0, 1, 2] => ActivationTranspose::Hwc,
+            [1, 0, 2] => ActivationTranspose::Whc,
+            [0, 2, 1] => ActivationTranspose::Hcw,
+            [2, 1, 0] => ActivationTranspose::Cwh,
+            [2, 0, 1] => ActivationTranspose::Chw,
+            [1, 2, 0] => ActivationTranspose::Wch,
+            _ => return false,
+        };
+        let dst = self.move_output(node.outputs()[0]);
+        let ifm = Fm {
+            buffer: src,
+            shape: (in3[0], in3[1], in3[2]),
+            zero_point: 0,
+            dtype,
+            broadcast: (false, false, false),
+            view: View::default(),
+        };
+        let mut ofm = Fm { buffer: dst, ..ifm };
+        ofm.view.transpose = transpose;
+        let (_, w, c) = ofm.stored_shape();
+        let e = dtype.byte_size() as u64;
+        ofm.view.strides = Some((u64::from(w * c) * e, u64::from(c) * e));
+        self.push(NpuOp {
+            name: node.name.clone(),
+            fused: vec![node.name.clone()],
+            kernel: Kernel::Pool(PoolingMode::Max),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: (1, 1),
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: None,
+            requant: Requant::Global { scale: 1, shift: 0 },
+            round: RoundModeOfm::Natural,
+            ifm_scale: None,
+            ifm2_scale: None,
+            act: range,
+            acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
+        });
+        true
     }
 
     /// Retargets the NPU operation that wrote CONCAT operand `t` (buffer `src`) so that it
