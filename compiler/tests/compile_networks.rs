@@ -1,0 +1,113 @@
+//! Whole corpus networks up to their classifier head: every network whose only unsupported
+//! part is the final SOFTMAX (or the first SOFTMAX) is cut at the SOFTMAX input (the input of
+//! its REDUCE_MAX), and the rest — convolutions, residual ADDs, MEAN / large AVG_POOL heads,
+//! RESIZE, CONCAT, LUT activations, fully connected layers — must compile and run bit-exactly
+//! like the reference interpreter.
+//!
+//! CI runs every network on one configuration (ethos-u85-256); the sweep over all five is
+//! ignored for time: `cargo test -p npuc --test compile_networks -- --ignored`.
+
+mod compile_common;
+
+use compile_common::*;
+use npuc::compile::{compile, Options};
+use npuc_backend::arch::Accelerator;
+use npuc_ir::{Graph, Op};
+use std::path::PathBuf;
+
+const NETWORKS: &[&str] = &[
+    "mobilenet_tiny",
+    "mobilenet_v1_025_96",
+    "mobilenet_v1_050_128_clustered",
+    "mobilenet_v2_035_96",
+    "mobilenet_v2_050_128_pruned",
+    "resnet8",
+    "ds_cnn",
+    "unet_small",
+    "efficientnet_se",
+];
+
+fn load(name: &str) -> Graph {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../models/tflite")
+        .join(format!("{name}.tflite"));
+    let bytes = std::fs::read(&path).unwrap();
+    let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
+    npuc_frontend_tflite::lower::lower(&model).unwrap().graph
+}
+
+/// Cuts `g` at the input of its first REDUCE_MAX (the SOFTMAX's maximum): that tensor becomes
+/// the only output and every operator it does not depend on is removed.
+fn cut_before_softmax(mut g: Graph) -> Graph {
+    let order = g.topo_order().unwrap();
+    let cut = order
+        .iter()
+        .find(|&&o| matches!(g.op(o).unwrap().op, Op::ReduceMax(_)))
+        .map(|&o| g.op(o).unwrap().inputs()[0])
+        .expect("a SOFTMAX (REDUCE_MAX)");
+    g.set_outputs(vec![cut]).unwrap();
+    loop {
+        let dead: Vec<_> = g
+            .op_ids()
+            .filter(|&o| {
+                g.op(o)
+                    .unwrap()
+                    .outputs()
+                    .iter()
+                    .all(|&t| g.consumers(t).is_empty() && !g.outputs().contains(&t))
+            })
+            .collect();
+        if dead.is_empty() {
+            break;
+        }
+        for o in dead {
+            let node = g.remove_op(o).unwrap();
+            for t in node.outputs().iter().chain(node.inputs()) {
+                let _ = g.remove_tensor(*t);
+            }
+        }
+    }
+    g
+}
+
+fn check_network(name: &str, configs: &[Accelerator]) {
+    let g = cut_before_softmax(load(name));
+    for &accel in configs {
+        let m = compile(&g, &Options { accelerator: accel })
+            .unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
+        eprintln!(
+            "{name} on {accel}: {} IR operators, {} NPU operations",
+            g.num_ops(),
+            m.operators.len()
+        );
+        let mut rng = Rng(0x0e7 ^ u64::from(accel.macs_per_cc()));
+        for sample in 0..2 {
+            let inputs = random_inputs(&g, &mut rng);
+            let expected = npuc_ir::run_outputs(&g, inputs.clone()).unwrap();
+            let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
+            let got = simulate(&m, &bytes);
+            let e = expected[0].to_le_bytes();
+            if let Some(pos) = e.iter().zip(&got[0]).position(|(a, b)| a != b) {
+                panic!(
+                    "{name} on {accel}, sample {sample}: first mismatch at byte {pos}: expected {} got {}",
+                    e[pos] as i8, got[0][pos] as i8
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn networks_up_to_the_softmax_on_u85_256() {
+    for name in NETWORKS {
+        check_network(name, &[Accelerator::U85_256]);
+    }
+}
+
+#[test]
+#[ignore = "all five configurations: cargo test -p npuc --test compile_networks -- --ignored"]
+fn networks_up_to_the_softmax_on_all_configurations() {
+    for name in NETWORKS {
+        check_network(name, &Accelerator::ALL);
+    }
+}
