@@ -1,7 +1,7 @@
 //! Prints the IR graph the TFLite frontend lowers a model to, and whether `npuc::compile`
 //! accepts it (for every configuration).
 //!
-//! `cargo run -p npuc --example ir_dump -- model.tflite [--no-dump]`
+//! `cargo run -p npuc --example ir_dump -- model.tflite|model.tosa [--no-dump]`
 
 use npuc::compile::{compile, Options};
 use npuc_backend::arch::Accelerator;
@@ -9,25 +9,33 @@ use npuc_backend::arch::Accelerator;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(path) = args.first() else {
-        eprintln!("usage: ir_dump FILE.tflite [--no-dump]");
+        eprintln!("usage: ir_dump FILE.tflite|FILE.tosa [--no-dump]");
         std::process::exit(2);
     };
     let bytes = std::fs::read(path).unwrap_or_else(|e| {
         eprintln!("{path}: {e}");
         std::process::exit(1)
     });
-    let model = match npuc_frontend_tflite::TfliteModel::parse(&bytes) {
-        Ok(m) => m,
-        Err(e) => {
+    let g = if path.ends_with(".tosa") {
+        let model = npuc_frontend_tosa::TosaModel::parse(&bytes).unwrap_or_else(|e| {
             eprintln!("{path}: {e}");
             std::process::exit(1)
-        }
-    };
-    let g = match npuc_frontend_tflite::lower::lower(&model) {
-        Ok(l) => l.graph,
-        Err(e) => {
+        });
+        npuc_frontend_tosa::lower(&model).unwrap_or_else(|e| {
             eprintln!("{path}: {e}");
             std::process::exit(1)
+        })
+    } else {
+        let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap_or_else(|e| {
+            eprintln!("{path}: {e}");
+            std::process::exit(1)
+        });
+        match npuc_frontend_tflite::lower::lower(&model) {
+            Ok(l) => l.graph,
+            Err(e) => {
+                eprintln!("{path}: {e}");
+                std::process::exit(1)
+            }
         }
     };
     if !args.iter().any(|a| a == "--no-dump") {

@@ -35,6 +35,7 @@ reduce_tests!(
     resize_bilinear_x2,
     resize_bilinear_odd,
     resize_nearest_x3,
+    resize_bilinear_tosa,
 );
 
 /// ARGMAX on the inputs where the argmax pool's -2^31 start value matters: windows of only

@@ -345,3 +345,32 @@ pub fn resize_nearest_x3(_rng: &mut Rng) -> Graph {
         0,
     )
 }
+
+/// Bilinear x2 in the TOSA form: RESIZE (i32) -> RESCALE dividing by 16 (single rounding,
+/// half up), no sign adjustment.
+pub fn resize_bilinear_tosa(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("resize_bilinear_tosa");
+    let x = b.input("x", DType::Int8, [1, 5, 6, 9]);
+    let attrs = ResizeAttrs {
+        mode: ResizeMode::Bilinear,
+        scale: [4, 2, 4, 2],
+        offset: [-1, -1],
+        border: [1, 1],
+    };
+    let y = b.op("resize", Op::Resize(attrs), &[x]);
+    let r = RescaleAttrs {
+        output_dtype: DType::Int8,
+        multiplier: vec![1 << 30],
+        shift: vec![34],
+        scale32: true,
+        rounding: RescaleRounding::SingleRound,
+        per_channel: false,
+        input_zp: 0,
+        output_zp: 6,
+        input_unsigned: false,
+        output_unsigned: false,
+    };
+    let z = b.op("rescale", Op::Rescale(r), &[y]);
+    b.output(z);
+    b.finish().unwrap()
+}

@@ -10,6 +10,8 @@
 //!   RESCALE by `2^a >> s` with single rounding: `acc / 2^(s-a)` rounded half away from zero,
 //!   which is OFM_SCALE shift `16 + s - a` (less the divided-out powers) in round mode
 //!   symmetric.
+//! * Bilinear in the TOSA form: RESIZE (i32) -> RESCALE by `2^a >> s` with single rounding
+//!   (half up): the same shift in round mode natural.
 //! * Nearest neighbour (i8 -> i8): the picked value, OFM_SCALE shift 16.
 
 use super::*;
@@ -97,12 +99,23 @@ impl<'g> Ctx<'g> {
                 (t, act, 0, 16u32, RoundModeOfm::Natural, m)
             }
             ResizeMode::Bilinear => {
-                let (ars, add, rop) = self.bilinear_tail(node.outputs()[0]).ok_or_else(|| {
-                    unsupported(
-                        node,
-                        "bilinear RESIZE must feed acc + (acc >> 31) -> RESCALE",
-                    )
-                })?;
+                // TFLite: acc + (acc >> 31) -> RESCALE (half away from zero); TOSA: RESCALE
+                // directly (single rounding: half up).
+                let (extra, rop, round) = match self.bilinear_tail(node.outputs()[0]) {
+                    Some((ars, add, r)) => (vec![ars, add], r, RoundModeOfm::Symmetric),
+                    None => {
+                        let r = self
+                            .sole_consumer(node.outputs()[0])
+                            .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)))
+                            .ok_or_else(|| {
+                                unsupported(
+                                    node,
+                                    "bilinear RESIZE must feed a RESCALE (optionally after acc + (acc >> 31))",
+                                )
+                            })?;
+                        (vec![], r, RoundModeOfm::Natural)
+                    }
+                };
                 let rnode = self.node(rop);
                 let Op::Rescale(r) = &rnode.op else {
                     unreachable!()
@@ -121,20 +134,13 @@ impl<'g> Ctx<'g> {
                 if !(0..=47).contains(&k) {
                     return Err(unsupported(rnode, "bilinear RESIZE rescale shift"));
                 }
-                for f in [ars, add, rop] {
+                for f in extra.into_iter().chain([rop]) {
                     self.fused.insert(f);
                     names.push(self.node(f).name.clone());
                 }
                 let (t, act) = self.fuse_clamp(rnode.outputs()[0], &mut names);
                 let m = npuc_backend::isa::ResizeMode::Bilinear;
-                (
-                    t,
-                    act,
-                    r.output_zp,
-                    16 + k as u32,
-                    RoundModeOfm::Symmetric,
-                    m,
-                )
+                (t, act, r.output_zp, 16 + k as u32, round, m)
             }
         };
         let ifm = self.fm(node, x, true, 0)?;
