@@ -221,9 +221,45 @@ pub fn read_weights(
             }
         }
     }
+    if regs.weight_format.weight_sparsity == isa::WeightSparsity::Sparse24 {
+        check_sparse_2_4(&values, shape)?;
+    }
     Ok(Weights {
         shape,
         values,
         bytes: bytes_read,
     })
+}
+
+/// TRM 3.10.63 `sparse_2_4`: weights in -127..=127 and at most 2 non-zero weights in each
+/// group of 4 consecutive input channels (channels 4g..4g+3 of one output channel and kernel
+/// position; a last group of fewer than 4 channels included). docs/decisions.md, simulator #31.
+fn check_sparse_2_4(values: &[i32], shape: WeightShape) -> Result<(), Fault> {
+    let c = shape.ifm_depth.max(1);
+    for (row, taps) in values.chunks(c).enumerate() {
+        let (oc, k) = (row / (shape.kernel_height * shape.kernel_width).max(1), row);
+        for (g, group) in taps.chunks(4).enumerate() {
+            if let Some(&v) = group.iter().find(|v| !(-127..=127).contains(*v)) {
+                return Err(Fault::assert(
+                    "3.10.63",
+                    "sparse_2_4: weight stream values in the range -127 to +127",
+                    format!("weight {v} of OFM channel {oc}"),
+                ));
+            }
+            let nonzero = group.iter().filter(|&&v| v != 0).count();
+            if nonzero > 2 {
+                return Err(Fault::assert(
+                    "3.10.63",
+                    "sparse_2_4: 2 out of each group of 4 weights in the input channel dimension are zero",
+                    format!(
+                        "OFM channel {oc}, kernel position {}, input channels {}..{}: {group:?}",
+                        k % (shape.kernel_height * shape.kernel_width).max(1),
+                        4 * g,
+                        4 * g + group.len()
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
