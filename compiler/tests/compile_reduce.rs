@@ -71,3 +71,43 @@ fn argmax_edge_windows() {
         assert_eq!(got[0], expected[0].to_le_bytes(), "{accel}");
     }
 }
+
+/// REDUCE_ANY over the depth and REDUCE_ALL over height and width of boolean tensors (bytes
+/// 0 / 1 as a max / min pool), on sparse and dense random booleans.
+#[test]
+fn reduce_any_all_of_booleans() {
+    use npuc::compile::{compile, Options};
+    use npuc_backend::arch::Accelerator;
+    use npuc_ir::*;
+    let shape = [1usize, 4, 5, 6];
+    let mut b = GraphBuilder::new("any_all");
+    let x = b.input("x", DType::Bool, shape);
+    let any = b.op("any", Op::ReduceAny(AxisAttrs { axis: 3 }), &[x]);
+    let any = b.op(
+        "reshape",
+        Op::Reshape(ReshapeAttrs {
+            shape: vec![1, 4, 5].into(),
+        }),
+        &[any],
+    );
+    let all = b.op("all_h", Op::ReduceAll(AxisAttrs { axis: 1 }), &[x]);
+    let all = b.op("all_w", Op::ReduceAll(AxisAttrs { axis: 2 }), &[all]);
+    b.output(any);
+    b.output(all);
+    let g = b.finish().unwrap();
+    let mut rng = Rng(99);
+    for accel in Accelerator::ALL {
+        let m = compile(&g, &Options { accelerator: accel }).unwrap();
+        // Mostly false, then mostly true: both reductions see both answers.
+        for density in [8u64, 92] {
+            let data: Vec<bool> = (0..120).map(|_| rng.next() % 100 < density).collect();
+            let input = TensorValue::new(shape, TensorData::Bool(data.clone())).unwrap();
+            let expected = run_outputs(&g, vec![input]).unwrap();
+            let bytes: Vec<u8> = data.iter().map(|&v| u8::from(v)).collect();
+            let got = simulate(&m, &[bytes]);
+            for (e, o) in expected.iter().zip(&got) {
+                assert_eq!(&e.to_le_bytes(), o, "{accel}, density {density}");
+            }
+        }
+    }
+}

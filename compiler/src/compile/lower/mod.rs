@@ -531,7 +531,11 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::MatMul(_) => cx.lower_matmul(o)?,
             Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::Clamp(_) => cx.lower_pool(o)?,
             Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
-            Op::ReduceSum(_) | Op::ReduceMax(_) | Op::ReduceMin(_) => cx.lower_reduce(o)?,
+            Op::ReduceSum(_)
+            | Op::ReduceMax(_)
+            | Op::ReduceMin(_)
+            | Op::ReduceAny(_)
+            | Op::ReduceAll(_) => cx.lower_reduce(o)?,
             Op::ArgMax(_) => cx.lower_argmax(o)?,
             Op::Resize(_) => cx.lower_resize(o)?,
             Op::Table(_) => cx.lower_table(o)?,

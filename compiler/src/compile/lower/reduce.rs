@@ -1,5 +1,6 @@
 //! Reductions: MEAN (an exact widening RESCALE, one or more REDUCE_SUMs, an optional RESHAPE
-//! and the output RESCALE) and REDUCE_MAX / REDUCE_MIN chains.
+//! and the output RESCALE), REDUCE_MAX / REDUCE_MIN chains and REDUCE_ANY / REDUCE_ALL of
+//! booleans (a max / min of bytes 0 and 1).
 //!
 //! Every reduction works on the (H, W, C) view of its tensor (the same view the other
 //! operations use: batch 1, rank 1..=4):
@@ -47,7 +48,11 @@ impl<'g> Ctx<'g> {
         loop {
             let n = self.node(cur);
             let axis = match &n.op {
-                Op::ReduceSum(a) | Op::ReduceMax(a) | Op::ReduceMin(a) => a.axis,
+                Op::ReduceSum(a)
+                | Op::ReduceMax(a)
+                | Op::ReduceMin(a)
+                | Op::ReduceAny(a)
+                | Op::ReduceAll(a) => a.axis,
                 _ => unreachable!("reduce_chain on a non-reduction"),
             };
             if let Some(i) = hwc_axis(rank, axis) {
@@ -67,6 +72,33 @@ impl<'g> Ctx<'g> {
         }
     }
 
+    /// The feature map of `t` (zero point 0); booleans are bytes 0 / 1 read as signed 8-bit.
+    /// `output`: `t` is the operation's output (gets its buffer).
+    fn fm_or_bool(&mut self, node: &OpNode, t: TensorId, output: bool) -> Result<Fm, CompileError> {
+        if self.dtype(t) != DType::Bool {
+            return if output {
+                self.ofm(node, t, false, 0)
+            } else {
+                self.fm(node, t, false, 0)
+            };
+        }
+        let shape = self.hwc(node, t, false)?;
+        let buffer = if output {
+            let idx = self.lowered.ops.len();
+            self.new_buffer(t, Some(idx))
+        } else {
+            self.input_buffer(node, t)?
+        };
+        Ok(Fm {
+            buffer,
+            shape,
+            zero_point: 0,
+            dtype: DType::Bool,
+            broadcast: (false, false, false),
+            view: View::default(),
+        })
+    }
+
     pub(super) fn lower_reduce(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         match node.op {
@@ -79,15 +111,16 @@ impl<'g> Ctx<'g> {
     fn lower_reduce_minmax(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let x = node.inputs()[0];
+        // REDUCE_ANY / REDUCE_ALL of booleans (bytes 0 / 1) are a max / min.
         let mode = match node.op {
-            Op::ReduceMax(_) => PoolingMode::Max,
+            Op::ReduceMax(_) | Op::ReduceAny(_) => PoolingMode::Max,
             _ => PoolingMode::Min,
         };
         let mut names = vec![node.name.clone()];
         let rank = self.dims(x).len();
         let (reduced, out_t) = self.reduce_chain(o, rank, &mut names)?;
-        let mut ifm = self.fm(node, x, false, 0)?;
-        let mut ofm = self.ofm(node, out_t, false, 0)?;
+        let mut ifm = self.fm_or_bool(node, x, false)?;
+        let mut ofm = self.fm_or_bool(node, out_t, true)?;
         let (h, w, c) = ifm.shape;
         if u64::from(h) * u64::from(w) * u64::from(c) > 1 << 24 {
             return Err(unsupported(node, "reduction of more than 2^24 elements"));
