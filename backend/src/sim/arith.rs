@@ -98,7 +98,12 @@ pub fn rounded_shift_right(
 /// The rounding term `r` of [`rounded_shift_right`] for `1 <= shift <= 63`, `dbl_rnd <= 30`,
 /// in i64 (`None` if it does not fit, which it always does).
 #[inline]
-fn rounding_term_i64(acc: i64, shift: u32, mode: RoundModeOfm, dbl_rnd: u32) -> Option<i64> {
+pub(crate) fn rounding_term_i64(
+    acc: i64,
+    shift: u32,
+    mode: RoundModeOfm,
+    dbl_rnd: u32,
+) -> Option<i64> {
     let r: i64 = 1 << (shift - 1);
     let d: i64 = if shift as i64 > 31 - dbl_rnd as i64 {
         1 << (30 - dbl_rnd)

@@ -1,7 +1,9 @@
 //! The output stage of every kernel operation: `write_accumulator`, `rescale`, `activation`
 //! and `write_ofm` (TRM 3.6.5-3.6.7), with the per-operation register reads done once.
 
-use super::arith::{avgpool_scale, rounded_shift_right, sign_extend, truncate, Activation};
+use super::arith::{
+    avgpool_scale, rounded_shift_right, rounding_term_i64, sign_extend, truncate, Activation,
+};
 use super::error::{check, Fault};
 use super::fm::Fm;
 use super::state::State;
@@ -302,10 +304,62 @@ impl Output {
         let bits = 8 * es as u32;
         buf.clear();
         let mut last = 0;
+        if self.dbl_rnd > 30 {
+            return None;
+        }
+        let per_channel = self.scale_mode == OfmScaleMode::PerChannel;
+        let (scales, biases): (&[(i64, u32)], &[i64]) = match &self.scales {
+            Some(s) if per_channel => (&s.scale, &s.bias),
+            _ => (&[], &[]),
+        };
+        if per_channel
+            && mode != Rescale::Normal
+            && !matches!(mode, Rescale::None | Rescale::AvPool(_))
+        {
+            return None;
+        }
+        let fixed = match mode {
+            Rescale::AvPool(d) => Some(avgpool_scale(d)),
+            _ if per_channel => None,
+            _ => Some(self.global),
+        };
         for (k, &acc) in accs.iter().enumerate() {
             let oc = oc0 + k as u64;
-            let acc = sign_extend(acc.wrapping_add(self.bias(oc)), self.acc_bits);
-            let v = self.rescale(acc, oc, mode).ok()?;
+            // write_accumulator: bias, then the accumulator format (whose range assert in
+            // rescale then holds by construction).
+            let bias = if per_channel {
+                biases.get(oc as usize).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            let acc = sign_extend(acc.wrapping_add(bias), self.acc_bits);
+            let v = if mode == Rescale::None {
+                acc
+            } else {
+                let (scale, shift) = match fixed {
+                    Some(s) => s,
+                    None => *scales.get(oc as usize)?,
+                };
+                if shift > 63 || (self.acc_bits == 48 && scale != sign_extend(scale, 16)) {
+                    return None;
+                }
+                let product = if mode == Rescale::ShiftOnly {
+                    Some(acc)
+                } else {
+                    acc.checked_mul(scale)
+                };
+                let rounded = product.and_then(|p| {
+                    if shift == 0 {
+                        return Some(p);
+                    }
+                    let r = rounding_term_i64(p, shift, self.round, self.dbl_rnd)?;
+                    Some(p.checked_add(r)? >> shift)
+                });
+                match rounded {
+                    Some(v) => v,
+                    None => self.rescale(acc, oc, mode).ok()?,
+                }
+            };
             let v = self.act.apply(v, st.mem.lut()).ok()?;
             last = truncate(v, bits, self.ofm.signed);
             buf.extend_from_slice(&last.to_le_bytes()[..es]);
