@@ -4,6 +4,7 @@
 //! shared types, the lowering context and the dispatch over the IR operators.
 
 mod avgpool;
+mod compare;
 mod conv;
 mod elementwise;
 mod matmul;
@@ -552,6 +553,8 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 if let Some(&buf) = cx.lowered.tensor_buffer.get(&node.inputs()[0]) {
                     cx.lowered.tensor_buffer.insert(node.outputs()[0], buf);
                 }
+            Op::Maximum | Op::Minimum | Op::Greater | Op::GreaterEqual | Op::Equal => {
+                cx.lower_compare(o)?
             }
             Op::Reshape(_) | Op::Identity => {
                 let x = node.inputs()[0];
