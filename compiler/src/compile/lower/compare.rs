@@ -138,6 +138,7 @@ impl<'g> Ctx<'g> {
             zero_point: zp,
             dtype: DType::Bool,
             broadcast: (false, false, false),
+            view: View::default(),
         })
     }
 }

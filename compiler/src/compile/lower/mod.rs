@@ -553,6 +553,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 if let Some(&buf) = cx.lowered.tensor_buffer.get(&node.inputs()[0]) {
                     cx.lowered.tensor_buffer.insert(node.outputs()[0], buf);
                 }
+            }
             Op::Maximum | Op::Minimum | Op::Greater | Op::GreaterEqual | Op::Equal => {
                 cx.lower_compare(o)?
             }
