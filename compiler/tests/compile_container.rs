@@ -42,8 +42,9 @@ fn container_round_trip() {
 
 #[test]
 fn unsupported_operators_are_errors_naming_the_operator() {
+    // ARGMAX of an i16 tensor (only i8 ARGMAX runs on the NPU).
     let mut b = GraphBuilder::new("argmax");
-    let x = b.input("x", DType::Int8, [1, 4, 4, 8]);
+    let x = b.input("x", DType::Int16, [1, 4, 4, 8]);
     let y = b.op("the_argmax", Op::ArgMax(AxisAttrs { axis: 3 }), &[x]);
     b.output(y);
     let g = b.finish().unwrap();
@@ -63,22 +64,22 @@ fn unsupported_operators_are_errors_naming_the_operator() {
     let e = compile(&g, &Options::default()).unwrap_err();
     assert!(e.to_string().contains("lonely"), "{e}");
 
-    // Depth multiplier 2.
-    let mut b = GraphBuilder::new("dw2");
+    // TRANSPOSE_CONV2D with stride 3 (the NPU inserts zeros for stride 2 only).
+    let mut b = GraphBuilder::new("tconv3");
     let x = b.input("x", DType::Int8, [1, 4, 4, 2]);
-    let w = b.const_i8("w", [1, 1, 2, 2], &[1, 2, 3, 4]);
-    let bias = b.const_i32("b", [4], &[0; 4]);
-    let acc = b.op(
-        "dw",
-        Op::DepthwiseConv2d(ConvAttrs::default()),
-        &[x, w, bias],
-    );
+    let w = b.const_i8("w", [2, 3, 3, 2], &[1; 36]);
+    let bias = b.const_i32("b", [2], &[0; 2]);
+    let attrs = TransposeConvAttrs {
+        stride: [3, 3],
+        ..TransposeConvAttrs::default()
+    };
+    let acc = b.op("tconv", Op::TransposeConv2d(attrs), &[x, w, bias]);
     let r = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 32, RescaleRounding::DoubleRound);
     let y = b.op("rs", Op::Rescale(r), &[acc]);
     b.output(y);
     let g = b.finish().unwrap();
     let e = compile(&g, &Options::default()).unwrap_err();
-    assert!(e.to_string().contains("depth multiplier"), "{e}");
+    assert!(e.to_string().contains("stride 3x3"), "{e}");
 }
 
 /// Register values of the compiled conv2d_3x3_relu corpus model next to the ones in Vela's
