@@ -14,9 +14,9 @@
 use super::cycles::{self, AoPath, ConvOrder, MacJob};
 use crate::arch::ArchConfig;
 use crate::isa::{
-    AccFormat, AccInput, AccOutput, ActivationFormat, ActivationStorage, BroadcastMode, Command,
-    ElementwiseMode, IfmUpscaleMode, KernelDilation, OfmScaleMode, RegisterFile, WeightFormat,
-    WeightOrder, WeightSparsity,
+    AccFormat, AccInput, AccOutput, ActivationFormat, ActivationStorage, ActivationTranspose,
+    BroadcastMode, Command, ElementwiseMode, IfmUpscaleMode, KernelDilation, OfmScaleMode,
+    RegisterFile, WeightFormat, WeightOrder, WeightSparsity,
 };
 use crate::sim::fm::{addr40, esize, saddr40, Fm};
 use crate::sim::NUM_REGIONS;
@@ -195,7 +195,16 @@ fn write_ofm(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, (h, w, d): (u64, u64, u
         return;
     }
     c.write(ofm.region, h * w * d * ofm.esize());
-    c.touch(ofm.region, fm_end(ofm, h, w, d));
+    // write_ofm (TRM 3.6.5) stores (y, x, c) at the permuted coordinates of the transpose.
+    let (sh, sw, sd) = match r.ofm_precision.activation_transpose {
+        ActivationTranspose::Hwc => (h, w, d),
+        ActivationTranspose::Whc => (w, h, d),
+        ActivationTranspose::Hcw => (h, d, w),
+        ActivationTranspose::Cwh => (d, w, h),
+        ActivationTranspose::Chw => (d, h, w),
+        ActivationTranspose::Wch => (w, d, h),
+    };
+    c.touch(ofm.region, fm_end(ofm, sh, sw, sd));
 }
 
 /// The cost of a kernel operation or DMA; `None` for any other command.
