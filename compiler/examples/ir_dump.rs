@@ -42,7 +42,7 @@ fn main() {
         print!("{}", npuc_ir::dump(&g));
     }
     for accel in Accelerator::ALL {
-        match compile(&g, &Options { accelerator: accel }) {
+        match compile(&g, &Options::new(accel)) {
             Ok(m) => println!("{accel}: {} NPU operations", m.operators.len()),
             Err(e) => println!("{accel}: {e}"),
         }

@@ -2,18 +2,20 @@
 //!
 //! A 48-byte little-endian header (magic `NPUC`, version, the CONFIG word of the target
 //! configuration, section offsets and sizes, the arena size) followed by three 16-byte aligned
-//! sections: the command stream, the read-only region (region 0) and a JSON manifest. The
-//! same model and options always give the same bytes.
+//! sections: the command stream, the read-only region (region 0) and the manifest, a protobuf
+//! message ([`Manifest`], encoded with prost; the message types are written by hand with
+//! prost's derive, so no `protoc` is needed). The same model and options always give the
+//! same bytes. Version 1 containers (JSON manifest) are rejected with an error that says so.
 
 use crate::compile::{CompiledModel, TensorPlacement, REGION_ARENA, REGION_READ_ONLY};
 use npuc_ir::Quantization;
-use serde::{Deserialize, Serialize};
+use prost::Message;
 use thiserror::Error;
 
 /// The four magic bytes.
 pub const MAGIC: [u8; 4] = *b"NPUC";
 /// The container version this module writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Header size in bytes.
 pub const HEADER_BYTES: usize = 48;
 
@@ -22,65 +24,107 @@ pub const HEADER_BYTES: usize = 48;
 pub enum ContainerError {
     #[error("not an npuc container (bad magic)")]
     Magic,
-    #[error("unsupported container version {0}")]
+    #[error("npuc container version 1 (JSON manifest) is no longer read; recompile the model with this npuc (container version 2)")]
+    Version1,
+    #[error("unsupported container version {0} (this npuc reads version 2)")]
     Version(u32),
     #[error("truncated container: {0}")]
     Truncated(&'static str),
     #[error("manifest: {0}")]
-    Manifest(#[from] serde_json::Error),
+    Manifest(#[from] prost::DecodeError),
 }
 
 /// Quantization of a tensor in the manifest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Message)]
 pub struct QuantInfo {
     /// Quantized axis for per-axis quantization, absent for per-tensor.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub axis: Option<usize>,
+    #[prost(uint32, optional, tag = "1")]
+    pub axis: Option<u32>,
+    #[prost(double, repeated, tag = "2")]
     pub scales: Vec<f64>,
+    #[prost(int64, repeated, tag = "3")]
     pub zero_points: Vec<i64>,
 }
 
 /// A graph input or output in the manifest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Message)]
 pub struct TensorInfo {
+    #[prost(string, tag = "1")]
     pub name: String,
-    pub shape: Vec<usize>,
+    #[prost(uint64, repeated, tag = "2")]
+    pub shape: Vec<u64>,
     /// `i8`, `i16`, `i32`, ... ([`npuc_ir::DType::name`]).
+    #[prost(string, tag = "3")]
     pub dtype: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
+    #[prost(message, optional, tag = "4")]
     pub quantization: Option<QuantInfo>,
-    pub region: u8,
+    #[prost(uint32, tag = "5")]
+    pub region: u32,
+    #[prost(uint64, tag = "6")]
     pub offset: u64,
+    #[prost(uint64, tag = "7")]
     pub size: u64,
 }
 
 /// A memory region in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Message)]
 pub struct RegionInfo {
-    pub index: u8,
+    #[prost(uint32, tag = "1")]
+    pub index: u32,
     /// `read_only` or `arena`.
+    #[prost(string, tag = "2")]
     pub name: String,
+    #[prost(uint64, tag = "3")]
     pub size: u64,
 }
 
 /// One NPU operation in the manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Message)]
 pub struct OperatorEntry {
+    #[prost(string, tag = "1")]
     pub name: String,
+    #[prost(string, tag = "2")]
     pub kernel: String,
+    #[prost(string, repeated, tag = "3")]
     pub fused: Vec<String>,
+    #[prost(uint64, tag = "4")]
     pub estimated_cycles: u64,
 }
 
-/// The manifest section.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
+/// The configuration the model was compiled for.
+#[derive(Clone, PartialEq, Eq, Message)]
+pub struct Configuration {
+    /// `ethos-u85-256`, ...
+    #[prost(string, tag = "1")]
     pub accelerator: String,
+    /// System configuration name (vela.ini `System_Config.NAME`).
+    #[prost(string, tag = "2")]
+    pub system_config: String,
+    /// Memory mode name (vela.ini `Memory_Mode.NAME`).
+    #[prost(string, tag = "3")]
+    pub memory_mode: String,
+    /// `performance` or `size`.
+    #[prost(string, tag = "4")]
+    pub optimise: String,
+}
+
+/// The manifest section.
+#[derive(Clone, PartialEq, Message)]
+pub struct Manifest {
+    #[prost(message, optional, tag = "1")]
+    pub configuration: Option<Configuration>,
+    #[prost(uint32, tag = "2")]
     pub config_word: u32,
+    #[prost(message, repeated, tag = "3")]
     pub regions: Vec<RegionInfo>,
+    #[prost(message, repeated, tag = "4")]
     pub inputs: Vec<TensorInfo>,
+    #[prost(message, repeated, tag = "5")]
     pub outputs: Vec<TensorInfo>,
+    #[prost(message, repeated, tag = "6")]
     pub operators: Vec<OperatorEntry>,
+    /// Sum of the operators' estimates.
+    #[prost(uint64, tag = "7")]
     pub estimated_cycles: u64,
 }
 
@@ -109,17 +153,17 @@ fn tensor_info(t: &TensorPlacement) -> TensorInfo {
             scales,
             zero_points,
         } => QuantInfo {
-            axis: Some(*axis),
+            axis: Some(*axis as u32),
             scales: scales.clone(),
             zero_points: zero_points.clone(),
         },
     });
     TensorInfo {
         name: t.name.clone(),
-        shape: t.shape.clone(),
+        shape: t.shape.iter().map(|&d| d as u64).collect(),
         dtype: t.dtype.name().to_string(),
         quantization,
-        region: t.region,
+        region: u32::from(t.region),
         offset: t.offset,
         size: t.size,
     }
@@ -128,16 +172,21 @@ fn tensor_info(t: &TensorPlacement) -> TensorInfo {
 /// The manifest of a compiled model.
 pub fn manifest(m: &CompiledModel) -> Manifest {
     Manifest {
-        accelerator: m.accelerator.name().to_string(),
+        configuration: Some(Configuration {
+            accelerator: m.accelerator.name().to_string(),
+            system_config: m.system_config.clone(),
+            memory_mode: m.memory_mode.clone(),
+            optimise: m.optimise.name().to_string(),
+        }),
         config_word: m.config_word,
         regions: vec![
             RegionInfo {
-                index: REGION_READ_ONLY,
+                index: u32::from(REGION_READ_ONLY),
                 name: "read_only".into(),
                 size: m.read_only.len() as u64,
             },
             RegionInfo {
-                index: REGION_ARENA,
+                index: u32::from(REGION_ARENA),
                 name: "arena".into(),
                 size: m.arena_size,
             },
@@ -169,7 +218,7 @@ pub fn to_bytes(m: &CompiledModel) -> Vec<u8> {
         .iter()
         .flat_map(|w| w.to_le_bytes())
         .collect();
-    let manifest = serde_json::to_vec_pretty(&manifest(m)).expect("manifest serialises");
+    let manifest = manifest(m).encode_to_vec();
     let mut out = vec![0u8; HEADER_BYTES];
     let mut sections = [(0u32, 0u32); 3];
     for (i, data) in [&stream, &m.read_only, &manifest].into_iter().enumerate() {
@@ -207,14 +256,18 @@ pub fn from_bytes(b: &[u8]) -> Result<Container, ContainerError> {
         return Err(ContainerError::Magic);
     }
     let version = u32_at(b, 4)?;
-    if version != VERSION {
-        return Err(ContainerError::Version(version));
+    match version {
+        VERSION => {}
+        1 => return Err(ContainerError::Version1),
+        v => return Err(ContainerError::Version(v)),
     }
     let config_word = u32_at(b, 8)?;
     let section = |i: usize, what: &'static str| -> Result<&[u8], ContainerError> {
         let off = u32_at(b, 16 + 8 * i)? as usize;
         let len = u32_at(b, 20 + 8 * i)? as usize;
-        b.get(off..off + len).ok_or(ContainerError::Truncated(what))
+        off.checked_add(len)
+            .and_then(|end| b.get(off..end))
+            .ok_or(ContainerError::Truncated(what))
     };
     let stream = section(0, "command stream")?;
     if stream.len() % 4 != 0 {
@@ -225,7 +278,7 @@ pub fn from_bytes(b: &[u8]) -> Result<Container, ContainerError> {
         .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
         .collect();
     let read_only = section(1, "read-only region")?.to_vec();
-    let manifest = serde_json::from_slice(section(2, "manifest")?)?;
+    let manifest = Manifest::decode(section(2, "manifest")?)?;
     let arena_size = u64::from(u32_at(b, 40)?) | (u64::from(u32_at(b, 44)?) << 32);
     Ok(Container {
         version,

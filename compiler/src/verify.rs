@@ -55,7 +55,7 @@ pub enum VerifyError {
 pub struct Divergence {
     /// Index of the NPU operation (execution order).
     pub index: usize,
-    /// Its name (the last fused IR operator).
+    /// Its name (as in the compiled model's operator list).
     pub name: String,
     /// The IR operators fused into it.
     pub fused: Vec<String>,
@@ -280,7 +280,9 @@ pub fn localise(
         return Ok(None);
     }
     for (k, (op, &at)) in lowered.ops.iter().zip(&kernels).enumerate() {
-        let Some(ir_op) = graph.find_op(&op.name).and_then(|o| graph.op(o)) else {
+        // The OFM holds the output of the group's last fused IR operator.
+        let last = op.fused.last().unwrap_or(&op.name);
+        let Some(ir_op) = graph.find_op(last).and_then(|o| graph.op(o)) else {
             continue;
         };
         let Some(expected) = values
@@ -359,4 +361,64 @@ pub fn compile_and_verify(
 ) -> Result<VerifyReport, crate::Error> {
     let model = compile::compile(graph, options)?;
     verify_graph(graph, &model, opts).map_err(|e| crate::Error::Verify(Box::new(e)))
+}
+
+/// The verification of one compiled part of a model file.
+#[derive(Debug, Clone)]
+pub struct PartReport {
+    /// `whole graph`, or `segment N (operators a..b)` for a partitioned TFLite model.
+    pub part: String,
+    /// The NPU operations of the part.
+    pub npu_operations: usize,
+    pub report: VerifyReport,
+}
+
+/// Compiles a `.tflite` / `.tosa` file and verifies it. A model that runs whole on the NPU
+/// is verified as one graph; a TFLite model with CPU operators is partitioned as for a
+/// `.tflite` output and every NPU segment is verified on random values of its boundary
+/// tensors.
+pub fn verify_file(
+    bytes: &[u8],
+    options: &compile::Options,
+    opts: &VerifyOptions,
+) -> Result<Vec<PartReport>, crate::Error> {
+    let err = |e: VerifyError| crate::Error::Verify(Box::new(e));
+    match crate::compile_file(bytes, options) {
+        Ok(model) => {
+            let graph = crate::reference::lower_file(bytes)?;
+            let report = verify_graph(&graph, &model, opts).map_err(err)?;
+            Ok(vec![PartReport {
+                part: "whole graph".into(),
+                npu_operations: model.operators.len(),
+                report,
+            }])
+        }
+        Err(crate::Error::NotOnNpu(_)) => {
+            let tfl = npuc_frontend_tflite::TfliteModel::parse(bytes)?;
+            let part = crate::tflite_out::partition::partition(&tfl, options, &mut |_| {});
+            let mut out = Vec::new();
+            for (i, seg) in part.segments.iter().enumerate() {
+                let g = npuc_frontend_tflite::lower::partition::lower_ops(
+                    &tfl,
+                    &seg.ops,
+                    &seg.inputs,
+                    &seg.outputs,
+                )
+                .map_err(|e| crate::Error::Reference(e.into()))?
+                .graph;
+                let report = verify_graph(&g, &seg.model, opts).map_err(err)?;
+                out.push(PartReport {
+                    part: format!(
+                        "segment {i} (operators {}..={})",
+                        seg.ops[0].index(),
+                        seg.ops[seg.ops.len() - 1].index()
+                    ),
+                    npu_operations: seg.model.operators.len(),
+                    report,
+                });
+            }
+            Ok(out)
+        }
+        Err(e) => Err(e),
+    }
 }

@@ -28,6 +28,13 @@ fn container_round_trip() {
         ("x", "i8", 1)
     );
     assert_eq!(x.shape, vec![1, 8, 8, 3]);
+    let cfg = c.manifest.configuration.as_ref().unwrap();
+    assert_eq!(
+        (cfg.accelerator.as_str(), cfg.optimise.as_str()),
+        ("ethos-u85-256", "performance")
+    );
+    assert_eq!(cfg.system_config, m.system_config);
+    assert_eq!(cfg.memory_mode, m.memory_mode);
     assert_eq!(x.quantization.as_ref().unwrap().zero_points, vec![-3]);
     assert_eq!(
         c.manifest.operators[0].fused,
@@ -38,6 +45,12 @@ fn container_round_trip() {
         Err(container::ContainerError::Magic)
     ));
     assert!(container::from_bytes(&bytes[..20]).is_err());
+    // Version 1 (JSON manifest) is rejected with an error saying so.
+    let mut v1 = bytes.clone();
+    v1[4..8].copy_from_slice(&1u32.to_le_bytes());
+    let e = container::from_bytes(&v1).unwrap_err();
+    assert!(matches!(e, container::ContainerError::Version1));
+    assert!(e.to_string().contains("recompile"), "{e}");
 }
 
 #[test]

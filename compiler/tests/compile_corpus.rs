@@ -34,7 +34,7 @@ fn corpus_models_compile_and_match_the_interpreter() {
             continue;
         }
         for accel in Accelerator::ALL {
-            let Ok(m) = compile(&g, &Options { accelerator: accel }) else {
+            let Ok(m) = compile(&g, &Options::new(accel)) else {
                 break;
             };
             if accel == Accelerator::U85_128 {

@@ -65,7 +65,7 @@ fn argmax_edge_windows() {
             .collect::<Vec<u8>>()
     );
     for accel in Accelerator::ALL {
-        let m = compile(&g, &Options { accelerator: accel }).unwrap();
+        let m = compile(&g, &Options::new(accel)).unwrap();
         let bytes: Vec<u8> = data.iter().map(|&v| v as u8).collect();
         let got = simulate(&m, &[bytes]);
         assert_eq!(got[0], expected[0].to_le_bytes(), "{accel}");

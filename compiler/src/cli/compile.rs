@@ -1,9 +1,12 @@
 //! `npuc compile MODEL -o OUT.bin|OUT.tflite [--accel ethos-u85-256] [options]`.
 
 use anyhow::Context;
-use npuc::compile::{CompiledModel, Options};
+use npuc::compile::{CompiledModel, Optimise, Options};
 use npuc::tflite_out::Partition;
 use npuc_backend::arch::Accelerator;
+use npuc_backend::system::ini::{ConfigSource, IniFile};
+use npuc_backend::system::presets::{DEFAULT_MEMORY_MODE, DEFAULT_SYSTEM_CONFIG};
+use npuc_backend::system::MemoryMap;
 use std::path::PathBuf;
 
 /// Target and optimisation options shared by `npuc compile` and `npuc verify`.
@@ -12,13 +15,38 @@ pub struct TargetArgs {
     /// Target configuration: ethos-u85-128, -256, -512, -1024 or -2048.
     #[arg(long, default_value = "ethos-u85-256")]
     pub accel: Accelerator,
+    /// System configuration (vela.ini `[System_Config.NAME]`, a preset or from --config).
+    #[arg(long, default_value = DEFAULT_SYSTEM_CONFIG)]
+    pub system_config: String,
+    /// Memory mode (vela.ini `[Memory_Mode.NAME]`, a preset or from --config).
+    #[arg(long, default_value = DEFAULT_MEMORY_MODE)]
+    pub memory_mode: String,
+    /// A Vela-format .ini file with more system configurations and memory modes.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Optimisation goal: performance or size.
+    #[arg(long, default_value = "performance")]
+    pub optimise: Optimise,
 }
 
 impl TargetArgs {
     /// The compile options these arguments select.
     pub fn options(&self) -> anyhow::Result<Options> {
+        let file = match &self.config {
+            Some(p) => Some(IniFile::read(p)?),
+            None => None,
+        };
+        let src = ConfigSource { file };
+        let system_config = src.system_config(&self.system_config)?;
+        let memory_mode = src.memory_mode(&self.memory_mode)?;
+        // Reject combinations the memory map cannot serve (e.g. SRAM-only modes on DRAM-less
+        // systems) before compiling.
+        MemoryMap::new(&system_config, &memory_mode)?;
         Ok(Options {
             accelerator: self.accel,
+            system_config,
+            memory_mode,
+            optimise: self.optimise,
         })
     }
 }
@@ -102,7 +130,17 @@ pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> Str
     let ro = sum(&|m| m.read_only.len() as u64);
     let words = sum(&|m| m.command_stream.len() as u64);
     let cycles = sum(&|m| m.estimated_cycles());
+    let config = models.first().map_or(String::new(), |m| {
+        format!(
+            "{}, {}, {}, optimised for {}",
+            m.accelerator,
+            m.system_config,
+            m.memory_mode,
+            m.optimise.name()
+        )
+    });
     let rows = [
+        ("configuration", config),
         ("NPU segments", models.len().to_string()),
         ("operators on NPU", npu_ops.to_string()),
         ("operators on CPU", cpu_ops.to_string()),

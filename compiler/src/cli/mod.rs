@@ -4,6 +4,7 @@ mod compile;
 mod disasm;
 mod report;
 mod run;
+mod verify;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -18,7 +19,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compile a model to an npuc container for the NPU.
+    /// Compile a model to an npuc container, or to a .tflite with ethos-u operators.
     Compile(compile::Args),
     /// Disassemble the command streams of a compiled artifact.
     Disasm(disasm::Args),
@@ -26,6 +27,9 @@ enum Command {
     Run(run::Args),
     /// Estimate cycles, MACs and memory traffic of a compiled artifact (TRM chapter 4 model).
     Report(report::Args),
+    /// Compile a model and compare the simulator with the reference interpreter on random
+    /// inputs (exit status 0 only if bit-exact).
+    Verify(verify::Args),
 }
 
 /// Parses the arguments, runs the subcommand, and turns errors into a message and exit code 1.
@@ -35,6 +39,7 @@ pub fn main() -> ExitCode {
         Command::Compile(args) => compile::run(args),
         Command::Disasm(args) => disasm::run(args),
         Command::Run(args) => run::run(args),
+        Command::Verify(args) => verify::run(args),
         Command::Report(args) => report::run(args),
     };
     match result {

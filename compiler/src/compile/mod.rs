@@ -30,20 +30,78 @@ pub mod lower;
 
 use crate::arch_interface::{Target, U85Target};
 use npuc_backend::arch::Accelerator;
+use npuc_backend::system::{presets, MemoryMode, SystemConfig};
 use npuc_ir::{DType, Graph, Quantization};
 use thiserror::Error;
 
-/// Compilation options.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the compiler optimises for (`--optimise`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Optimise {
+    /// Fewest cycles.
+    #[default]
+    Performance,
+    /// Smallest arena and read-only data.
+    Size,
+}
+
+impl Optimise {
+    /// `performance` or `size`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Optimise::Performance => "performance",
+            Optimise::Size => "size",
+        }
+    }
+}
+
+impl std::str::FromStr for Optimise {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "performance" => Ok(Optimise::Performance),
+            "size" => Ok(Optimise::Size),
+            _ => Err(format!(
+                "unknown optimisation goal {s:?} (performance or size)"
+            )),
+        }
+    }
+}
+
+/// Compilation options. Construct with [`Options::new`] or struct update syntax
+/// (`Options { accelerator, ..Options::default() }`).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     /// Target configuration.
     pub accelerator: Accelerator,
+    /// System configuration: clocks and the memories behind the AXI ports
+    /// (default [`presets::DEFAULT_SYSTEM_CONFIG`]).
+    pub system_config: SystemConfig,
+    /// Memory mode: which port holds constants, the arena and the staging area
+    /// (default [`presets::DEFAULT_MEMORY_MODE`]).
+    pub memory_mode: MemoryMode,
+    /// Optimisation goal.
+    pub optimise: Optimise,
+}
+
+impl Options {
+    /// The default options for one configuration.
+    pub fn new(accelerator: Accelerator) -> Options {
+        Options {
+            accelerator,
+            ..Options::default()
+        }
+    }
 }
 
 impl Default for Options {
     fn default() -> Options {
         Options {
             accelerator: Accelerator::U85_256,
+            system_config: presets::system_config(presets::DEFAULT_SYSTEM_CONFIG)
+                .expect("the default system configuration is a preset"),
+            memory_mode: presets::memory_mode(presets::DEFAULT_MEMORY_MODE)
+                .expect("the default memory mode is a preset"),
+            optimise: Optimise::default(),
         }
     }
 }
@@ -124,6 +182,12 @@ pub struct CompiledModel {
     pub outputs: Vec<TensorPlacement>,
     /// The NPU operations in execution order.
     pub operators: Vec<OperatorInfo>,
+    /// Name of the system configuration compiled for.
+    pub system_config: String,
+    /// Name of the memory mode compiled for.
+    pub memory_mode: String,
+    /// The optimisation goal.
+    pub optimise: Optimise,
 }
 
 impl CompiledModel {
@@ -167,5 +231,8 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
         inputs: graph.inputs().iter().map(|&t| place(t)).collect(),
         outputs: graph.outputs().iter().map(|&t| place(t)).collect(),
         operators: emitted.operators,
+        system_config: options.system_config.name.clone(),
+        memory_mode: options.memory_mode.name.clone(),
+        optimise: options.optimise,
     })
 }

@@ -411,8 +411,8 @@ pub fn check_sim(name: &str, g: &Graph, samples: usize) {
     use npuc_backend::arch::Accelerator;
     use npuc_backend::isa::{decode_stream, Command};
     for accel in Accelerator::ALL {
-        let m = compile(g, &Options { accelerator: accel })
-            .unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
+        let m =
+            compile(g, &Options::new(accel)).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
         let decoded = decode_stream(&m.command_stream)
             .unwrap_or_else(|e| panic!("{name} on {accel}: decode: {e}"));
         assert!(

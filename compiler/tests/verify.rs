@@ -1,0 +1,108 @@
+//! `npuc verify`: simulator against the reference interpreter on seeded random inputs, and the
+//! localisation of the first diverging NPU operation when they disagree.
+
+use npuc::compile::{compile, Options};
+use npuc::verify::{verify_file, verify_graph, VerifyOptions};
+use npuc_backend::isa::{decode_stream, encode_stream, Command, PoolingMode};
+use npuc_ir::*;
+use std::path::PathBuf;
+use std::process::Command as Process;
+
+fn models() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models")
+}
+
+/// CONV2D 3x3 + RESCALE, then MAX_POOL2D 2x2: two NPU operations.
+fn conv_then_pool() -> Graph {
+    let (h, w, ic, oc) = (8, 8, 4, 8);
+    let mut b = GraphBuilder::new("conv_then_pool");
+    let x = b.input("x", DType::Int8, [1, h, w, ic]);
+    let weights: Vec<i8> = (0..oc * 9 * ic).map(|i| ((i * 37) % 255) as i8).collect();
+    let wt = b.const_i8("w", [oc, 3, 3, ic], &weights);
+    let bt = b.const_i32("b", [oc], &vec![100; oc]);
+    let conv = ConvAttrs {
+        pad: [1, 1, 1, 1],
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("conv", Op::Conv2d(conv), &[x, wt, bt]);
+    let r = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 40, RescaleRounding::DoubleRound);
+    let y = b.op("rescale", Op::Rescale(r), &[acc]);
+    let pool = PoolAttrs {
+        kernel: [2, 2],
+        stride: [2, 2],
+        pad: [0; 4],
+    };
+    let z = b.op("pool", Op::MaxPool2d(pool), &[y]);
+    b.output(z);
+    b.finish().unwrap()
+}
+
+#[test]
+fn a_correct_compilation_is_bit_exact_on_every_sample() {
+    let g = conv_then_pool();
+    let m = compile(&g, &Options::default()).unwrap();
+    let r = verify_graph(&g, &m, &VerifyOptions::default()).unwrap();
+    assert!(r.is_bit_exact(), "{}", r.describe());
+    assert_eq!(r.samples, 3);
+    assert_eq!(r.bytes_compared, 3 * 4 * 4 * 8);
+}
+
+#[test]
+fn a_corrupted_stream_is_caught_and_the_corrupted_operation_localised() {
+    let g = conv_then_pool();
+    let mut m = compile(&g, &Options::default()).unwrap();
+    // Turn the max pool into a min pool: the convolution stays right, the pool goes wrong.
+    let decoded = decode_stream(&m.command_stream).unwrap();
+    let pool = decoded
+        .iter()
+        .find(|d| matches!(d.command, Command::OpPool(_)))
+        .expect("an NPU_OP_POOL");
+    let Command::OpPool(mut p) = pool.command else {
+        unreachable!()
+    };
+    assert_eq!(p.pooling_mode, PoolingMode::Max);
+    p.pooling_mode = PoolingMode::Min;
+    let word = encode_stream(&[Command::OpPool(p)]).unwrap();
+    m.command_stream[pool.offset / 4] = word[0];
+
+    let r = verify_graph(&g, &m, &VerifyOptions::default()).unwrap();
+    assert!(!r.is_bit_exact());
+    assert_eq!(r.mismatches.len(), 3, "every sample differs");
+    let d = r.divergence.as_ref().expect("localised");
+    assert_eq!((d.index, d.name.as_str()), (1, "pool"));
+    assert!(d.params.starts_with("Pool(Max)"), "{}", d.params);
+    let text = r.describe();
+    assert!(
+        text.contains("first diverging NPU operation: #1 pool"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_corpus_model_verifies_through_the_file_api() {
+    let bytes = std::fs::read(models().join("tflite/conv2d_3x3_relu.tflite")).unwrap();
+    let parts = verify_file(&bytes, &Options::default(), &VerifyOptions::default()).unwrap();
+    assert_eq!(parts.len(), 1);
+    assert!(
+        parts[0].report.is_bit_exact(),
+        "{}",
+        parts[0].report.describe()
+    );
+}
+
+#[test]
+fn the_cli_exits_zero_only_when_bit_exact() {
+    let model = models().join("tflite/conv2d_3x3_relu.tflite");
+    let out = Process::new(env!("CARGO_BIN_EXE_npuc"))
+        .args([
+            "verify".as_ref(),
+            model.as_os_str(),
+            "--samples".as_ref(),
+            "2".as_ref(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("bit-exact: 2 samples"), "{stdout}");
+}
