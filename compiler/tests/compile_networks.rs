@@ -73,8 +73,8 @@ fn cut_before_softmax(mut g: Graph) -> Graph {
 fn check_network(name: &str, configs: &[Accelerator]) {
     let g = cut_before_softmax(load(name));
     for &accel in configs {
-        let m = compile(&g, &Options { accelerator: accel })
-            .unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
+        let m =
+            compile(&g, &Options::new(accel)).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
         eprintln!(
             "{name} on {accel}: {} IR operators, {} NPU operations",
             g.num_ops(),

@@ -97,7 +97,7 @@ fn reduce_any_all_of_booleans() {
     let g = b.finish().unwrap();
     let mut rng = Rng(99);
     for accel in Accelerator::ALL {
-        let m = compile(&g, &Options { accelerator: accel }).unwrap();
+        let m = compile(&g, &Options::new(accel)).unwrap();
         // Mostly false, then mostly true: both reductions see both answers.
         for density in [8u64, 92] {
             let data: Vec<bool> = (0..120).map(|_| rng.next() % 100 < density).collect();

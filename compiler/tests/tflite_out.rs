@@ -127,3 +127,18 @@ fn a_container_output_lists_every_operator_that_cannot_run_on_the_npu() {
     assert!(text.contains("operator 1 (npuc_test_cpu_only)"), "{text}");
     assert!(text.contains(".tflite"), "{text}");
 }
+
+#[test]
+fn networks_with_cpu_operators_reproduce_the_golden_through_npuc_run() {
+    // Their SOFTMAX (and in the transformer, more) stays on the CPU; `npuc run` executes the
+    // ethos-u operators on the simulator and the rest on the reference interpreter.
+    for name in ["mobilenet_tiny", "transformer_encoder"] {
+        let bytes = read(&format!("tflite/{name}.tflite"));
+        let out = compile_tflite(&bytes, &Options::default(), &mut |_| {}).unwrap();
+        assert!(out.partition.cpu_ops().count() > 0, "{name}");
+        for k in 0..3 {
+            let run = npuc::run::run_vela(&out.bytes, &golden(name, "input", k)).unwrap();
+            assert_eq!(run.outputs, golden(name, "output", k), "{name} sample {k}");
+        }
+    }
+}

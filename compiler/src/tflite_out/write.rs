@@ -8,8 +8,9 @@
 //!   then the segment's input feature maps; its outputs are the segment's output feature maps;
 //! * every segment has its own scratch tensor, placed after the previous segment's in the arena
 //!   (`OfflineMemoryAllocation`: the scratch tensor at its base, each feature map at base +
-//!   its offset in the segment's arena, -1 for everything the runtime plans itself), so no
-//!   segment can overwrite a tensor another one still needs;
+//!   its offset in the segment's arena), so no segment can overwrite a tensor another one
+//!   still needs; every other feature map (CPU operators only) gets a slot of its own after
+//!   the segments' areas, and constants get -1;
 //! * a feature map read by a segment but already placed by an earlier one (a graph input or a
 //!   segment output read by two segments) is copied by a CPU `RESHAPE` to the same shape into a
 //!   new tensor placed in the reading segment's arena;
@@ -103,6 +104,16 @@ impl Builder {
     fn bytes_tensor(&mut self, name: String, len: usize, data: Option<Vec<u8>>) -> i32 {
         let len = i32::try_from(len).unwrap_or(i32::MAX);
         self.tensor(name, vec![len], TensorType::UINT8, data)
+    }
+}
+
+/// Bytes per element of a TFLite type (8 for types npuc does not know, an upper bound).
+fn element_bytes(t: TensorType) -> u64 {
+    match t {
+        TensorType::INT8 | TensorType::UINT8 | TensorType::BOOL => 1,
+        TensorType::INT16 | TensorType::UINT16 | TensorType::FLOAT16 => 2,
+        TensorType::INT32 | TensorType::UINT32 | TensorType::FLOAT32 => 4,
+        _ => 8,
     }
 }
 
@@ -217,6 +228,41 @@ pub fn write(
         op.custom_options = Some(vec![1, 4, 1]);
         ops.push(op);
         base = (base + c.arena_size).next_multiple_of(SEGMENT_ALIGN);
+    }
+    // Every other feature map (read or written by CPU operators only, or a graph input or
+    // output no segment touches) gets its own slot after the segments' areas.
+    let referenced = ops
+        .iter()
+        .flat_map(|o| {
+            let ins = o.inputs.iter().flatten();
+            ins.chain(o.outputs.iter().flatten())
+        })
+        .chain(sg.inputs.iter().flatten())
+        .chain(sg.outputs.iter().flatten())
+        .copied()
+        .filter(|&t| t >= 0)
+        .map(|t| t as usize)
+        .collect::<std::collections::BTreeSet<usize>>();
+    for t in referenced {
+        let Some(tensor) = b.tensors.get(t) else {
+            continue;
+        };
+        let constant = b
+            .buffers
+            .get(tensor.buffer as usize)
+            .and_then(|x| x.data.as_ref())
+            .is_some_and(|d| !d.is_empty());
+        if constant || b.offsets.contains_key(&t) {
+            continue;
+        }
+        let n: u64 = tensor
+            .shape
+            .iter()
+            .flatten()
+            .map(|&d| d.max(1) as u64)
+            .product();
+        b.offsets.insert(t, base as i64);
+        base = (base + n * element_bytes(tensor.type_)).next_multiple_of(SEGMENT_ALIGN);
     }
     sg.operators = Some(ops);
     sg.tensors = Some(b.tensors);
