@@ -120,6 +120,53 @@ pub fn compare_and_max(_rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
+/// TFLite RELU requantization: exact widening with the zero point, RESCALE to i8 (shift 29,
+/// double rounding), CLAMP.
+pub fn rescale_relu(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("rescale_relu");
+    let x = b.input("x", DType::Int8, [1, 7, 6, 5]);
+    let w = widen(&mut b, "widen", x, -1);
+    let mut r = rescale_i32(1_610_612_736, 29, 0, true);
+    r.output_dtype = DType::Int8;
+    r.output_zp = -128;
+    let y = b.op("rescale", Op::Rescale(r), &[w]);
+    let c = b.op(
+        "relu",
+        Op::Clamp(ClampAttrs {
+            min: -128,
+            max: 127,
+        }),
+        &[y],
+    );
+    b.output(c);
+    b.finish().unwrap()
+}
+
+/// A direct i8 -> i8 RESCALE with an input zero point and single rounding, shift 36.
+pub fn rescale_direct(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("rescale_direct");
+    let x = b.input("x", DType::Int8, [3, 5, 9]);
+    let mut r = rescale_i32(1_234_567_890, 36, 17, false);
+    r.output_dtype = DType::Int8;
+    r.output_zp = 9;
+    let y = b.op("rescale", Op::Rescale(r), &[x]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// RELU on i16: exact widening, RESCALE to i16, CLAMP at 0.
+pub fn rescale_relu_i16(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("rescale_relu_i16");
+    let x = b.input("x", DType::Int16, [1, 5, 6, 4]);
+    let w = widen(&mut b, "widen", x, 0);
+    let mut r = rescale_i32(1_500_000_000, 31, 0, true);
+    r.output_dtype = DType::Int16;
+    let y = b.op("rescale", Op::Rescale(r), &[w]);
+    let c = b.op("relu", Op::Clamp(ClampAttrs { min: 0, max: 32767 }), &[y]);
+    b.output(c);
+    b.finish().unwrap()
+}
+
 macro_rules! compare_tests {
     ($($name:ident),* $(,)?) => {
         mod sim_equals_interpreter {
@@ -136,6 +183,9 @@ compare_tests!(
     greater_equal_raw,
     equal_coarse,
     compare_and_max,
+    rescale_relu,
+    rescale_direct,
+    rescale_relu_i16,
 );
 
 #[test]

@@ -11,6 +11,7 @@ mod matmul;
 mod movement;
 mod pool;
 mod reduce;
+mod rescale;
 mod resize;
 mod table;
 mod tconv;
@@ -569,6 +570,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 // and anything left unfused is reported below.
                 deferred.push(o);
             }
+            Op::Rescale(_) => cx.lower_rescale(o)?,
             _ => return Err(unsupported(node, "operator not in the NPU slice yet")),
         }
     }
