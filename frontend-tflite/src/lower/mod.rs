@@ -25,7 +25,9 @@ mod operator;
 mod ops_conv;
 mod ops_elementwise;
 mod ops_layout;
+mod ops_lut16;
 mod ops_misc;
+mod ops_prelu_scatter;
 mod ops_softmax;
 mod ops_table;
 pub mod partition;
@@ -163,6 +165,8 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
         B::DEQUANTIZE => {
             Err("DEQUANTIZE produces float tensors; float operators are not supported".into())
         }
+        B::PRELU => ops_prelu_scatter::prelu(cx),
+        B::SCATTER_ND => ops_prelu_scatter::scatter_nd(cx),
         B::MEAN | B::SUM => ops_softmax::mean(cx, code == B::SUM),
         _ => Err(format!(
             "operator {} is not supported yet",

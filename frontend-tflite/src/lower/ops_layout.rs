@@ -412,10 +412,8 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
     let (align, half) = resize_flags(cx)?;
     let xt = cx.tin(0)?;
     let dt = OpCx::dtype(xt)?;
-    if dt != DType::Int8 {
-        return Err(format!(
-            "{dt} bilinear resize is not supported yet (int8 only)"
-        ));
+    if dt != DType::Int8 && dt != DType::Int16 {
+        return Err(format!("{dt} bilinear resize is not supported"));
     }
     let xs = OpCx::shape(xt)?;
     let os = OpCx::shape(cx.tout(0)?)?;
@@ -440,16 +438,51 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
     }
     let border =
         |o: usize, i: usize, s: i64, off: i64| (o as i64 - 1) * s + off - (i as i64 - 1) * 1024;
+    let (by, bx) = (border(os[1], xs[1], sy, oy), border(os[2], xs[2], sx, ox));
+    // The interpolation weights are in 1/1024 units. For int16 (i48 sums) every position
+    // parameter is divided by the largest power of two `g` that divides all of them: the
+    // weights shrink by exactly `g`, so the sum shrinks by exactly `gy * gx` and fits i32.
+    let (gy, gx) = if dt == DType::Int16 {
+        let pow2 = |vals: [i64; 3]| {
+            let mut g = 1024i64;
+            while vals.iter().any(|v| v % g != 0) {
+                g /= 2;
+            }
+            g
+        };
+        (pow2([sy, oy, by]), pow2([sx, ox, bx]))
+    } else {
+        (1, 1)
+    };
+    let (uy, ux) = (1024 / gy, 1024 / gx);
+    if dt == DType::Int16 && uy * ux > 1 << 16 {
+        return Err("int16 bilinear resize: the weighted sums do not fit 32 bits".into());
+    }
     let attrs = ResizeAttrs {
         mode: ResizeMode::Bilinear,
-        scale: [1024, sy, 1024, sx],
-        offset: [oy, ox],
-        border: [border(os[1], xs[1], sy, oy), border(os[2], xs[2], sx, ox)],
+        scale: [uy, sy / gy, ux, sx / gx],
+        offset: [oy / gy, ox / gx],
+        border: [by / gy, bx / gx],
     };
     let x = cx.input(0)?;
     let sum = cx.emit("resize", Op::Resize(attrs), &[x])?;
-    // TFLite rounds sum / 2^20 half away from zero: subtract 1 from negative sums, then
-    // round half up.
+    let sum = if dt == DType::Int16 {
+        // i48 -> i32 exactly: (4 v + 2) >> 2 == v.
+        cx.rescale(
+            sum,
+            DType::Int32,
+            vec![4],
+            vec![2],
+            false,
+            RescaleRounding::SingleRound,
+            0,
+            0,
+        )?
+    } else {
+        sum
+    };
+    // TFLite rounds sum / 2^20 (here sum / (uy * ux)) half away from zero: subtract 1 from
+    // negative sums, then round half up.
     let c31 = cx.constant("c31", vec![1, 1, 1, 1], TensorData::I32(vec![31]))?;
     let sign = cx.emit(
         "sign",
@@ -457,11 +490,17 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
         &[sum, c31],
     )?;
     let adj = cx.emit("adjust", Op::Add, &[sum, sign])?;
+    let bits = (uy * ux).trailing_zeros() as i32;
+    let (m, sh) = if bits >= 1 {
+        (1 << (31 - bits), 31)
+    } else {
+        (1 << 30, 30)
+    };
     let y = cx.rescale(
         adj,
         dt,
-        vec![1 << 11],
-        vec![31],
+        vec![m],
+        vec![sh],
         true,
         RescaleRounding::SingleRound,
         0,

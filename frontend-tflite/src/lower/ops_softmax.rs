@@ -1,4 +1,4 @@
-//! SOFTMAX (int8) and MEAN / SUM.
+//! SOFTMAX (int8 and int16) and MEAN / SUM (int8 and int16).
 //!
 //! **Softmax** reproduces TFLite's fixed-point reference kernel (gemmlowp arithmetic with
 //! 5 integer bits for the scaled differences and 12 for the sum of exponentials) as a
@@ -74,8 +74,11 @@ pub(crate) fn softmax(cx: &mut OpCx<'_, '_>, log: bool) -> R<()> {
         return Err("missing SoftmaxOptions".into());
     };
     let (xt, ot) = (cx.tin(0)?, cx.tout(0)?);
+    if OpCx::dtype(xt)? == DType::Int16 && OpCx::dtype(ot)? == DType::Int16 {
+        return softmax16(cx, o.beta);
+    }
     if OpCx::dtype(xt)? != DType::Int8 || OpCx::dtype(ot)? != DType::Int8 {
-        return Err("only int8 softmax is lowered".into());
+        return Err("softmax is lowered for int8 and int16 only".into());
     }
     let (si, _) = OpCx::qparams(xt)?;
     let (so, zo) = OpCx::qparams(ot)?;
@@ -156,6 +159,111 @@ pub(crate) fn softmax(cx: &mut OpCx<'_, '_>, log: bool) -> R<()> {
     cx.bind_output(0, y)
 }
 
+/// Int16 SOFTMAX (TFLite's `SoftmaxInt16`), one row (last axis) at a time:
+///
+/// 1. `n = max - x` (`i32`, non-negative) and `s = MultiplyByQuantizedMultiplier(-n, m)`
+///    with `m` mapping `[-65535, 0]` to `[-10, 0]`; the rounding of the negative product is
+///    half away from zero, so it is computed as `-rescale(n)` with round-half-up;
+/// 2. `e = LUTLookup(clamp(s + 32767), exp_lut)` (TABLE + RESCALE; the table samples `exp`
+///    on `[-10, 0]` in double precision);
+/// 3. `sum = Σ e`, `h = clz(sum)`, `r = LUTLookup(clamp(round((sum << (h - 1)) / 2^14) -
+///    98304), one_over_one_plus_x_lut)`;
+/// 4. `out = clamp(round(e * r / 2^(31 - h)), 0, 32767)`.
+fn softmax16(cx: &mut OpCx<'_, '_>, beta: f32) -> R<()> {
+    use super::ops_lut16::{lut_lookup_ir, lut_populate_i16_f64};
+    let (xt, ot) = (cx.tin(0)?, cx.tout(0)?);
+    let (si, zi) = OpCx::qparams(xt)?;
+    let (so, zo) = OpCx::qparams(ot)?;
+    if zi != 0 || zo != 0 || (so - 1.0 / 32768.0).abs() > 0.001 / 32768.0 {
+        return Err("int16 softmax needs zero points 0 and output scale 2^-15".into());
+    }
+    let xs = OpCx::shape(xt)?;
+    let rank = xs.len();
+    if rank == 0 || rank > 4 {
+        return Err("int16 softmax needs rank 1 to 4".into());
+    }
+    let last = rank - 1;
+    let real = f64::from(si * beta) / (10.0 / 65535.0);
+    let (m, sh) = quantize_multiplier(real).ok_or("softmax beta * scale out of range")?;
+    let range = 65535.0f64;
+    let exp_lut = lut_populate_i16_f64(10.0 / range, 32767, 2.0 / range, 0, f64::exp);
+    let inv_lut = lut_populate_i16_f64(1.0 / range, -32768, 2.0 / range, 0, |v| 1.0 / (1.0 + v));
+    let x = cx.input(0)?;
+    let mx = cx.emit("max", Op::ReduceMax(AxisAttrs { axis: last }), &[x])?;
+    let x32 = cx.widen_i32(x, 0)?;
+    let m32 = cx.widen_i32(mx, 0)?;
+    let n = cx.emit("neg_diff", Op::Sub, &[m32, x32])?;
+    let ns = cx.rescale(
+        n,
+        DType::Int32,
+        vec![m],
+        vec![31 - sh],
+        true,
+        RescaleRounding::DoubleRound,
+        0,
+        0,
+    )?;
+    let c32767 = c32(cx, "c32767", rank, 32767)?;
+    let sym = cx.emit("recenter", Op::Sub, &[c32767, ns])?;
+    let sym = cx.rescale(
+        sym,
+        DType::Int16,
+        vec![1 << 30],
+        vec![30],
+        true,
+        RescaleRounding::SingleRound,
+        0,
+        0,
+    )?;
+    let e =
+        lut_lookup_ir(cx, sym, exp_lut, DType::Int32)?.ok_or("exp table slope does not fit i16")?;
+    let sum = cx.emit("sum", Op::ReduceSum(AxisAttrs { axis: last }), &[e])?;
+    let h = cx.emit("clz", Op::Clz, &[sum])?;
+    let c1 = c32(cx, "c1", rank, 1)?;
+    let hm1 = cx.emit("clz_minus_one", Op::Sub, &[h, c1])?;
+    let norm = cx.emit("normalise", Op::LogicalLeftShift, &[sum, hm1])?;
+    let c14 = c32(cx, "c14", rank, 14)?;
+    let shifted = cx.emit(
+        "q15",
+        Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: true }),
+        &[norm, c14],
+    )?;
+    let c_off = c32(cx, "c98304", rank, (1 << 15) + (1 << 16))?;
+    let sym2 = cx.emit("recenter", Op::Sub, &[shifted, c_off])?;
+    let sym2 = cx.rescale(
+        sym2,
+        DType::Int16,
+        vec![1 << 30],
+        vec![30],
+        true,
+        RescaleRounding::SingleRound,
+        0,
+        0,
+    )?;
+    let r = lut_lookup_ir(cx, sym2, inv_lut, DType::Int32)?
+        .ok_or("reciprocal table slope does not fit i16")?;
+    let prod = cx.emit("scale", Op::Mul(MulAttrs { shift: 0 }), &[e, r])?;
+    let c31 = c32(cx, "c31", rank, 31)?;
+    let rs = cx.emit("right_shift", Op::Sub, &[c31, h])?;
+    let q = cx.emit(
+        "divide",
+        Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: true }),
+        &[prod, rs],
+    )?;
+    let q = cx.clamp(q, 0, 32767)?;
+    let y = cx.rescale(
+        q,
+        DType::Int16,
+        vec![1 << 30],
+        vec![30],
+        true,
+        RescaleRounding::SingleRound,
+        0,
+        0,
+    )?;
+    cx.bind_output(0, y)
+}
+
 pub(crate) fn mean(cx: &mut OpCx<'_, '_>, sum: bool) -> R<()> {
     let BuiltinOptionsT::ReducerOptions(_) = cx.opts() else {
         return Err("missing ReducerOptions".into());
@@ -165,7 +273,7 @@ pub(crate) fn mean(cx: &mut OpCx<'_, '_>, sum: bool) -> R<()> {
     }
     let (xt, ot) = (cx.tin(0)?, cx.tout(0)?);
     let dt = OpCx::dtype(xt)?;
-    if dt != DType::Int8 {
+    if dt != DType::Int8 && dt != DType::Int16 {
         return Err(format!("{dt} MEAN is not lowered yet"));
     }
     let xs = OpCx::shape(xt)?;
@@ -198,7 +306,7 @@ pub(crate) fn mean(cx: &mut OpCx<'_, '_>, sum: bool) -> R<()> {
     let s2 = s - k;
     let y = cx.rescale(
         v,
-        DType::Int8,
+        dt,
         vec![m2],
         vec![31 - s2],
         true,

@@ -38,6 +38,9 @@ pub(crate) fn unary(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
     use BuiltinOperator as B;
     let (xt, ot) = (cx.tin(0)?, cx.tout(0)?);
     let dt = OpCx::dtype(xt)?;
+    if dt == DType::Int16 {
+        return super::ops_lut16::unary16(cx, code);
+    }
     if dt != DType::Int8 || OpCx::dtype(ot)? != DType::Int8 {
         return Err(format!("{} is lowered for int8 only", cx.op.opcode.name()));
     }
