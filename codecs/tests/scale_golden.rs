@@ -56,24 +56,9 @@ fn load(name: &str) -> ScaleCase {
     }
 }
 
-/// Reads an int32 or int64 `.npy` vector exactly (the shared reader widens
-/// to f64 and has no int64).
+/// Reads an integer `.npy` vector exactly.
 fn read_int_npy(path: &std::path::Path) -> Vec<i64> {
-    let bytes = std::fs::read(path).unwrap();
-    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
-    let body = &bytes[10 + header_len..];
-    if header.contains("'<i8'") {
-        body.chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-            .collect()
-    } else if header.contains("'<i4'") {
-        body.chunks_exact(4)
-            .map(|c| i64::from(i32::from_le_bytes(c.try_into().unwrap())))
-            .collect()
-    } else {
-        panic!("{}: unexpected header {header}", path.display())
-    }
+    common::npy::read_npy(path).to_i64()
 }
 
 fn cases() -> Vec<ScaleCase> {

@@ -4,7 +4,8 @@
 //! [`KNOWN_FAILURES`] with the reason; a listed model that passes also fails the test (so the
 //! table stays current). Nothing is skipped silently: a model without goldens is a failure.
 
-use std::path::{Path, PathBuf};
+use npuc_test_support::models_dir;
+use std::path::Path;
 
 use npuc_frontend_tosa::{lower, TosaModel};
 use npuc_ir::TensorValue;
@@ -12,72 +13,10 @@ use npuc_ir::TensorValue;
 /// `(model, reason)`: models whose lowering or results are known to fail, and why.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
-fn models_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../models")
-}
-
-/// A minimal `.npy` reader (format 1.0/2.0/3.0, little-endian integer and bool arrays, C order).
-fn read_npy(path: &Path) -> Result<(Vec<usize>, String, Vec<u8>), String> {
-    let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if b.len() < 10 || &b[..6] != b"\x93NUMPY" {
-        return Err(format!("{}: not an npy file", path.display()));
-    }
-    let (hlen, start) = if b[6] == 1 {
-        (u16::from_le_bytes([b[8], b[9]]) as usize, 10)
-    } else {
-        if b.len() < 12 {
-            return Err("short npy header".into());
-        }
-        (u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize, 12)
-    };
-    let header = std::str::from_utf8(b.get(start..start + hlen).ok_or("short header")?)
-        .map_err(|e| e.to_string())?;
-    let field = |key: &str| -> Result<&str, String> {
-        let i = header
-            .find(key)
-            .ok_or_else(|| format!("no {key} in {header}"))?;
-        Ok(header[i + key.len()..].trim_start_matches([':', ' ', '\'']))
-    };
-    if field("'fortran_order'")?.starts_with("True") {
-        return Err("fortran order".into());
-    }
-    let descr = field("'descr'")?;
-    let descr = descr[..descr.find('\'').ok_or("bad descr")?].to_string();
-    let shape = field("'shape'")?;
-    let shape =
-        &shape[shape.find('(').ok_or("bad shape")? + 1..shape.find(')').ok_or("bad shape")?];
-    let dims = shape
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse::<usize>().map_err(|e| e.to_string()))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((dims, descr, b[start + hlen..].to_vec()))
-}
-
-fn npy_values(descr: &str, data: &[u8]) -> Result<Vec<i64>, String> {
-    let v = match descr.trim_start_matches(['<', '|', '=']) {
-        "b1" | "u1" => data.iter().map(|&x| x as i64).collect(),
-        "i1" => data.iter().map(|&x| x as i8 as i64).collect(),
-        "i2" => data
-            .chunks_exact(2)
-            .map(|c| i16::from_le_bytes([c[0], c[1]]) as i64)
-            .collect(),
-        "u2" => data
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]) as i64)
-            .collect(),
-        "i4" => data
-            .chunks_exact(4)
-            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as i64)
-            .collect(),
-        "i8" => data
-            .chunks_exact(8)
-            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-            .collect(),
-        other => return Err(format!("unsupported npy dtype {other}")),
-    };
-    Ok(v)
+/// A golden `.npy` array: shape and elements (the workspace's shared reader).
+fn read_npy(path: &Path) -> Result<(Vec<usize>, Vec<i64>), String> {
+    let a = npuc_test_support::npy::read(path)?;
+    Ok((a.shape.clone(), a.to_i64()?))
 }
 
 /// Runs one model on all its golden samples; `Err` describes the first problem.
@@ -96,8 +35,7 @@ fn check_model(name: &str) -> Result<usize, String> {
         let mut inputs = Vec::new();
         for (i, &t) in graph.inputs().iter().enumerate() {
             let ty = &graph.tensor(t).ok_or("bad input")?.ty;
-            let (shape, descr, data) = read_npy(&gdir.join(format!("input{i}_{k}.npy")))?;
-            let vals = npy_values(&descr, &data)?;
+            let (shape, vals) = read_npy(&gdir.join(format!("input{i}_{k}.npy")))?;
             if shape != ty.shape.0 {
                 return Err(format!(
                     "input {i}: golden shape {shape:?}, graph {}",
@@ -111,8 +49,7 @@ fn check_model(name: &str) -> Result<usize, String> {
         }
         let outs = npuc_ir::run_outputs(&graph, inputs).map_err(|e| format!("run {k}: {e}"))?;
         for (j, out) in outs.iter().enumerate() {
-            let (shape, descr, data) = read_npy(&gdir.join(format!("output{j}_{k}.npy")))?;
-            let want = npy_values(&descr, &data)?;
+            let (shape, want) = read_npy(&gdir.join(format!("output{j}_{k}.npy")))?;
             if shape != out.shape().0 {
                 return Err(format!(
                     "sample {k} output {j}: shape {} vs golden {shape:?}",
