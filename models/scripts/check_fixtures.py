@@ -141,9 +141,13 @@ def main():
     errors = 0
     configs = {}
     n_checked = 0
-    cfg_dirs = sorted(glob.glob(os.path.join(VELA_DIR, "*"))) + sorted(glob.glob(os.path.join(MODELS_DIR, "vela-tosa", "*")))
+    cfg_dirs = (
+        sorted(glob.glob(os.path.join(VELA_DIR, "*")))
+        + sorted(glob.glob(os.path.join(MODELS_DIR, "vela-tosa", "*")))
+        + sorted(glob.glob(os.path.join(MODELS_DIR, "large", "vela", "*")))
+    )
     for cfg_dir in cfg_dirs:
-        cfg = os.path.relpath(cfg_dir, MODELS_DIR).replace("vela/", "", 1)
+        cfg = os.path.relpath(cfg_dir, MODELS_DIR).replace("vela/", "", 1).replace("large/", "large:", 1)
         for listing_path in sorted(glob.glob(os.path.join(cfg_dir, "*.cmd.txt"))):
             name = os.path.basename(listing_path)[: -len(".cmd.txt")]
             try:

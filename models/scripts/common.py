@@ -13,6 +13,30 @@ TFLITE_DIR = os.path.join(MODELS_DIR, "tflite")
 VELA_DIR = os.path.join(MODELS_DIR, "vela")
 GOLDEN_DIR = os.path.join(MODELS_DIR, "golden")
 
+# Large networks live under models/large/{tflite,golden,vela/<cfg>} so that the
+# per-model test sweeps over models/tflite and models/vela (which run every model
+# on the simulator) stay fast; they are compiled by Vela for LARGE_VELA_CONFIGS only.
+LARGE_DIR = os.path.join(MODELS_DIR, "large")
+LARGE_NETWORKS = ["mobilenet_v2_100_224"]
+LARGE_VELA_CONFIGS = ["u85_256"]
+
+
+def root_of(name):
+    """models/ or models/large/ for a model name."""
+    return LARGE_DIR if name in LARGE_NETWORKS else MODELS_DIR
+
+
+def tflite_path(name):
+    return os.path.join(root_of(name), "tflite", name + ".tflite")
+
+
+def golden_dir(name):
+    return os.path.join(root_of(name), "golden", name)
+
+
+def vela_root(name):
+    return os.path.join(root_of(name), "vela")
+
 
 def seed_for(*parts):
     """A stable 32-bit seed from strings (crc32, not Python's salted hash)."""

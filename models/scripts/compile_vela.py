@@ -27,7 +27,17 @@ import tempfile
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import MODELS_DIR, NETWORKS, ORIGINAL, TFLITE_DIR, VELA_DIR  # noqa: E402
+from common import (  # noqa: E402
+    LARGE_NETWORKS,
+    LARGE_VELA_CONFIGS,
+    MODELS_DIR,
+    NETWORKS,
+    ORIGINAL,
+    TFLITE_DIR,
+    VELA_DIR,
+    tflite_path,
+    vela_root,
+)
 
 TOSA_DIR = os.path.join(MODELS_DIR, "tosa")
 VELA_TOSA_DIR = os.path.join(MODELS_DIR, "vela-tosa")
@@ -255,11 +265,17 @@ def main():
         return
 
     all_names = sorted(os.path.basename(p)[: -len(".tflite")] for p in glob.glob(os.path.join(TFLITE_DIR, "*.tflite")))
+    all_names += [n for n in LARGE_NETWORKS if os.path.exists(tflite_path(n))]
     names = a.names or all_names
     with tempfile.TemporaryDirectory(prefix="npuc-vela-") as workdir:
         for cfg, flags, only, fmt in CONFIGS:
             for name in names:
                 if only is not None and name not in only:
+                    continue
+                if name in LARGE_NETWORKS:
+                    if cfg in LARGE_VELA_CONFIGS:
+                        compile_one(vela, name, cfg, flags, fmt, workdir,
+                                    src_dir=os.path.dirname(tflite_path(name)), dst_root=vela_root(name))
                     continue
                 compile_one(vela, name, cfg, flags, fmt, workdir)
 

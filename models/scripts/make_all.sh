@@ -6,6 +6,8 @@
 #   tosa/         TOSA 1.0 models               (make_tosa.py, TOSA venv)
 #   golden-tosa/  TOSA reference model I/O      (make_tosa.py)
 #   vela-tosa/    Vela 5.2 outputs of tosa/     (compile_vela.py --tosa)
+#   large/        networks kept out of the per-model test sweeps (common.LARGE_NETWORKS:
+#                 MobileNetV2 1.0 224) with their tflite/, golden/ and vela/u85_256/
 #   corpus.json   index of everything           (make_index.py)
 # then checks that Vela's listings match its payloads (check_fixtures.py).
 #
@@ -29,7 +31,7 @@ fi
 py="$venv/bin/python"
 cd "$here"
 # start from a clean slate so that removed models leave nothing behind
-rm -rf ../tflite ../vela ../golden ../tosa ../golden-tosa ../vela-tosa ../corpus.json
+rm -rf ../tflite ../vela ../golden ../tosa ../golden-tosa ../vela-tosa ../large ../corpus.json
 "$py" make_models.py
 "$py" compile_vela.py --vela "$venv/bin/vela"
 "$py" make_goldens.py
@@ -37,4 +39,4 @@ TOSA_MODEL_NO_BACKTRACE=1 "$tvenv/bin/python" make_tosa.py
 "$py" compile_vela.py --vela "$venv/bin/vela" --tosa
 "$py" make_index.py
 "$py" check_fixtures.py
-du -sh ../tflite ../vela ../golden ../tosa ../golden-tosa ../vela-tosa
+du -sh ../tflite ../vela ../golden ../tosa ../golden-tosa ../vela-tosa ../large

@@ -31,12 +31,15 @@ import tensorflow as tf  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
-    GOLDEN_DIR,
+    LARGE_NETWORKS,
     NO_GOLDEN,
     OPTIMISED_GOLDEN,
     POSITIVE_GOLDEN_INPUT,
+    MODELS_DIR,
     TFLITE_DIR,
+    golden_dir,
     quantize_full_range,
+    tflite_path,
     rng_for,
     structured_sample,
 )
@@ -84,10 +87,10 @@ def golden(name):
     if name in NO_GOLDEN:  # known-bad reference kernels (oracles.md)
         import shutil
 
-        shutil.rmtree(os.path.join(GOLDEN_DIR, name), ignore_errors=True)
+        shutil.rmtree(golden_dir(name), ignore_errors=True)
         print(f"{name:20s} no golden: {NO_GOLDEN[name]}", flush=True)
         return
-    path = os.path.join(TFLITE_DIR, name + ".tflite")
+    path = tflite_path(name)
     resolver = "BUILTIN_WITHOUT_DEFAULT_DELEGATES" if name in OPTIMISED_GOLDEN else "BUILTIN_REF"
     interp = tf.lite.Interpreter(
         model_path=path,
@@ -96,7 +99,7 @@ def golden(name):
     interp.allocate_tensors()
     ins = interp.get_input_details()
     outs = interp.get_output_details()
-    out_dir = os.path.join(GOLDEN_DIR, name)
+    out_dir = golden_dir(name)
     os.makedirs(out_dir, exist_ok=True)
     for f in glob.glob(os.path.join(out_dir, "*.npy")):
         os.remove(f)
@@ -134,7 +137,7 @@ def golden(name):
     if name in OPTIMISED_GOLDEN:
         notes.append(f"optimised kernels: {OPTIMISED_GOLDEN[name]}")
     meta = {
-        "model": f"tflite/{name}.tflite",
+        "model": os.path.relpath(path, MODELS_DIR),
         "op_resolver": resolver,
         "tensorflow": tf.__version__,
         "samples": N_SAMPLES,
@@ -149,7 +152,7 @@ def golden(name):
 def main(argv):
     names = argv or sorted(
         os.path.basename(p)[: -len(".tflite")] for p in glob.glob(os.path.join(TFLITE_DIR, "*.tflite"))
-    )
+    ) + [n for n in LARGE_NETWORKS if os.path.exists(tflite_path(n))]
     failed = []
     for n in names:
         try:

@@ -8,7 +8,8 @@
      "golden": true, or false with "golden_note" saying why there is none,
      "tosa": true if models/tosa/<name>.tosa exists (converted from this model)}
 
-plus "tosa_only": the hand-built TOSA graphs (models/tosa/<name>.tosa without a
+plus "large": the same records for the networks under models/large/ (common.LARGE_NETWORKS,
+kept out of the per-model sweeps), and "tosa_only": the hand-built TOSA graphs (models/tosa/<name>.tosa without a
 TFLite source).  Reads files only; run it after the other scripts.
 """
 import glob
@@ -19,7 +20,15 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import GOLDEN_DIR, MODELS_DIR, NETWORKS, NO_GOLDEN, TFLITE_DIR, VELA_DIR  # noqa: E402
+from common import (  # noqa: E402
+    LARGE_DIR,
+    LARGE_NETWORKS,
+    MODELS_DIR,
+    NETWORKS,
+    NO_GOLDEN,
+    TFLITE_DIR,
+    tflite_path,
+)
 
 from tensorflow.lite.python import schema_py_generated as s  # noqa: E402
 
@@ -52,53 +61,62 @@ def read_model(path):
 
 
 def kind_of(name, ops):
-    if name in NETWORKS or name == "mobilenet_tiny":
+    if name in NETWORKS or name in LARGE_NETWORKS or name == "mobilenet_tiny":
         return "network"
     if name == "two_npu_subgraphs":
         return "multi-op"
     return "single-op"
 
 
+def record(n, root):
+    """The corpus.json record of model n stored under root (models/ or models/large/)."""
+    vela_dir = os.path.join(root, "vela")
+    ops, ins, outs = read_model(os.path.join(root, "tflite", n + ".tflite"))
+    rec = {
+        "name": n,
+        "kind": kind_of(n, ops),
+        "quant": "16x8" if ins and ins[0]["dtype"] == "int16" else "int8",
+        "source_ops": ops,
+        "inputs": ins,
+        "outputs": outs,
+        "vela": {},
+    }
+    cfgs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(vela_dir, "*")) if os.path.isdir(d))
+    for cfg in cfgs:
+        p = os.path.join(vela_dir, cfg, n + "_vela.tflite")
+        if os.path.exists(p):
+            vops, _, _ = read_model(p)
+            rec["vela"][cfg] = {
+                "ethos_u_ops": sum(1 for o in vops if o == "ethos-u"),
+                "cpu_ops": [o for o in vops if o != "ethos-u"],
+            }
+        elif os.path.exists(os.path.join(vela_dir, cfg, n + "_vela.npz")):
+            rec["vela"][cfg] = {"ethos_u_ops": 1, "cpu_ops": [], "format": "raw"}
+    has_golden = os.path.exists(os.path.join(root, "golden", n, "meta.json"))
+    rec["golden"] = has_golden
+    if not has_golden:
+        rec["golden_note"] = NO_GOLDEN.get(n, "missing")
+    rec["tosa"] = os.path.exists(os.path.join(root, "tosa", n + ".tosa"))
+    return rec
+
+
 def main():
     names = sorted(os.path.basename(p)[: -len(".tflite")] for p in glob.glob(os.path.join(TFLITE_DIR, "*.tflite")))
-    cfgs = sorted(os.path.basename(d) for d in glob.glob(os.path.join(VELA_DIR, "*")) if os.path.isdir(d))
-    records = []
-    for n in names:
-        ops, ins, outs = read_model(os.path.join(TFLITE_DIR, n + ".tflite"))
-        rec = {
-            "name": n,
-            "kind": kind_of(n, ops),
-            "quant": "16x8" if ins and ins[0]["dtype"] == "int16" else "int8",
-            "source_ops": ops,
-            "inputs": ins,
-            "outputs": outs,
-            "vela": {},
-        }
-        for cfg in cfgs:
-            p = os.path.join(VELA_DIR, cfg, n + "_vela.tflite")
-            if os.path.exists(p):
-                vops, _, _ = read_model(p)
-                rec["vela"][cfg] = {
-                    "ethos_u_ops": sum(1 for o in vops if o == "ethos-u"),
-                    "cpu_ops": [o for o in vops if o != "ethos-u"],
-                }
-            elif os.path.exists(os.path.join(VELA_DIR, cfg, n + "_vela.npz")):
-                rec["vela"][cfg] = {"ethos_u_ops": 1, "cpu_ops": [], "format": "raw"}
-        has_golden = os.path.exists(os.path.join(GOLDEN_DIR, n, "meta.json"))
-        rec["golden"] = has_golden
-        if not has_golden:
-            rec["golden_note"] = NO_GOLDEN.get(n, "missing")
-        rec["tosa"] = os.path.exists(os.path.join(MODELS_DIR, "tosa", n + ".tosa"))
-        records.append(rec)
+    records = [record(n, MODELS_DIR) for n in names]
+    large = [record(n, LARGE_DIR) for n in LARGE_NETWORKS if os.path.exists(tflite_path(n))]
     tosa_only = sorted(
         os.path.basename(p)[: -len(".tosa")]
         for p in glob.glob(os.path.join(MODELS_DIR, "tosa", "*.tosa"))
         if os.path.basename(p)[: -len(".tosa")] not in names
     )
-    out = {"models": records, "tosa_only": tosa_only}
     lines = ["{", ' "models": [']
     for i, r in enumerate(records):
         lines.append("  " + json.dumps(r) + ("," if i + 1 < len(records) else ""))
+    lines.append(" ],")
+    # models/large/: same records, for the networks kept out of the per-model sweeps
+    lines.append(' "large": [')
+    for i, r in enumerate(large):
+        lines.append("  " + json.dumps(r) + ("," if i + 1 < len(large) else ""))
     lines.append(" ],")
     lines.append(' "tosa_only": ' + json.dumps(tosa_only))
     lines.append("}")
@@ -108,8 +126,8 @@ def main():
     for r in records:
         kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
     cpu = sorted({o for r in records for c in r["vela"].values() for o in c["cpu_ops"]})
-    print(f"corpus.json: {len(records)} models {kinds}, {len(tosa_only)} TOSA-only; CPU ops left by Vela: {cpu}")
-    assert out
+    print(f"corpus.json: {len(records)} models {kinds}, {len(large)} large, {len(tosa_only)} TOSA-only; "
+          f"CPU ops left by Vela: {cpu}")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import TFLITE_DIR, rng_for, seed_for, structured_sample  # noqa: E402
+from common import rng_for, seed_for, structured_sample, tflite_path  # noqa: E402
 
 N_CALIB = 32
 
@@ -409,8 +409,8 @@ def build(name):
     rng = rng_for(name, "weights")
     m, quant = MODELS[name](name, rng)
     flat = convert(name, m, quant)
-    os.makedirs(TFLITE_DIR, exist_ok=True)
-    path = os.path.join(TFLITE_DIR, name + ".tflite")
+    path = tflite_path(name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
         f.write(flat)
     ops = op_names(flat)

@@ -12,7 +12,7 @@ import tensorflow as tf
 import keras
 from keras import layers
 
-from common import NETWORKS
+from common import LARGE_NETWORKS, NETWORKS
 from make_models import (
     bell,
     calib_data,
@@ -27,7 +27,7 @@ from make_models import (
 
 
 def net(name):
-    assert name in NETWORKS, name
+    assert name in NETWORKS or name in LARGE_NETWORKS, name
     return model(name, kind="network")
 
 
@@ -106,6 +106,12 @@ def _(name, rng):
 @net("mobilenet_v2_035_96")
 def _(name, rng):
     return mobilenet(name, rng, 2, 0.35, 96, kind="gauss"), "int8"
+
+
+@net("mobilenet_v2_100_224")
+def _(name, rng):
+    # The full-size reference network (models/large/; parse+lower benchmark).
+    return mobilenet(name, rng, 2, 1.0, 224), "int8"
 
 
 @net("mobilenet_v2_050_128_pruned")
