@@ -13,12 +13,10 @@ use npuc_test_support::models_dir;
 use std::path::Path;
 
 /// `(model, reason)` for models that are expected not to match yet.
-const KNOWN: &[(&str, &str)] = &[
-    ("elu", "float model: both TF 2.21 quantizers (MLIR and legacy) leave ELU float between DEQUANTIZE/QUANTIZE; the IR is integer-only"),
-    ("log_softmax", "LOG_SOFTMAX: not lowered yet (needs gemmlowp's fixed-point log of the row's exp sum as IR operators)"),
-    ("neg", "float model: both TF 2.21 quantizers (MLIR and legacy) leave NEG float between DEQUANTIZE/QUANTIZE; the IR is integer-only"),
-    ("not_equal", "float model: both TF 2.21 quantizers (MLIR and legacy) leave NOT_EQUAL on dequantized float inputs; the IR is integer-only"),
-];
+const KNOWN: &[(&str, &str)] = &[(
+    "log_softmax",
+    "LOG_SOFTMAX: not lowered yet (needs gemmlowp's fixed-point log of the row's exp sum as IR operators)",
+)];
 
 fn read_npy(path: &Path) -> Result<TensorValue, String> {
     npuc_test_support::npy::read_tensor(path)

@@ -30,7 +30,7 @@ import keras  # noqa: E402
 from keras import layers  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import rng_for, seed_for, structured_sample, tflite_path  # noqa: E402
+from common import STRIP_QDQ, rng_for, seed_for, structured_sample, tflite_path  # noqa: E402
 
 N_CALIB = 32
 
@@ -404,11 +404,47 @@ class quiet_fds:
         return False
 
 
+def strip_qdq(flat):
+    """The model with its DEQUANTIZE / QUANTIZE operators removed: each float operator
+    between them reads the int8 tensor the DEQUANTIZE read and writes the int8 tensor the
+    QUANTIZE wrote (with the quantisation the converter calibrated), i.e. the fully int8
+    model the converter would write if its quantizer supported the operator."""
+    import flatbuffers
+    from tensorflow.lite.python import schema_py_generated as s
+
+    m = s.ModelT.InitFromPackedBuf(flat, 0)
+    sg = m.subgraphs[0]
+
+    def code(op):
+        c = m.operatorCodes[op.opcodeIndex]
+        return max(c.builtinCode, c.deprecatedBuiltinCode)
+
+    src, dst, keep = {}, {}, []
+    for op in sg.operators:
+        if code(op) == s.BuiltinOperator.DEQUANTIZE:
+            src[op.outputs[0]] = op.inputs[0]
+        elif code(op) == s.BuiltinOperator.QUANTIZE:
+            dst[op.inputs[0]] = op.outputs[0]
+        else:
+            keep.append(op)
+    for op in keep:
+        op.inputs = [src.get(i, i) for i in op.inputs]
+        op.outputs = [dst.get(o, o) for o in op.outputs]
+    sg.operators = keep
+    used = {i for op in keep for i in list(op.inputs) + list(op.outputs)}
+    assert set(sg.inputs) | set(sg.outputs) <= used
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 def build(name):
     keras.utils.set_random_seed(seed_for(name, "keras") & 0x7FFFFFFF)
     rng = rng_for(name, "weights")
     m, quant = MODELS[name](name, rng)
     flat = convert(name, m, quant)
+    if name in STRIP_QDQ:
+        flat = strip_qdq(flat)
     path = tflite_path(name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:

@@ -2,8 +2,8 @@
 //! TFLite's kernel for every input value (exact by construction, given the kernel's
 //! arithmetic):
 //!
-//! * LEAKY_RELU, ABS, NEG: TFLite's integer requantization (`MultiplyByQuantizedMultiplier`,
-//!   gemmlowp double rounding) per sign;
+//! * LEAKY_RELU, ABS: TFLite's integer requantization (`MultiplyByQuantizedMultiplier`,
+//!   gemmlowp double rounding) per sign; NEG: raw negation (TFLite's int8 kernel);
 //! * EXP, LOG, RSQRT, GELU, ELU, LOGISTIC, TANH, HARD_SWISH: TFLite's float lookup-table
 //!   construction (`dequantize → f(x) in f32 → round(y / s_out) + zp_out`, saturated).
 
@@ -65,16 +65,15 @@ pub(crate) fn unary(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
                 })
                 .collect::<R<_>>()?
         }
-        B::ABS | B::NEG => {
+        B::ABS => {
             let r = f64::from(si) / f64::from(so);
             (-128i64..=127)
-                .map(|q| {
-                    let v = q - zi;
-                    let v = if code == B::ABS { v.abs() } else { -v };
-                    Ok((mbqm(v, r)? + zo).clamp(-128, 127))
-                })
+                .map(|q| Ok((mbqm((q - zi).abs(), r)? + zo).clamp(-128, 127)))
                 .collect::<R<_>>()?
         }
+        // TFLite's int8 NEG negates the raw values (ignoring the zero points and scales),
+        // wrapping -(-128) to -128.
+        B::NEG => (-128i64..=127).map(|q| i64::from((-q) as i8)).collect(),
         B::EXP => float_lut(si, zi, so, zo, f32::exp),
         B::LOG => float_lut(si, zi, so, zo, f32::ln),
         B::RSQRT => float_lut(si, zi, so, zo, |x| 1.0 / x.sqrt()),
