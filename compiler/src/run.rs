@@ -1,5 +1,8 @@
 //! `npuc run`: executes a compiled model on the reference simulator.
 //!
+//! An npuc container ([`run_container`]) runs on the simulator with its regions as the
+//! manifest lists them.
+//!
 //! For a Vela-format `.tflite` (any `ethos-u` custom operator with a COP payload, any mix of
 //! NPU and CPU operators, any number of each), the operators of the main subgraph run in
 //! order on one tensor arena laid out by the `OfflineMemoryAllocation` metadata:
@@ -302,4 +305,125 @@ fn run_cpu_op(
         arena[p.at..p.at + p.size].copy_from_slice(&a.data);
     }
     Ok(())
+}
+
+/// The `.npy` element type of a manifest dtype name (`i8`, `i16`, ...).
+fn manifest_dtype(name: &str) -> Option<Dtype> {
+    Some(match name {
+        "bool" => Dtype::Bool,
+        "i8" => Dtype::I8,
+        "u8" => Dtype::U8,
+        "i16" => Dtype::I16,
+        "u16" => Dtype::U16,
+        "i32" => Dtype::I32,
+        "i64" => Dtype::I64,
+        _ => return None,
+    })
+}
+
+/// A graph input or output of a container: its element type and byte range in its region.
+fn container_tensor(t: &crate::container::TensorInfo) -> Result<(Dtype, usize, usize), RunError> {
+    let dtype = manifest_dtype(&t.dtype).ok_or_else(|| {
+        RunError::Model(format!("tensor {}: unsupported dtype {}", t.name, t.dtype))
+    })?;
+    let at = usize::try_from(t.offset)
+        .map_err(|_| RunError::Model(format!("tensor {}: offset out of range", t.name)))?;
+    let size = usize::try_from(t.size)
+        .map_err(|_| RunError::Model(format!("tensor {}: size out of range", t.name)))?;
+    Ok((dtype, at, size))
+}
+
+/// Runs an npuc container (`npuc compile -o MODEL.bin`) on `inputs` (in the graph's input
+/// order): region 0 holds the read-only section, every other region of the manifest starts
+/// zeroed with its recorded size, inputs are written and outputs read at their manifest
+/// region and offset.
+pub fn run_container(bytes: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
+    let c = crate::container::from_bytes(bytes).map_err(|e| RunError::Model(e.to_string()))?;
+    let accelerator =
+        Accelerator::from_config_word(c.config_word).map_err(|e| RunError::Model(e.to_string()))?;
+    let m = &c.manifest;
+    if inputs.len() != m.inputs.len() {
+        return Err(RunError::Input {
+            index: inputs.len().min(m.inputs.len()),
+            reason: format!(
+                "the graph has {} inputs, {} given",
+                m.inputs.len(),
+                inputs.len()
+            ),
+        });
+    }
+    let mut sim = Simulator::new(accelerator);
+    let mut regions = std::collections::BTreeMap::new();
+    regions.insert(0u32, sim.memory_mut().add_region(0, c.read_only.clone()));
+    for r in m.regions.iter().filter(|r| r.index != 0) {
+        let region = u8::try_from(r.index)
+            .ok()
+            .filter(|&i| usize::from(i) < npuc_backend::sim::NUM_REGIONS)
+            .ok_or_else(|| RunError::Model(format!("region {} does not exist", r.index)))?;
+        let size = usize::try_from(r.size)
+            .map_err(|_| RunError::Model(format!("region {} is too large", r.index)))?;
+        regions.insert(
+            r.index,
+            sim.memory_mut().add_region(region, vec![0u8; size]),
+        );
+    }
+    let slot = |t: &crate::container::TensorInfo| -> Result<_, RunError> {
+        let (dtype, at, size) = container_tensor(t)?;
+        let buffer = *regions.get(&t.region).ok_or_else(|| {
+            RunError::Model(format!(
+                "tensor {} is in region {}, which the manifest does not list",
+                t.name, t.region
+            ))
+        })?;
+        Ok((dtype, at, size, buffer))
+    };
+    for (index, (t, a)) in m.inputs.iter().zip(inputs).enumerate() {
+        let (dtype, at, size, buffer) = slot(t)?;
+        let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+        if a.dtype != dtype || a.shape != shape || a.data.len() != size {
+            return Err(RunError::Input {
+                index,
+                reason: format!(
+                    "{} {:?} given, the graph's input {} is {} {:?}",
+                    a.dtype, a.shape, t.name, dtype, shape
+                ),
+            });
+        }
+        sim.memory_mut()
+            .buffer_mut(buffer)
+            .get_mut(at..at + size)
+            .ok_or_else(|| {
+                RunError::Model(format!("input {} lies outside region {}", t.name, t.region))
+            })?
+            .copy_from_slice(&a.data);
+    }
+    let report = sim
+        .run(&c.command_stream)
+        .map_err(|source| RunError::Sim { op: 0, source })?;
+    let mut outputs = Vec::new();
+    for t in &m.outputs {
+        let (dtype, at, size, buffer) = slot(t)?;
+        let data = sim
+            .memory()
+            .buffer(buffer)
+            .get(at..at + size)
+            .ok_or_else(|| {
+                RunError::Model(format!(
+                    "output {} lies outside region {}",
+                    t.name, t.region
+                ))
+            })?
+            .to_vec();
+        outputs.push(Array {
+            dtype,
+            shape: t.shape.iter().map(|&d| d as usize).collect(),
+            data,
+        });
+    }
+    Ok(RunOutput {
+        outputs,
+        reports: vec![report],
+        cpu_ops: Vec::new(),
+        accelerator: Some(accelerator),
+    })
 }

@@ -6,8 +6,9 @@ use std::path::PathBuf;
 /// Arguments of `npuc run`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Vela-format .tflite (ethos-u operators run on the simulator, CPU operators on the
-    /// reference interpreter), or a plain .tflite / .tosa (run on the reference interpreter).
+    /// An npuc container (run on the simulator), a Vela-format .tflite (ethos-u operators run
+    /// on the simulator, CPU operators on the reference interpreter), or a plain .tflite /
+    /// .tosa (run on the reference interpreter).
     artifact: PathBuf,
     /// Graph inputs as .npy files, in the graph's input order.
     #[arg(long = "input")]
@@ -28,7 +29,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             npuc::run::npy::read(&bytes).with_context(|| format!("reading {}", p.display()))?,
         );
     }
-    let outputs = if is_npu_compiled(&model) {
+    let outputs = if model.starts_with(&npuc::container::MAGIC) {
+        npuc::run::run_container(&model, &inputs)?.outputs
+    } else if is_npu_compiled(&model) {
         npuc::run::run_vela(&model, &inputs)?.outputs
     } else {
         npuc::reference::run_file(&model, &inputs).with_context(|| {
