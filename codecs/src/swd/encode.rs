@@ -411,10 +411,17 @@ struct RegionPlan {
 }
 
 /// Lanes of the slice DP: (weight parameter, zdiv) pairs.
-const LANES: usize = 8;
+const LANES: usize = 16;
+/// Weight parameters of the alternating-mode lanes (each with zdiv 0..=3).
+const ALT_WPARAMS: usize = LANES / 4;
+/// Per-symbol lane cost of a weight index the lane's parameter cannot code
+/// (or of an unused lane): larger than any codable block, so the DP never
+/// keeps such a lane, yet 16 of them plus zero runs fit in a `u16`.
+const UNCODABLE: u16 = 1024;
+
 /// Sparse histogram: (index, count) for every index that occurs.
 fn sparse_hist(idx: &[u16]) -> Vec<(u16, u32)> {
-    let mut h = vec![0u32; 512];
+    let mut h = [0u32; 512];
     for &i in idx {
         h[usize::from(i)] += 1;
     }
@@ -461,30 +468,40 @@ fn zdiv_costs(zruns: &[u32]) -> [u64; 4] {
     c
 }
 
+/// Adds a lane row into a block accumulator (vectorised: 16 x u16).
+#[inline(always)]
+fn add_row(acc: &mut [u16; LANES], row: &[u16; LANES]) {
+    for (a, r) in acc.iter_mut().zip(row) {
+        *a = a.wrapping_add(*r);
+    }
+}
+
 /// Dynamic programme over the symbols choosing slice boundaries and
 /// per-slice (weight parameter, zdiv). Returns the slices and the estimated
 /// bits of the region without its palette extension.
+///
+/// Lanes: in non-alternating mode every weight parameter (13), so that a
+/// stretch of small indices (e.g. the zero padding of the ordering) gets a
+/// slice with `wdiv` 0 or `wtrunc` even where that parameter cannot code
+/// the rest of the region; in alternating mode the best [`ALT_WPARAMS`]
+/// parameters of the region, each with every `zdiv`.
 fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     let n = sym.idx.len();
     let hist = sparse_hist(&sym.idx);
-    let (n_w, zds): (usize, &[u32]) = if sym.alternating {
-        (2, &[0, 1, 2, 3])
-    } else {
-        (LANES, &[0, 0])
-    };
-    let wps: Vec<WParam> = best_wparams(&hist, ubits, n_w)
-        .into_iter()
-        .map(|(p, _)| p)
-        .collect();
-    // Lane s uses weight parameter lane_w[s] and zdiv lane_z[s]; unused
-    // lanes cost LANE_BIG per symbol.
-    let mut lane_w = [usize::MAX; LANES];
+    let mut lane_w = [WParam::Unc; LANES];
     let mut lane_z = [0u32; LANES];
     let mut used = 0;
-    for a in 0..wps.len() {
-        for &z in zds.iter().take(if sym.alternating { 4 } else { 1 }) {
-            lane_w[used] = a;
-            lane_z[used] = z;
+    if sym.alternating {
+        for (p, _) in best_wparams(&hist, ubits, ALT_WPARAMS) {
+            for z in 0..4 {
+                lane_w[used] = p;
+                lane_z[used] = z;
+                used += 1;
+            }
+        }
+    } else {
+        for &p in &ALL_WPARAMS {
+            lane_w[used] = p;
             used += 1;
         }
     }
@@ -499,23 +516,10 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     // on block starts. A symbol followed by a zero run of ISOLATE or more
     // gets a block of its own, so that such runs can be coded in a slice
     // with their own zdiv (ordering padding produces them regularly).
-    // Per-lane block sums use SWAR: four 32-bit lanes per u128.
     const BLOCK: usize = 16;
     const ISOLATE: u32 = 48;
     const ZTAB: usize = 256;
-    const LANE_BIG: u32 = 1 << 16;
-    type Row = [u128; 2];
-    let pack = |v: [u32; LANES]| -> Row {
-        let mut r = [0u128; 2];
-        for (s, &x) in v.iter().enumerate() {
-            r[s / 4] |= u128::from(x) << (32 * (s % 4));
-        }
-        r
-    };
-    let unpack = |r: Row| -> [u64; LANES] {
-        std::array::from_fn(|s| ((r[s / 4] >> (32 * (s % 4))) as u32) as u64)
-    };
-    let zrow32 = |r: u32| -> [u32; LANES] {
+    let zrow = |r: u32| -> [u32; LANES] {
         let mut row = [0u32; LANES];
         if sym.alternating {
             for s in 0..used {
@@ -524,21 +528,22 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         }
         row
     };
-    // Per index, the weight bits of every lane (LANE_BIG if not codable or unused).
-    // Only indices that occur need a row.
-    let mut wlane: Vec<Row> = vec![pack([LANE_BIG; LANES]); 512];
+    // Per index, the weight bits of every lane (UNCODABLE if not codable or
+    // unused). Only indices that occur need a row.
+    let mut wlane: Vec<[u16; LANES]> = vec![[UNCODABLE; LANES]; 512];
     for &(i, _) in &hist {
-        let mut v = [LANE_BIG; LANES];
+        let row = &mut wlane[usize::from(i)];
         for s in 0..used {
-            v[s] = wps[lane_w[s]].cost(i, ubits).min(LANE_BIG);
+            row[s] = lane_w[s].cost(i, ubits).min(u32::from(UNCODABLE)) as u16;
         }
-        wlane[usize::from(i)] = pack(v);
     }
     // Per short zero run, the zero-run bits of every lane.
-    let zlane: Vec<Row> = if sym.alternating {
-        (0..ZTAB as u32).map(|r| pack(zrow32(r))).collect()
+    let zlane: Vec<[u16; LANES]> = if sym.alternating {
+        (0..ZTAB as u32)
+            .map(|r| zrow(r).map(|c| c as u16))
+            .collect()
     } else {
-        vec![[0, 0]; ZTAB]
+        Vec::new()
     };
 
     // Forward pass over blocks. Costs are kept relative to the best lane
@@ -554,17 +559,15 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     let sw = u64::from(switch_cost);
     let mut i = 0;
     while i < n {
-        // Block i..j; sums of short-run symbols in SWAR, long runs exact.
-        let mut acc: Row = [0, 0];
+        // Block i..j; sums of short-run symbols in u16 lanes, long runs exact.
+        let mut acc = [0u16; LANES];
         let mut exact = [0u64; LANES];
         let mut j = i;
         if !sym.alternating {
             // No zero runs: plain sums of up to BLOCK weight rows.
             let end = (i + BLOCK).min(n);
             for &ix in &sym.idx[i..end] {
-                let w = wlane[usize::from(ix)];
-                acc[0] += w[0];
-                acc[1] += w[1];
+                add_row(&mut acc, &wlane[usize::from(ix)]);
             }
             j = end;
         }
@@ -573,15 +576,11 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
             if r >= ISOLATE && j > i {
                 break;
             }
-            let w = wlane[usize::from(sym.idx[j])];
-            acc[0] += w[0];
-            acc[1] += w[1];
+            add_row(&mut acc, &wlane[usize::from(sym.idx[j])]);
             if (r as usize) < ZTAB {
-                let z = zlane[r as usize];
-                acc[0] += z[0];
-                acc[1] += z[1];
+                add_row(&mut acc, &zlane[r as usize]);
             } else {
-                for (e, z) in exact.iter_mut().zip(zrow32(r)) {
+                for (e, z) in exact.iter_mut().zip(zrow(r)) {
                     *e += u64::from(z);
                 }
             }
@@ -590,23 +589,25 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
                 break;
             }
         }
-        let sums = unpack(acc);
-        let z0 = if i == 0 {
-            zrow32(if sym.alternating { sym.zruns[0] } else { 0 })
-        } else {
-            [0; LANES]
-        };
+        if i == 0 && sym.alternating {
+            for (e, z) in exact.iter_mut().zip(zrow(sym.zruns[0])) {
+                *e += u64::from(z);
+            }
+        }
         let mut t = [0u64; LANES];
         for s in 0..LANES {
             let prev = if i == 0 { sw } else { cost[s].min(sw) };
-            t[s] = prev + sums[s] + exact[s] + u64::from(z0[s]);
+            t[s] = prev + u64::from(acc[s]) + exact[s];
         }
-        let m = t.iter().copied().fold(u64::MAX, u64::min);
+        let m = t[..used].iter().copied().fold(u64::MAX, u64::min);
         base += m;
-        let mut row = [0u8; LANES];
-        for s in 0..LANES {
+        let mut row = [u8::MAX; LANES];
+        for s in 0..used {
             cost[s] = t[s] - m;
             row[s] = cost[s].min(255) as u8;
+        }
+        for c in &mut cost[used..] {
+            *c = u64::from(u32::MAX);
         }
         starts.push(i);
         rel.push(row);
@@ -624,7 +625,7 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
                 slices.push(SlicePlan {
                     start: starts[b],
                     end,
-                    wparam: wps[lane_w[s]],
+                    wparam: lane_w[s],
                     zdiv: lane_z[s] as u8,
                 });
                 end = starts[b];
@@ -634,11 +635,14 @@ fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         slices.push(SlicePlan {
             start: 0,
             end,
-            wparam: wps[lane_w[s]],
+            wparam: lane_w[s],
             zdiv: lane_z[s] as u8,
         });
     }
     slices.reverse();
+    debug_assert!(slices.iter().all(|s| sym.idx[s.start..s.end]
+        .iter()
+        .all(|&i| s.wparam.cost(i, ubits) < INF)));
     let total = base;
     // The first slice's switch cost stands for its header.
     let bits = total + u64::from(SLICE_HEADER_BITS) - u64::from(switch_cost.min(total as u32));
