@@ -846,6 +846,133 @@ fn plan_regions(weights: &[i16]) -> Vec<Region> {
     if weights.is_empty() {
         return Vec::new();
     }
+    let whole = plan_mode_regions(weights);
+    match plan_gapped(weights) {
+        Some(g) if total_bits(&g) < total_bits(&whole) => g,
+        _ => whole,
+    }
+}
+
+fn total_bits(regions: &[Region]) -> u64 {
+    regions.iter().map(|r| r.plan.bits).sum()
+}
+
+/// Shortest zero run that [`plan_gapped`] codes as a region of its own.
+const GAP_MIN: usize = 64;
+
+/// Regions around long zero runs ("gaps", e.g. the zero padding the
+/// weight ordering inserts): every gap of [`GAP_MIN`] or more zeros is a
+/// region of its own (an all-zero alternating slice in direct mode, whose
+/// `newpal` costs 13 bits), and the weights between gaps are coded with one
+/// index mapping chosen for them alone (so zero, if it only occurs in the
+/// gaps, takes no palette entry). `None` if there is no gap.
+fn plan_gapped(weights: &[i16]) -> Option<Vec<Region>> {
+    // Gaps: (start, end) of zero runs of GAP_MIN or more.
+    let mut gaps = Vec::new();
+    let mut run_start = 0;
+    for (i, &v) in weights.iter().enumerate() {
+        if v != 0 {
+            if i - run_start >= GAP_MIN {
+                gaps.push((run_start, i));
+            }
+            run_start = i + 1;
+        }
+    }
+    if weights.len() - run_start >= GAP_MIN {
+        gaps.push((run_start, weights.len()));
+    }
+    if gaps.is_empty() {
+        return None;
+    }
+    // Data segments between gaps, and their concatenation for statistics.
+    let mut segments = Vec::with_capacity(gaps.len() + 1);
+    let mut at = 0;
+    for &(a, b) in &gaps {
+        if a > at {
+            segments.push((at, a, false));
+        }
+        segments.push((a, b, true));
+        at = b;
+    }
+    if at < weights.len() {
+        segments.push((at, weights.len(), false));
+    }
+    let data: Vec<i16> = segments
+        .iter()
+        .filter(|s| !s.2)
+        .flat_map(|&(a, b, _)| weights[a..b].iter().copied())
+        .collect();
+    let cand = if data.is_empty() {
+        None
+    } else {
+        all_candidates(&data).0.into_iter().min_by_key(|c| c.estimate)
+    };
+    let zero = zero_mapping();
+    let mut regions = Vec::with_capacity(segments.len());
+    for (a, b, gap) in segments {
+        let plan = if gap {
+            zero_region_plan(&zero, b - a)
+        } else {
+            let c = cand.as_ref()?;
+            plan_candidate(&weights[a..b], c.clone())
+        };
+        regions.push(Region {
+            start: a,
+            end: b,
+            plan,
+        });
+    }
+    Some(regions)
+}
+
+/// The direct-mode mapping of an all-zero region: `dirofs` 0, zero is index 0.
+fn zero_mapping() -> Mapping {
+    let mut index_of = vec![NO_INDEX; 511];
+    index_of[slot(0)] = 0;
+    Mapping {
+        palette: Palette::direct(0, 2),
+        index_of,
+    }
+}
+
+/// An all-zero region of `len` zeros: one alternating `newpal` slice whose
+/// only index is a zero (§3.9.9), with the zero runs around it.
+fn zero_region_plan(mapping: &Mapping, len: usize) -> RegionPlan {
+    let len = len as u32;
+    let zruns = vec![0, len.saturating_sub(1)];
+    let (zdiv, zbits) = zdiv_costs(&zruns)
+        .into_iter()
+        .enumerate()
+        .min_by_key(|&(_, c)| c)
+        .unwrap_or((0, 0));
+    let zlen = ZeroRunMode::Alternating { zdiv: zdiv as u8 }.zunary_len();
+    let unary = zbits - 2 * zdiv as u64;
+    let bits = u64::from(SLICE_HEADER_BITS + mapping.header_bits() + WUNARY0_BITS)
+        + unary.next_multiple_of(u64::from(zlen))
+        + 2 * zdiv as u64;
+    RegionPlan {
+        mapping: mapping.clone(),
+        sym: Symbols {
+            alternating: true,
+            idx: vec![0],
+            zruns,
+        },
+        slices: vec![SlicePlan {
+            start: 0,
+            end: 1,
+            wparam: WParam::Gr {
+                wdiv: 0,
+                trunc: false,
+            },
+            zdiv: zdiv as u8,
+        }],
+        bits,
+    }
+}
+
+/// [`plan_regions`] without gap regions: one region, or regions that switch
+/// between alternating and non-alternating mode.
+fn plan_mode_regions(weights: &[i16]) -> Vec<Region> {
     let (cands, hist) = all_candidates(weights);
     let best_of = |alt: bool| {
         cands
