@@ -905,7 +905,10 @@ fn plan_gapped(weights: &[i16]) -> Option<Vec<Region>> {
     let cand = if data.is_empty() {
         None
     } else {
-        all_candidates(&data).0.into_iter().min_by_key(|c| c.estimate)
+        all_candidates(&data)
+            .0
+            .into_iter()
+            .min_by_key(|c| c.estimate)
     };
     let zero = zero_mapping();
     let mut regions = Vec::with_capacity(segments.len());
@@ -1347,7 +1350,7 @@ fn emit_slice(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::swd::decode::decode;
+    use crate::swd::decode::{decode, decode_traced};
 
     fn round_trip(w: &[i16]) -> Vec<u8> {
         let s = encode(w).unwrap();
@@ -1396,6 +1399,91 @@ mod tests {
         let single = plan_region(&w);
         let split: u64 = plan_regions(&w).iter().map(|r| r.plan.bits).sum();
         assert!(split + 2000 < single.bits, "{split} vs {}", single.bits);
+    }
+
+    /// xorshift32 for deterministic test data.
+    fn rng(seed: u32) -> impl FnMut() -> u32 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        }
+    }
+
+    /// Laplacian-like int8 values with a few zeros.
+    fn laplacian_block(next: &mut impl FnMut() -> u32, n: usize) -> Vec<i16> {
+        (0..n)
+            .map(|_| {
+                let u = f64::from(next() % 100_000 + 1) / 100_001.0;
+                let m = (-u.ln() * 20.0).min(127.0) as i16;
+                if next() % 2 == 0 {
+                    m
+                } else {
+                    -m
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn short_zero_stretches_get_a_wdiv0_slice() {
+        // 48 zeros (too short for a region of their own) between dense
+        // Laplacian stretches: coding them with the stretches' wdiv (5)
+        // costs 6 bits each, a slice of their own with wdiv 0 one bit.
+        let mut next = rng(0xdead_beef);
+        let mut w = Vec::new();
+        for _ in 0..8 {
+            w.extend(laplacian_block(&mut next, 1152));
+            w.extend([0; 48]);
+        }
+        let s = round_trip(&w);
+        let d = decode_traced(&s, w.len()).unwrap();
+        let zero_slices = d
+            .slices
+            .iter()
+            .filter(|t| {
+                t.header.weight_index_mode == WeightIndexMode::GolombRice { wdiv: 0 }
+                    && t.header.slicelen >= 48
+                    && w[t.first_weight..t.first_weight + t.weight_count]
+                        .iter()
+                        .all(|&v| v == 0)
+            })
+            .count();
+        assert_eq!(zero_slices, 8);
+    }
+
+    #[test]
+    fn long_zero_runs_are_regions_and_the_palette_skips_zero() {
+        // The ordering's padding: 128 zeros after every 1152 weights of 16
+        // clustered values. Each run is an all-zero direct-mode region; the
+        // clustered weights get a 16-entry palette without zero.
+        let mut next = rng(0x1234_5678);
+        let centres: Vec<i16> = (0..16).map(|i| (i * 15 - 110) as i16 | 1).collect();
+        let mut w = Vec::new();
+        for _ in 0..8 {
+            w.extend((0..1152).map(|_| centres[(next() % 16) as usize]));
+            w.extend([0; 128]);
+        }
+        let s = round_trip(&w);
+        let d = decode_traced(&s, w.len()).unwrap();
+        let palettes: Vec<&Palette> = d
+            .slices
+            .iter()
+            .filter_map(|t| t.header.new_palette.as_ref())
+            .collect();
+        assert_eq!(palettes.len(), 16);
+        for (k, p) in palettes.iter().enumerate() {
+            if k % 2 == 0 {
+                assert_eq!(p.entries.len(), 16);
+                assert!(!p.entries.contains(&0));
+            } else {
+                assert_eq!((p.entries.len(), p.dirofs), (0, 0));
+            }
+        }
+        let single = plan_mode_regions(&w);
+        assert!(total_bits(&plan_regions(&w)) < total_bits(&single));
     }
 
     #[test]
