@@ -387,7 +387,7 @@ pub fn simulate(m: &CompiledModel, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Random full-range inputs for a graph (i8 or i16 inputs).
+/// Random full-range inputs for a graph (i8 or i16 inputs; bool inputs 0 or 1).
 pub fn random_inputs(g: &Graph, rng: &mut Rng) -> Vec<TensorValue> {
     g.inputs()
         .iter()
@@ -396,6 +396,7 @@ pub fn random_inputs(g: &Graph, rng: &mut Rng) -> Vec<TensorValue> {
             let n = ty.shape.num_elements().unwrap();
             let data = match ty.dtype {
                 DType::Int16 => TensorData::I16(rng.i16s(n)),
+                DType::Bool => TensorData::Bool((0..n).map(|_| rng.next() & 1 == 1).collect()),
                 _ => TensorData::I8(rng.i8s(n)),
             };
             TensorValue::new(ty.shape.clone(), data).unwrap()

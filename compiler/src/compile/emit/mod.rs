@@ -202,6 +202,11 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
             w.set(Command::SetIfm2Broadcast(SetIfm2Broadcast {
                 broadcast_mode: broadcast(ifm2.broadcast),
             }));
+        } else if matches!(op.kernel, Kernel::Elementwise(_)) {
+            // A unary elementwise operation still reads IFM_BROADCAST.
+            w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
+                broadcast_mode: broadcast(op.ifm.broadcast),
+            }));
         }
         if let Some(s) = op.ifm_scale {
             w.set(Command::SetIfmScale(SetIfmScale {

@@ -48,6 +48,17 @@ impl<'g> Ctx<'g> {
             _ => unreachable!("lower_compare on another op"),
         };
         let is_cmp = zp == 1;
+        // A LOGICAL_NOT reading only the comparison fuses: the comparison itself (not its
+        // complement) plus 1 is the negated bool (decision L11).
+        let negation = self
+            .sole_consumer(node.outputs()[0])
+            .filter(|&c| is_cmp && matches!(self.node(c).op, Op::LogicalNot));
+        let (mode, swap) = match (negation, mode) {
+            (None, _) => (mode, swap),
+            (Some(_), ElementwiseMode::CmpGe) => (ElementwiseMode::CmpGt, false),
+            (Some(_), ElementwiseMode::CmpGt) => (ElementwiseMode::CmpGe, false),
+            (Some(_), _) => (ElementwiseMode::CmpEq, false),
+        };
         if !is_cmp && self.dtype(x) == DType::Int32 {
             return Err(unsupported(node, "i32 MAXIMUM/MINIMUM"));
         }
@@ -55,7 +66,11 @@ impl<'g> Ctx<'g> {
         let (a, azp, ascale) = self.compare_operand(node, x, &mut names)?;
         let (b, bzp, bscale) = self.compare_operand(node, y, &mut names)?;
         names.push(node.name.clone());
-        let (out_t, act) = if is_cmp {
+        let (out_t, act) = if let Some(c) = negation {
+            self.fused.insert(c);
+            names.push(self.node(c).name.clone());
+            (self.node(c).outputs()[0], (0, 1))
+        } else if is_cmp {
             (node.outputs()[0], (0, 1))
         } else {
             self.fuse_clamp(node.outputs()[0], &mut names)

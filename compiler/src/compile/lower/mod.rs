@@ -4,15 +4,19 @@
 //! shared types, the lowering context and the dispatch over the IR operators.
 
 mod avgpool;
+mod broadcast;
 mod compare;
+mod constant;
 mod conv;
 mod elementwise;
+mod logical;
 mod matmul;
 mod movement;
 mod pool;
 mod reduce;
 mod rescale;
 mod resize;
+mod select;
 mod table;
 mod tconv;
 
@@ -511,6 +515,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
         let fm_inputs: &[TensorId] = match &node.op {
             Op::Rescale(_) | Op::Reshape(_) | Op::Identity | Op::Concat(_) => node.inputs(),
             Op::Add | Op::Sub | Op::Mul(_) => node.inputs(),
+            Op::Maximum | Op::Minimum | Op::Greater | Op::GreaterEqual | Op::Equal => node.inputs(),
             Op::Pad(_) | Op::Slice(_) | Op::Tile(_) | Op::Transpose(_) | Op::Reverse(_) => {
                 &node.inputs()[..1]
             }
@@ -549,12 +554,28 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             | Op::Reverse(_)
             | Op::Gather => cx.lower_movement(o)?,
             // A reshaped constant (TOSA's convolution weights) is folded by its consumer; a
-            // constant read as a feature map keeps its read-only buffer.
-            Op::Reshape(_) | Op::Identity if cx.folded_const(node.outputs()[0]).is_some() => {
+            // constant read as a feature map keeps its read-only buffer (a computed one is
+            // evaluated by its consumer, see `constant`).
+            Op::Reshape(_) | Op::Identity if cx.is_constant(node.outputs()[0]) => {
                 if let Some(&buf) = cx.lowered.tensor_buffer.get(&node.inputs()[0]) {
                     cx.lowered.tensor_buffer.insert(node.outputs()[0], buf);
                 }
             }
+            // Constant results are evaluated by their consumers.
+            Op::Greater
+            | Op::GreaterEqual
+            | Op::Equal
+            | Op::LogicalAnd
+            | Op::LogicalOr
+            | Op::LogicalXor
+            | Op::LogicalNot
+            | Op::BitwiseAnd
+            | Op::BitwiseOr
+            | Op::BitwiseXor
+            | Op::BitwiseNot
+            | Op::Select
+            | Op::Cast(_)
+                if cx.is_constant(node.outputs()[0]) => {}
             Op::Maximum | Op::Minimum | Op::Greater | Op::GreaterEqual | Op::Equal => {
                 cx.lower_compare(o)?
             }
@@ -571,10 +592,22 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 deferred.push(o);
             }
             Op::Rescale(_) => cx.lower_rescale(o)?,
+            Op::LogicalAnd
+            | Op::LogicalOr
+            | Op::LogicalXor
+            | Op::BitwiseAnd
+            | Op::BitwiseOr
+            | Op::BitwiseXor => cx.lower_bitwise(o)?,
+            Op::LogicalNot | Op::BitwiseNot => cx.lower_not(o)?,
+            Op::Select => cx.lower_select(o)?,
+            Op::Cast(_) => cx.lower_cast(o)?,
             _ => return Err(unsupported(node, "operator not in the NPU slice yet")),
         }
     }
-    if let Some(&o) = deferred.iter().find(|o| !cx.fused.contains(o)) {
+    if let Some(&o) = deferred
+        .iter()
+        .find(|&&o| !cx.fused.contains(&o) && !cx.is_constant(cx.node(o).outputs()[0]))
+    {
         return Err(unsupported(
             cx.node(o),
             "only RESCALEs after a convolution or around an elementwise operation are supported",

@@ -56,7 +56,7 @@ fn normalise(axes: &[CopyAxis]) -> Vec<CopyAxis> {
 
 impl<'g> Ctx<'g> {
     /// A read-only buffer with no IR tensor.
-    fn anonymous_constant(&mut self, bytes: Vec<u8>) -> usize {
+    pub(super) fn anonymous_constant(&mut self, bytes: Vec<u8>) -> usize {
         let idx = self.lowered.buffers.len();
         self.lowered.buffers.push(Buffer {
             size: bytes.len() as u64,

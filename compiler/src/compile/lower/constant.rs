@@ -1,0 +1,148 @@
+//! Tensors computed from constants alone (a RESCALE or RESHAPE of a constant, a comparison
+//! operand's zero): their producers are never lowered. A consumer that reads one as a feature
+//! map evaluates the constant subgraph with the reference interpreter and stores the values,
+//! narrowed to the element type the operation reads, in a read-only buffer.
+
+use super::*;
+use npuc_ir::{TensorType, TensorValue};
+
+impl<'g> Ctx<'g> {
+    /// True when `t` is a constant or every value it depends on is one.
+    pub(super) fn is_constant(&self, t: TensorId) -> bool {
+        let mut stack = vec![t];
+        let mut seen = BTreeSet::new();
+        while let Some(t) = stack.pop() {
+            if !seen.insert(t) || self.const_data(t).is_some() {
+                continue;
+            }
+            match self.g.producer(t) {
+                Some(p) => stack.extend(self.node(p).inputs().iter().copied()),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// The values of a constant tensor (row-major), evaluated by the reference interpreter on
+    /// the constant subgraph; `None` when `t` is not constant or its value is undefined.
+    pub(super) fn constant_values(&self, t: TensorId) -> Option<Vec<i64>> {
+        if let Some(d) = self.const_data(t) {
+            return Some(d.to_i64_vec());
+        }
+        if !self.is_constant(t) {
+            return None;
+        }
+        // The producers of `t`'s ancestors, in graph order.
+        let mut ops = BTreeSet::new();
+        let mut stack = vec![t];
+        while let Some(x) = stack.pop() {
+            if self.const_data(x).is_some() {
+                continue;
+            }
+            let p = self.g.producer(x)?;
+            if ops.insert(p) {
+                stack.extend(self.node(p).inputs().iter().copied());
+            }
+        }
+        let order = self.g.topo_order().ok()?;
+        let mut sub = Graph::new("constant");
+        let mut map: BTreeMap<TensorId, TensorId> = BTreeMap::new();
+        for o in order.into_iter().filter(|o| ops.contains(o)) {
+            let node = self.node(o);
+            let mut ins = Vec::new();
+            for &x in node.inputs() {
+                let id = match map.get(&x) {
+                    Some(&id) => id,
+                    None => {
+                        let tensor = self.g.tensor(x)?;
+                        let data = tensor.data.clone()?;
+                        let id = sub
+                            .add_const(tensor.name.clone(), tensor.ty.shape.clone(), data)
+                            .ok()?;
+                        map.insert(x, id);
+                        id
+                    }
+                };
+                ins.push(id);
+            }
+            let mut outs = Vec::new();
+            for &y in node.outputs() {
+                let tensor = self.g.tensor(y)?;
+                let id = sub.add_tensor(
+                    tensor.name.clone(),
+                    TensorType::new(tensor.ty.dtype, tensor.ty.shape.clone()),
+                );
+                map.insert(y, id);
+                outs.push(id);
+            }
+            sub.add_op(node.name.clone(), node.op.clone(), &ins, &outs)
+                .ok()?;
+        }
+        sub.add_output(*map.get(&t)?).ok()?;
+        let out = npuc_ir::run_outputs(&sub, Vec::new()).ok()?;
+        out.first().map(TensorValue::to_i64_vec)
+    }
+
+    /// A feature map reading the constant `t` as `dtype` (zero point 0) from a new read-only
+    /// buffer; every value must fit `dtype`.
+    pub(super) fn constant_fm(
+        &mut self,
+        node: &OpNode,
+        t: TensorId,
+        dtype: DType,
+    ) -> Result<Fm, CompileError> {
+        let values = self
+            .constant_values(t)
+            .ok_or_else(|| unsupported(node, "a constant operand has no defined value"))?;
+        if let Some(v) = values.iter().find(|&&v| !dtype.contains(v)) {
+            return Err(unsupported(
+                node,
+                format!("constant operand value {v} does not fit {dtype}"),
+            ));
+        }
+        let data = TensorData::from_i64(dtype, &values)
+            .map_err(|e| unsupported(node, format!("constant operand: {e}")))?;
+        let shape = self.hwc(node, t, false)?;
+        let buffer = self.anonymous_constant(data.to_le_bytes());
+        Ok(Fm {
+            buffer,
+            shape,
+            zero_point: 0,
+            dtype,
+            broadcast: (false, false, false),
+            view: View::default(),
+        })
+    }
+
+    /// The feature map of an elementwise operand with zero point `zp`: the tensor's buffer
+    /// (bool, i8 or i16; a bool is a byte 0 or 1), or, for a constant without one, the
+    /// constant's values stored as `const_dtype`.
+    pub(super) fn operand_fm(
+        &mut self,
+        node: &OpNode,
+        t: TensorId,
+        const_dtype: DType,
+        zp: i64,
+    ) -> Result<Fm, CompileError> {
+        if !self.lowered.tensor_buffer.contains_key(&t) && self.is_constant(t) {
+            let mut fm = self.constant_fm(node, t, const_dtype)?;
+            fm.zero_point = zp;
+            return Ok(fm);
+        }
+        let dtype = self.dtype(t);
+        if !matches!(dtype, DType::Bool | DType::Int8 | DType::Int16) {
+            return Err(unsupported(
+                node,
+                format!("{dtype} operand (only bool, i8 and i16 so far)"),
+            ));
+        }
+        Ok(Fm {
+            buffer: self.input_buffer(node, t)?,
+            shape: self.hwc(node, t, false)?,
+            zero_point: zp,
+            dtype,
+            broadcast: (false, false, false),
+            view: View::default(),
+        })
+    }
+}

@@ -1,0 +1,233 @@
+//! Booleans, logical and bitwise operators, CAST, SELECT and constant operands (decisions
+//! L12, L13): every graph on all five configurations, simulator against interpreter byte for
+//! byte.
+
+mod compile_common;
+
+use compile_common::*;
+use npuc::compile::{compile, Options};
+use npuc_ir::*;
+
+/// LOGICAL_AND, OR and XOR of two bool inputs, the second broadcast over height and width;
+/// three outputs.
+pub fn logical_binary_bcast(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("logical_binary_bcast");
+    let x = b.input("x", DType::Bool, [1, 4, 5, 6]);
+    let y = b.input("y", DType::Bool, [1, 1, 1, 6]);
+    for (name, op) in [
+        ("and", Op::LogicalAnd),
+        ("or", Op::LogicalOr),
+        ("xor", Op::LogicalXor),
+    ] {
+        let z = b.op(name, op, &[x, y]);
+        b.output(z);
+    }
+    b.finish().unwrap()
+}
+
+/// LOGICAL_OR of comparisons, the first operand broadcast over depth, then LOGICAL_NOT.
+pub fn comparisons_or_not(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("comparisons_or_not");
+    let x = b.input("x", DType::Int8, [1, 3, 7, 1]);
+    let y = b.input("y", DType::Int8, [1, 3, 7, 4]);
+    let z = b.input("z", DType::Int8, [1, 3, 7, 4]);
+    let g = b.op("gt", Op::Greater, &[x, y]);
+    let e = b.op("eq", Op::Equal, &[y, z]);
+    let o = b.op("or", Op::LogicalOr, &[e, g]);
+    let n = b.op("not", Op::LogicalNot, &[o]);
+    b.output(n);
+    b.finish().unwrap()
+}
+
+/// LOGICAL_NOT after each comparison (fused: the comparison without its complement).
+pub fn negated_comparisons(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("negated_comparisons");
+    let x = b.input("x", DType::Int8, [1, 5, 4, 3]);
+    let y = b.input("y", DType::Int8, [1, 5, 1, 3]);
+    for (name, op) in [
+        ("gt", Op::Greater),
+        ("ge", Op::GreaterEqual),
+        ("eq", Op::Equal),
+    ] {
+        let c = b.op(name, op, &[x, y]);
+        let n = b.op(&format!("not_{name}"), Op::LogicalNot, &[c]);
+        b.output(n);
+    }
+    b.finish().unwrap()
+}
+
+/// BITWISE_AND / OR / XOR / NOT of i8 tensors (broadcast over width) and of i16 tensors.
+pub fn bitwise(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("bitwise");
+    let x = b.input("x", DType::Int8, [2, 6, 5]);
+    let y = b.input("y", DType::Int8, [2, 1, 5]);
+    let p = b.input("p", DType::Int16, [3, 9]);
+    let q = b.input("q", DType::Int16, [3, 9]);
+    for (x, y, t) in [(x, y, "i8"), (p, q, "i16")] {
+        for (name, op) in [
+            ("and", Op::BitwiseAnd),
+            ("or", Op::BitwiseOr),
+            ("xor", Op::BitwiseXor),
+        ] {
+            let z = b.op(&format!("{name}_{t}"), op, &[x, y]);
+            b.output(z);
+        }
+        let n = b.op(&format!("not_{t}"), Op::BitwiseNot, &[x]);
+        b.output(n);
+    }
+    b.finish().unwrap()
+}
+
+/// CAST bool -> i8 (an alias), bool -> i16, i8 -> i16, i16 -> i8 (wraps), i8 -> bool and
+/// i16 -> bool.
+pub fn casts(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("casts");
+    let c = b.input("c", DType::Bool, [1, 3, 4, 5]);
+    let x = b.input("x", DType::Int8, [4, 7]);
+    let h = b.input("h", DType::Int16, [2, 3, 8]);
+    let cast = |to| Op::Cast(CastAttrs { to });
+    for (name, t, to) in [
+        ("c_i8", c, DType::Int8),
+        ("c_i16", c, DType::Int16),
+        ("x_i16", x, DType::Int16),
+        ("h_i8", h, DType::Int8),
+        ("x_bool", x, DType::Bool),
+        ("h_bool", h, DType::Bool),
+    ] {
+        let y = b.op(name, cast(to), &[t]);
+        b.output(y);
+    }
+    b.finish().unwrap()
+}
+
+/// SELECT of i8 tensors with the condition (a comparison) broadcast over width and the
+/// second operand broadcast over height.
+pub fn select_i8_bcast(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("select_i8_bcast");
+    let x = b.input("x", DType::Int8, [1, 4, 1, 6]);
+    let y = b.input("y", DType::Int8, [1, 4, 1, 6]);
+    let a = b.input("a", DType::Int8, [1, 4, 5, 6]);
+    let z = b.input("z", DType::Int8, [1, 1, 5, 6]);
+    let c = b.op("ge", Op::GreaterEqual, &[x, y]);
+    let s = b.op("select", Op::Select, &[c, a, z]);
+    b.output(s);
+    b.finish().unwrap()
+}
+
+/// SELECT of i16 tensors with a bool input condition broadcast over depth (the mask is
+/// widened to i16 first).
+pub fn select_i16(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("select_i16");
+    let c = b.input("c", DType::Bool, [3, 7, 1]);
+    let a = b.input("a", DType::Int16, [3, 7, 4]);
+    let z = b.input("z", DType::Int16, [3, 7, 4]);
+    let s = b.op("select", Op::Select, &[c, a, z]);
+    b.output(s);
+    b.finish().unwrap()
+}
+
+/// A MAXIMUM and a GREATER with a per-channel constant operand, and a SELECT between the
+/// input and the constant on the comparison (their minimum).
+pub fn constant_operands(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("constant_operands");
+    let x = b.input("x", DType::Int8, [1, 3, 4, 5]);
+    let k = b.const_i8("k", [1, 1, 1, 5], &[-128, -3, 0, 9, 127]);
+    let m = b.op("max", Op::Maximum, &[x, k]);
+    let g = b.op("gt", Op::Greater, &[k, x]);
+    let s = b.op("select", Op::Select, &[g, x, k]);
+    b.output(s);
+    b.output(g);
+    b.output(m);
+    b.finish().unwrap()
+}
+
+/// Constant subgraphs: a LOGICAL_NOT of a constant bool and a RESCALE of a constant are
+/// evaluated at compile time and read from read-only buffers.
+pub fn folded_constants(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("folded_constants");
+    let x = b.input("x", DType::Bool, [1, 2, 3, 4]);
+    let k = b.constant(
+        "k",
+        [1, 1, 1, 4],
+        TensorData::Bool(vec![true, false, false, true]),
+    );
+    let nk = b.op("not_k", Op::LogicalNot, &[k]);
+    let a = b.op("and", Op::LogicalAnd, &[x, nk]);
+    b.output(a);
+    b.finish().unwrap()
+}
+
+macro_rules! logical_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sim_equals_interpreter {
+            use super::*;
+            $(#[test] fn $name() { check(stringify!($name), super::$name); })*
+        }
+    };
+}
+
+logical_tests!(
+    logical_binary_bcast,
+    comparisons_or_not,
+    negated_comparisons,
+    bitwise,
+    casts,
+    select_i8_bcast,
+    select_i16,
+    constant_operands,
+    folded_constants,
+);
+
+fn kernels(g: &Graph) -> Vec<String> {
+    let m = compile(g, &Options::default()).unwrap();
+    m.operators.iter().map(|o| o.kernel.clone()).collect()
+}
+
+#[test]
+fn a_negated_comparison_is_one_operation() {
+    assert_eq!(kernels(&negated_comparisons(&mut Rng(1))).len(), 3);
+}
+
+#[test]
+fn bool_to_i8_cast_is_free_and_select_is_three_operations() {
+    let mut b = GraphBuilder::new("cast_only_after_compare");
+    let x = b.input("x", DType::Int8, [1, 2, 2, 2]);
+    let y = b.input("y", DType::Int8, [1, 2, 2, 2]);
+    let c = b.op("gt", Op::Greater, &[x, y]);
+    let z = b.op("cast", Op::Cast(CastAttrs { to: DType::Int8 }), &[c]);
+    b.output(z);
+    let g = b.finish().unwrap();
+    assert_eq!(kernels(&g), ["ELEMENTWISE"]);
+    assert_eq!(kernels(&select_i8_bcast(&mut Rng(1))).len(), 4);
+    // i16: the mask is widened first.
+    assert_eq!(
+        kernels(&select_i16(&mut Rng(1))),
+        ["POOL", "ELEMENTWISE", "ELEMENTWISE", "ELEMENTWISE"]
+    );
+}
+
+#[test]
+fn folded_constants_need_no_operation_of_their_own() {
+    assert_eq!(kernels(&folded_constants(&mut Rng(1))), ["ELEMENTWISE"]);
+}
+
+#[test]
+fn unsupported_forms_are_clear_errors() {
+    // SELECT of i32 values.
+    let mut b = GraphBuilder::new("select_i32");
+    let c = b.input("c", DType::Bool, [4]);
+    let x = b.input("x", DType::Int32, [4]);
+    let s = b.op("select", Op::Select, &[c, x, x]);
+    b.output(s);
+    let g = b.finish().unwrap();
+    let e = compile(&g, &Options::default()).unwrap_err().to_string();
+    assert!(e.contains("select") && e.contains("i32"), "{e}");
+    // CAST from i32.
+    let mut b = GraphBuilder::new("cast_i32");
+    let x = b.input("x", DType::Int32, [4]);
+    let y = b.op("cast", Op::Cast(CastAttrs { to: DType::Int8 }), &[x]);
+    b.output(y);
+    let g = b.finish().unwrap();
+    let e = compile(&g, &Options::default()).unwrap_err().to_string();
+    assert!(e.contains("CAST from i32 to i8"), "{e}");
+}
