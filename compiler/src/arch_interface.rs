@@ -7,6 +7,8 @@
 
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::Microblock;
+use npuc_backend::perf::PerfModel;
+use npuc_backend::system::{MemoryKind, MemoryMap};
 use npuc_codecs::ordering::{
     self, IfmPrecision, KernelDecomposition, KernelDilation, MacsPerCc, OhwiWeights, Operation,
     OrderingParams, WeightOrder, WeightOrdering, WeightSparsity,
@@ -112,20 +114,37 @@ pub trait Target {
     ) -> Result<Vec<u8>, TargetError>;
     /// A simple cycle estimate of one operation.
     fn estimate_cycles(&self, geom: &OpGeometry) -> u64;
+    /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
+    /// memory mode has one (`None`: feature maps live in the arena only).
+    fn fast_storage(&self) -> Option<u64>;
 }
 
-/// The Ethos-U85 in one of its five configurations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The Ethos-U85 in one of its five configurations, in a memory system.
+#[derive(Debug, Clone)]
 pub struct U85Target {
     arch: ArchConfig,
+    perf: PerfModel,
 }
 
 impl U85Target {
-    /// The target for a configuration.
+    /// The target for a configuration in the default memory system
+    /// ([`MemoryMap::default_u85`]).
     pub fn new(accelerator: Accelerator) -> U85Target {
+        U85Target::with_memory(accelerator, MemoryMap::default_u85())
+    }
+
+    /// The target for a configuration in a memory system.
+    pub fn with_memory(accelerator: Accelerator, map: MemoryMap) -> U85Target {
+        let arch = accelerator.config();
         U85Target {
-            arch: accelerator.config(),
+            arch,
+            perf: PerfModel::new(arch, map),
         }
+    }
+
+    /// The performance model (TRM chapter 4) of this target.
+    pub fn perf_model(&self) -> &PerfModel {
+        &self.perf
     }
 }
 
@@ -277,6 +296,15 @@ impl Target for U85Target {
             reverse_c: false,
         };
         Ok(encode_scale_stream(channels, &params)?)
+    }
+
+    /// Region 2 is a memory of its own when the arena is not in SRAM but the staging area is
+    /// (the `Dedicated_Sram` modes); its capacity is `arena_cache_size` (no limit when the mode
+    /// does not give one).
+    fn fast_storage(&self) -> Option<u64> {
+        let map = &self.perf.map;
+        (map.arena != MemoryKind::Sram && map.cache == MemoryKind::Sram)
+            .then(|| map.mode.arena_cache_size.unwrap_or(u64::MAX))
     }
 
     /// MAC-bound estimate for conv-like ops (utilisation ignored), element-bound for the rest.

@@ -1,13 +1,14 @@
 //! The npuc container: what `npuc compile -o MODEL.bin` writes (format in `docs/container.md`).
 //!
-//! A 48-byte little-endian header (magic `NPUC`, version, the CONFIG word of the target
-//! configuration, section offsets and sizes, the arena size) followed by three 16-byte aligned
+//! A 56-byte little-endian header (magic `NPUC`, version, the CONFIG word of the target
+//! configuration, section offsets and sizes, the arena and fast-memory sizes) followed by three 16-byte aligned
 //! sections: the command stream, the read-only region (region 0) and the manifest, a protobuf
 //! message ([`Manifest`], encoded with prost; the message types are written by hand with
 //! prost's derive, so no `protoc` is needed). The same model and options always give the
-//! same bytes. Version 1 containers (JSON manifest) are rejected with an error that says so.
+//! same bytes. Version 1 containers (JSON manifest) and version 2 (no region 2) are rejected with
+//! an error that says so.
 
-use crate::compile::{CompiledModel, TensorPlacement, REGION_ARENA, REGION_READ_ONLY};
+use crate::compile::{CompiledModel, TensorPlacement, REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 use npuc_ir::Quantization;
 use prost::Message;
 use thiserror::Error;
@@ -15,18 +16,20 @@ use thiserror::Error;
 /// The four magic bytes.
 pub const MAGIC: [u8; 4] = *b"NPUC";
 /// The container version this module writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// Header size in bytes.
-pub const HEADER_BYTES: usize = 48;
+pub const HEADER_BYTES: usize = 56;
 
 /// Why bytes are not a valid container.
 #[derive(Debug, Error)]
 pub enum ContainerError {
     #[error("not an npuc container (bad magic)")]
     Magic,
-    #[error("npuc container version 1 (JSON manifest) is no longer read; recompile the model with this npuc (container version 2)")]
+    #[error("npuc container version 1 (JSON manifest) is no longer read; recompile the model with this npuc (container version 3)")]
     Version1,
-    #[error("unsupported container version {0} (this npuc reads version 2)")]
+    #[error("npuc container version 2 (feature maps in the arena only) is no longer read; recompile the model with this npuc (container version 3)")]
+    Version2,
+    #[error("unsupported container version {0} (this npuc reads version 3)")]
     Version(u32),
     #[error("truncated container: {0}")]
     Truncated(&'static str),
@@ -71,7 +74,7 @@ pub struct TensorInfo {
 pub struct RegionInfo {
     #[prost(uint32, tag = "1")]
     pub index: u32,
-    /// `read_only` or `arena`.
+    /// `read_only`, `arena` or `fast`.
     #[prost(string, tag = "2")]
     pub name: String,
     #[prost(uint64, tag = "3")]
@@ -134,6 +137,8 @@ pub struct Container {
     pub version: u32,
     pub config_word: u32,
     pub arena_size: u64,
+    /// Region 2 size (0: unused).
+    pub fast_size: u64,
     /// The command stream as 32-bit words.
     pub command_stream: Vec<u32>,
     /// Region 0 contents.
@@ -190,7 +195,14 @@ pub fn manifest(m: &CompiledModel) -> Manifest {
                 name: "arena".into(),
                 size: m.arena_size,
             },
-        ],
+        ]
+        .into_iter()
+        .chain((m.fast_size > 0).then(|| RegionInfo {
+            index: u32::from(REGION_FAST),
+            name: "fast".into(),
+            size: m.fast_size,
+        }))
+        .collect(),
         inputs: m.inputs.iter().map(tensor_info).collect(),
         outputs: m.outputs.iter().map(tensor_info).collect(),
         operators: m
@@ -237,6 +249,7 @@ pub fn to_bytes(m: &CompiledModel) -> Vec<u8> {
         h.extend_from_slice(&len.to_le_bytes());
     }
     h.extend_from_slice(&m.arena_size.to_le_bytes());
+    h.extend_from_slice(&m.fast_size.to_le_bytes());
     out[..HEADER_BYTES].copy_from_slice(&h);
     out
 }
@@ -259,6 +272,7 @@ pub fn from_bytes(b: &[u8]) -> Result<Container, ContainerError> {
     match version {
         VERSION => {}
         1 => return Err(ContainerError::Version1),
+        2 => return Err(ContainerError::Version2),
         v => return Err(ContainerError::Version(v)),
     }
     let config_word = u32_at(b, 8)?;
@@ -279,11 +293,16 @@ pub fn from_bytes(b: &[u8]) -> Result<Container, ContainerError> {
         .collect();
     let read_only = section(1, "read-only region")?.to_vec();
     let manifest = Manifest::decode(section(2, "manifest")?)?;
-    let arena_size = u64::from(u32_at(b, 40)?) | (u64::from(u32_at(b, 44)?) << 32);
+    let u64_at = |at| -> Result<u64, ContainerError> {
+        Ok(u64::from(u32_at(b, at)?) | (u64::from(u32_at(b, at + 4)?) << 32))
+    };
+    let arena_size = u64_at(40)?;
+    let fast_size = u64_at(48)?;
     Ok(Container {
         version,
         config_word,
         arena_size,
+        fast_size,
         command_stream,
         read_only,
         manifest,

@@ -4,10 +4,10 @@
 //! When an output differs, the first diverging NPU operation is localised: the stream is run
 //! again up to (and including) each kernel operation in turn, with an `NPU_OP_STOP` after it,
 //! and that operation's OFM is read from the arena right away (while it is certainly still
-//! live) and compared with the interpreter's value of the IR tensor it computes. The feature
-//! map placement comes from the same deterministic lowering and allocation the compiler ran.
+//! live) and compared with the interpreter's value of the IR tensor it computes, at the OFM
+//! placement the compiled model records for the operation.
 
-use crate::compile::{self, alloc, lower, CompiledModel};
+use crate::compile::{self, lower, CompiledModel};
 use npuc_backend::sim::{SimError, Simulator};
 use npuc_ir::{DType, Graph, InterpError, TensorValue};
 use std::fmt::Write as _;
@@ -183,31 +183,59 @@ fn first_diff(a: &[u8], b: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-/// Runs `words` with `model`'s regions and `inputs`; returns the arena afterwards.
+/// The contents of regions 1 (arena) and 2 (fast memory, empty when unused) after a run.
+struct Memories {
+    arena: Vec<u8>,
+    fast: Vec<u8>,
+}
+
+impl Memories {
+    fn region(&self, region: u8) -> &[u8] {
+        if region == compile::REGION_FAST {
+            &self.fast
+        } else {
+            &self.arena
+        }
+    }
+}
+
+/// Runs `words` with `model`'s regions and `inputs`; returns regions 1 and 2 afterwards.
 fn simulate(
     model: &CompiledModel,
     inputs: &[TensorValue],
     words: &[u32],
     sample: usize,
-) -> Result<(Vec<u8>, npuc_backend::sim::RunReport), VerifyError> {
+) -> Result<(Memories, npuc_backend::sim::RunReport), VerifyError> {
     let mut sim = Simulator::new(model.accelerator);
     let mut ro = model.read_only.clone();
     ro.resize(ro.len().max(16), 0);
     sim.memory_mut().add_region(0, ro);
     let mut arena = vec![0u8; model.arena_size.max(16) as usize];
+    let mut fast = vec![0u8; model.fast_size as usize];
     for (p, v) in model.inputs.iter().zip(inputs) {
         let bytes = v.to_le_bytes();
         let at = p.offset as usize;
-        arena
-            .get_mut(at..at + bytes.len())
-            .ok_or_else(|| VerifyError::Layout(format!("input {} outside the arena", p.name)))?
+        let mem = if p.region == compile::REGION_FAST {
+            &mut fast
+        } else {
+            &mut arena
+        };
+        mem.get_mut(at..at + bytes.len())
+            .ok_or_else(|| {
+                VerifyError::Layout(format!("input {} outside region {}", p.name, p.region))
+            })?
             .copy_from_slice(&bytes);
     }
     let id = sim.memory_mut().add_region(1, arena);
+    let fast_id = (model.fast_size > 0).then(|| sim.memory_mut().add_region(2, fast));
     let report = sim
         .run(words)
         .map_err(|source| VerifyError::Sim { sample, source })?;
-    Ok((sim.memory().buffer(id).to_vec(), report))
+    let mem = Memories {
+        arena: sim.memory().buffer(id).to_vec(),
+        fast: fast_id.map_or_else(Vec::new, |f| sim.memory().buffer(f).to_vec()),
+    };
+    Ok((mem, report))
 }
 
 /// Verifies `model` (compiled from `graph`) on `opts.samples` random inputs.
@@ -223,7 +251,7 @@ pub fn verify_graph(
     for sample in 0..opts.samples {
         let inputs = random_inputs(graph, opts.seed + sample as u64);
         let values = npuc_ir::run(graph, inputs.clone())?;
-        let (arena, _) = simulate(model, &inputs, &model.command_stream, sample)?;
+        let (mem, _) = simulate(model, &inputs, &model.command_stream, sample)?;
         let before = report.mismatches.len();
         for (k, (&t, p)) in graph.outputs().iter().zip(&model.outputs).enumerate() {
             let expected = values
@@ -231,9 +259,12 @@ pub fn verify_graph(
                 .map(TensorValue::to_le_bytes)
                 .unwrap_or_default();
             let at = p.offset as usize;
-            let actual = arena.get(at..at + p.size as usize).ok_or_else(|| {
-                VerifyError::Layout(format!("output {} outside the arena", p.name))
-            })?;
+            let actual = mem
+                .region(p.region)
+                .get(at..at + p.size as usize)
+                .ok_or_else(|| {
+                    VerifyError::Layout(format!("output {} outside region {}", p.name, p.region))
+                })?;
             report.bytes_compared += expected.len() as u64;
             if let Some((byte, differing)) = first_diff(&expected, actual) {
                 report.mismatches.push(Mismatch {
@@ -265,7 +296,6 @@ pub fn localise(
     let Ok(lowered) = lower::lower(graph) else {
         return Ok(None);
     };
-    let placement = alloc::allocate(graph, &lowered);
     let (_, full) = simulate(model, inputs, &model.command_stream, sample)?;
     let kernels: Vec<usize> = full
         .ops
@@ -293,10 +323,12 @@ pub fn localise(
         };
         let mut words = model.command_stream[..=at].to_vec();
         words.push(stop);
-        let (arena, _) = simulate(model, inputs, &words, sample)?;
-        let off = placement.offsets[op.ofm.buffer] as usize;
-        let size = lowered.buffers[op.ofm.buffer].size as usize;
-        let Some(actual) = arena.get(off..off + size) else {
+        let (mem, _) = simulate(model, inputs, &words, sample)?;
+        let Some(&(region, off, size)) = model.operators.get(k).map(|o| &o.ofm) else {
+            continue;
+        };
+        let (off, size) = (off as usize, size as usize);
+        let Some(actual) = mem.region(region).get(off..off + size) else {
             continue;
         };
         if let Some((byte, differing)) = first_diff(&expected, actual) {

@@ -21,6 +21,7 @@ fn container_round_trip() {
     assert_eq!(c.command_stream, m.command_stream);
     assert_eq!(c.read_only, m.read_only);
     assert_eq!(c.arena_size, m.arena_size);
+    assert_eq!(c.fast_size, m.fast_size);
     assert_eq!(c.manifest, container::manifest(&m));
     let x = &c.manifest.inputs[0];
     assert_eq!(
@@ -41,7 +42,7 @@ fn container_round_trip() {
         vec!["conv", "rescale", "relu"]
     );
     assert!(matches!(
-        container::from_bytes(b"XXXX0000000000000000000000000000000000000000000000"),
+        container::from_bytes(b"XXXX0000000000000000000000000000000000000000000000000000"),
         Err(container::ContainerError::Magic)
     ));
     assert!(container::from_bytes(&bytes[..20]).is_err());
@@ -51,6 +52,55 @@ fn container_round_trip() {
     let e = container::from_bytes(&v1).unwrap_err();
     assert!(matches!(e, container::ContainerError::Version1));
     assert!(e.to_string().contains("recompile"), "{e}");
+    // So is version 2 (no region 2 in the header).
+    let mut v2 = bytes.clone();
+    v2[4..8].copy_from_slice(&2u32.to_le_bytes());
+    let e = container::from_bytes(&v2).unwrap_err();
+    assert!(matches!(e, container::ContainerError::Version2));
+    assert!(e.to_string().contains("recompile"), "{e}");
+}
+
+#[test]
+fn dedicated_sram_puts_intermediate_feature_maps_in_region_2() {
+    // conv -> conv: the intermediate goes to the fast memory (region 2, listed in the
+    // manifest with its size), graph input and output stay in the arena (region 1).
+    let g = network(&mut Rng(3));
+    let m = compile(&g, &Options::default()).unwrap();
+    assert!(m.fast_size > 0);
+    assert!(m.inputs.iter().chain(&m.outputs).all(|t| t.region == 1));
+    assert!(m.operators.iter().any(|o| o.ofm.0 == 2));
+    let c = container::from_bytes(&container::to_bytes(&m)).unwrap();
+    let r2 = c.manifest.regions.iter().find(|r| r.index == 2).unwrap();
+    assert_eq!((r2.name.as_str(), r2.size), ("fast", m.fast_size));
+    // A fast memory too small for every intermediate: the largest ones spill to the arena,
+    // the rest stay in region 2 within the capacity, and the result is still bit-exact.
+    let mut mode = npuc_backend::system::presets::memory_mode("Dedicated_Sram").unwrap();
+    mode.arena_cache_size = Some(300);
+    let small = Options {
+        memory_mode: mode,
+        ..Options::default()
+    };
+    let m = compile(&g, &small).unwrap();
+    assert!(m.fast_size <= 300, "{}", m.fast_size);
+    assert!(m
+        .operators
+        .iter()
+        .any(|o| o.ofm.0 == 1 && !o.name.contains("pool")));
+    assert!(m.operators.iter().any(|o| o.ofm.0 == 2));
+    let inputs: Vec<Vec<u8>> = random_inputs(&g, &mut Rng(9))
+        .iter()
+        .map(|v| v.to_le_bytes())
+        .collect();
+    let want = npuc_ir::run_outputs(&g, random_inputs(&g, &mut Rng(9))).unwrap();
+    assert_eq!(simulate(&m, &inputs)[0], want[0].to_le_bytes());
+    // Shared_Sram: the arena is SRAM, there is no region 2.
+    let shared = Options {
+        memory_mode: npuc_backend::system::presets::memory_mode("Shared_Sram").unwrap(),
+        ..Options::default()
+    };
+    let m = compile(&g, &shared).unwrap();
+    assert_eq!(m.fast_size, 0);
+    assert!(m.operators.iter().all(|o| o.ofm.0 == 1));
 }
 
 #[test]

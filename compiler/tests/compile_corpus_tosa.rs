@@ -6,7 +6,7 @@
 mod compile_common;
 
 use compile_common::*;
-use npuc::compile::{compile, Options};
+use npuc::compile::compile;
 use npuc_backend::arch::Accelerator;
 use std::path::PathBuf;
 
@@ -33,7 +33,7 @@ fn tosa_corpus_models_compile_and_match_the_interpreter() {
             continue;
         }
         for accel in Accelerator::ALL {
-            let Ok(m) = compile(&g, &Options::new(accel)) else {
+            let Ok(m) = compile(&g, &options(accel)) else {
                 break;
             };
             if accel == Accelerator::U85_128 {

@@ -4,7 +4,8 @@
 //! RESIZE, CONCAT, LUT activations, fully connected layers — must compile and run bit-exactly
 //! like the reference interpreter.
 //!
-//! CI runs every network on one configuration (ethos-u85-256); the sweep over all five is
+//! CI runs every network on one configuration (ethos-u85-256, alternating Dedicated_Sram_384KB and
+//! Sram_Only); the sweep over all five (each in its memory mode, `compile_common::options`) is
 //! ignored for time: `cargo test -p npuc --test compile_networks -- --ignored`.
 
 mod compile_common;
@@ -70,11 +71,11 @@ fn cut_before_softmax(mut g: Graph) -> Graph {
     g
 }
 
-fn check_network(name: &str, configs: &[Accelerator]) {
+fn check_network(name: &str, configs: &[Options]) {
     let g = cut_before_softmax(load(name));
-    for &accel in configs {
-        let m =
-            compile(&g, &Options::new(accel)).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
+    for options in configs {
+        let accel = options.accelerator;
+        let m = compile(&g, options).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
         eprintln!(
             "{name} on {accel}: {} IR operators, {} NPU operations",
             g.num_ops(),
@@ -97,10 +98,21 @@ fn check_network(name: &str, configs: &[Accelerator]) {
     }
 }
 
+/// In CI every other network runs in Sram_Only (Flash_High) instead of the default
+/// Dedicated_Sram_384KB (feature maps in region 2), so both kinds of memory mode are covered.
 #[test]
 fn networks_up_to_the_softmax_on_u85_256() {
-    for name in NETWORKS {
-        check_network(name, &[Accelerator::U85_256]);
+    for (i, name) in NETWORKS.iter().enumerate() {
+        let options = if i % 2 == 0 {
+            options(Accelerator::U85_256)
+        } else {
+            options_in(
+                Accelerator::U85_256,
+                "Ethos_U85_SYS_Flash_High",
+                "Sram_Only",
+            )
+        };
+        check_network(name, &[options]);
     }
 }
 
@@ -108,6 +120,7 @@ fn networks_up_to_the_softmax_on_u85_256() {
 #[ignore = "all five configurations: cargo test -p npuc --test compile_networks -- --ignored"]
 fn networks_up_to_the_softmax_on_all_configurations() {
     for name in NETWORKS {
-        check_network(name, &Accelerator::ALL);
+        let all: Vec<Options> = Accelerator::ALL.into_iter().map(options).collect();
+        check_network(name, &all);
     }
 }

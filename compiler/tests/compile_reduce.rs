@@ -42,7 +42,7 @@ reduce_tests!(
 /// -128 (index 0), only non-positive values, ties (the first maximum wins) and 127 last.
 #[test]
 fn argmax_edge_windows() {
-    use npuc::compile::{compile, Options};
+    use npuc::compile::compile;
     use npuc_backend::arch::Accelerator;
     use npuc_ir::{TensorData, TensorValue};
     let g = argmax("argmax_edges", &[1, 6, 4], 2);
@@ -65,7 +65,7 @@ fn argmax_edge_windows() {
             .collect::<Vec<u8>>()
     );
     for accel in Accelerator::ALL {
-        let m = compile(&g, &Options::new(accel)).unwrap();
+        let m = compile(&g, &options(accel)).unwrap();
         let bytes: Vec<u8> = data.iter().map(|&v| v as u8).collect();
         let got = simulate(&m, &[bytes]);
         assert_eq!(got[0], expected[0].to_le_bytes(), "{accel}");
@@ -76,7 +76,7 @@ fn argmax_edge_windows() {
 /// 0 / 1 as a max / min pool), on sparse and dense random booleans.
 #[test]
 fn reduce_any_all_of_booleans() {
-    use npuc::compile::{compile, Options};
+    use npuc::compile::compile;
     use npuc_backend::arch::Accelerator;
     use npuc_ir::*;
     let shape = [1usize, 4, 5, 6];
@@ -97,7 +97,7 @@ fn reduce_any_all_of_booleans() {
     let g = b.finish().unwrap();
     let mut rng = Rng(99);
     for accel in Accelerator::ALL {
-        let m = compile(&g, &Options::new(accel)).unwrap();
+        let m = compile(&g, &options(accel)).unwrap();
         // Mostly false, then mostly true: both reductions see both answers.
         for density in [8u64, 92] {
             let data: Vec<bool> = (0..120).map(|_| rng.next() % 100 < density).collect();

@@ -1,25 +1,49 @@
-//! Feature-map placement in the arena (region 1) by liveness.
+//! Feature-map placement by liveness, in the fast memory where the memory mode has one.
 //!
 //! Each buffer is live from the operation that writes it (graph inputs: from the start) to the
 //! last operation that reads it (graph outputs: to the end). An operation's inputs and output
-//! are live at the same time, so an OFM never overlaps its IFMs. Buffers are placed largest
-//! first (ties by index, so the result is deterministic) at the lowest 16-byte aligned offset
-//! that does not overlap any already placed buffer with an overlapping lifetime. Constant
-//! buffers live in region 0 (placed by emit) and take no arena space.
+//! are live at the same time, so an OFM never overlaps its IFMs. Within one region, buffers
+//! are placed largest first (ties by index, so the result is deterministic) at the lowest
+//! 16-byte aligned offset that does not overlap any already placed buffer with an overlapping
+//! lifetime. Constant buffers live in region 0 (placed by emit) and take no space here.
+//!
+//! Memory modes with a separate fast memory ([`Target::fast_storage`]: the `Dedicated_Sram`
+//! modes, where the arena is in DRAM and the staging area in SRAM) get a second area, region 2:
+//! every intermediate feature map goes there, and while the area exceeds its capacity the
+//! largest buffer reaching past the capacity is spilled to the arena (region 1). Graph inputs
+//! and outputs always stay in the arena, where the runtime puts them. Other items sharing the
+//! fast area (weight staging buffers, [`Item`]) are placed together with the feature maps and
+//! are never spilled: the caller only asks for them when they fit.
+//!
+//! [`Target::fast_storage`]: crate::arch_interface::Target::fast_storage
 
 use super::lower::Lowered;
-use npuc_ir::Graph;
+use super::{REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 
-/// Alignment of every feature map in the arena.
+/// Alignment of every feature map.
 pub const ALIGN: u64 = 16;
+
+/// Something to place: its size and the operations during which it is live (inclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Item {
+    pub size: u64,
+    pub start: usize,
+    pub end: usize,
+}
 
 /// Where each buffer lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
-    /// Byte offset of each buffer in region 1.
+    /// Region of each buffer (constants: [`REGION_READ_ONLY`], placed by emit).
+    pub regions: Vec<u8>,
+    /// Byte offset of each buffer in its region.
     pub offsets: Vec<u64>,
-    /// Arena size in bytes (a multiple of [`ALIGN`]).
+    /// Byte offset of each extra fast-area item (in region [`REGION_FAST`]).
+    pub extra: Vec<u64>,
+    /// Arena (region 1) size in bytes (a multiple of [`ALIGN`]).
     pub arena_size: u64,
+    /// Fast area (region 2) size in bytes (a multiple of [`ALIGN`]; 0 when unused).
+    pub fast_size: u64,
 }
 
 fn lifetime(l: &Lowered, i: usize) -> (usize, usize) {
@@ -33,29 +57,25 @@ fn lifetime(l: &Lowered, i: usize) -> (usize, usize) {
     (start, end)
 }
 
-/// Places the buffers of a lowered graph.
-pub fn allocate(_g: &Graph, l: &Lowered) -> Placement {
-    let n = l.buffers.len();
-    let mut order: Vec<usize> = (0..n).filter(|i| !l.constants.contains_key(i)).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(l.buffers[i].size), i));
-    let mut offsets = vec![0u64; n];
+fn aligned(size: u64) -> u64 {
+    size.max(1).next_multiple_of(ALIGN)
+}
+
+/// Places `items` (largest first, ties by index) at the lowest aligned offset free during
+/// their lifetime; returns the offsets and the area size.
+pub fn pack(items: &[Item]) -> (Vec<u64>, u64) {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(items[i].size), i));
+    let mut offsets = vec![0u64; items.len()];
     let mut placed: Vec<usize> = Vec::new();
-    let mut arena = 0u64;
+    let mut total = 0u64;
     for i in order {
-        let (s, e) = lifetime(l, i);
-        let size = l.buffers[i].size.max(1).next_multiple_of(ALIGN);
+        let it = items[i];
+        let size = aligned(it.size);
         let mut busy: Vec<(u64, u64)> = placed
             .iter()
-            .filter(|&&j| {
-                let (s2, e2) = lifetime(l, j);
-                s <= e2 && s2 <= e
-            })
-            .map(|&j| {
-                (
-                    offsets[j],
-                    offsets[j] + l.buffers[j].size.max(1).next_multiple_of(ALIGN),
-                )
-            })
+            .filter(|&&j| it.start <= items[j].end && items[j].start <= it.end)
+            .map(|&j| (offsets[j], offsets[j] + aligned(items[j].size)))
             .collect();
         busy.sort_unstable();
         let mut off = 0u64;
@@ -66,11 +86,106 @@ pub fn allocate(_g: &Graph, l: &Lowered) -> Placement {
             off = off.max(b);
         }
         offsets[i] = off;
-        arena = arena.max(off + size);
+        total = total.max(off + size);
         placed.push(i);
     }
+    (offsets, total)
+}
+
+/// Places the buffers of a lowered graph. `fast`: the capacity of the fast area when the
+/// memory mode has one; `extra`: further items of the fast area (they must fit with it).
+pub fn allocate(l: &Lowered, fast: Option<u64>, extra: &[Item]) -> Placement {
+    let n = l.buffers.len();
+    let mut regions = vec![REGION_ARENA; n];
+    for &c in l.constants.keys() {
+        regions[c] = REGION_READ_ONLY;
+    }
+    let item = |i: usize| {
+        let (start, end) = lifetime(l, i);
+        Item {
+            size: l.buffers[i].size,
+            start,
+            end,
+        }
+    };
+    let mut offsets = vec![0u64; n];
+    let mut fast_size = 0;
+    let mut extra_offsets = vec![0u64; extra.len()];
+    if let Some(capacity) = fast {
+        let mut fast_bufs: Vec<usize> = (0..n)
+            .filter(|&i| {
+                let b = &l.buffers[i];
+                regions[i] == REGION_ARENA && !b.is_input && !b.is_output
+            })
+            .collect();
+        loop {
+            let items: Vec<Item> = extra
+                .iter()
+                .copied()
+                .chain(fast_bufs.iter().map(|&i| item(i)))
+                .collect();
+            let (offs, size) = pack(&items);
+            if size <= capacity || fast_bufs.is_empty() {
+                // (Extra items alone always fit: the caller asks only for those.)
+                extra_offsets.copy_from_slice(&offs[..extra.len()]);
+                for (k, &i) in fast_bufs.iter().enumerate() {
+                    regions[i] = REGION_FAST;
+                    offsets[i] = offs[extra.len() + k];
+                }
+                fast_size = if items.is_empty() { 0 } else { size };
+                break;
+            }
+            // Spill the largest buffer reaching past the capacity (ties: lowest index).
+            let (k, _) = fast_bufs
+                .iter()
+                .enumerate()
+                .filter(|&(k, &i)| offs[extra.len() + k] + aligned(l.buffers[i].size) > capacity)
+                .max_by_key(|&(_, &i)| (l.buffers[i].size, std::cmp::Reverse(i)))
+                .unwrap_or((0, &fast_bufs[0]));
+            fast_bufs.remove(k);
+        }
+    }
+    let arena: Vec<usize> = (0..n).filter(|&i| regions[i] == REGION_ARENA).collect();
+    let items: Vec<Item> = arena.iter().map(|&i| item(i)).collect();
+    let (offs, arena_size) = pack(&items);
+    for (k, &i) in arena.iter().enumerate() {
+        offsets[i] = offs[k];
+    }
     Placement {
+        regions,
         offsets,
-        arena_size: arena,
+        extra: extra_offsets,
+        arena_size,
+        fast_size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlapping_lifetimes_get_disjoint_bytes() {
+        let items = [
+            Item {
+                size: 100,
+                start: 0,
+                end: 1,
+            },
+            Item {
+                size: 50,
+                start: 1,
+                end: 2,
+            },
+            Item {
+                size: 60,
+                start: 2,
+                end: 3,
+            },
+        ];
+        let (offs, total) = pack(&items);
+        // 100 at 0 (112 aligned); 60 at 0 (lives after the 100); 50 overlaps both.
+        assert_eq!(offs, vec![0, 112, 0]);
+        assert_eq!(total, 112 + 64);
     }
 }

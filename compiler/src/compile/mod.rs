@@ -5,8 +5,10 @@
 //!    CONV2D / DEPTHWISE_CONV2D / FULLY_CONNECTED with their RESCALE and optional CLAMP;
 //!    MAX_POOL2D / AVG_POOL2D with an optional CLAMP; RESCALE-wrapped ADD / SUB / MUL with an
 //!    optional CLAMP; RESHAPE as an alias.
-//! 2. [`alloc`]: feature maps into region 1 (arena) by liveness; weights and scales into
-//!    region 0 (read-only).
+//! 2. [`alloc`]: feature maps by liveness into region 2 (the fast memory, in the memory
+//!    modes with one: `Dedicated_Sram*`; spilling to the arena when they do not fit) or region 1
+//!    (the arena; graph inputs and outputs always); weights and scales into region 0
+//!    (read-only).
 //! 3. [`emit`]: the register command stream (only changed registers re-emitted, KERNEL_WAIT
 //!    where an operation touches memory the previous one wrote or read, NPU_OP_STOP at the end).
 //!
@@ -30,7 +32,7 @@ pub mod lower;
 
 use crate::arch_interface::{Target, U85Target};
 use npuc_backend::arch::Accelerator;
-use npuc_backend::system::{presets, MemoryMode, SystemConfig};
+use npuc_backend::system::{presets, MemoryMap, MemoryMode, SystemConfig};
 use npuc_ir::{DType, Graph, Quantization};
 use thiserror::Error;
 
@@ -129,6 +131,9 @@ pub enum CompileError {
     /// A register field could not hold a value.
     #[error("command stream: {0}")]
     Stream(String),
+    /// The system configuration and memory mode do not fit together.
+    #[error("{0}")]
+    System(#[from] npuc_backend::system::SystemError),
 }
 
 /// A graph input or output as placed in memory.
@@ -161,6 +166,8 @@ pub struct OperatorInfo {
     pub fused: Vec<String>,
     /// Estimated cycles.
     pub cycles: u64,
+    /// Where its OFM buffer lives: region, byte offset, size in bytes.
+    pub ofm: (u8, u64, u64),
 }
 
 /// A compiled model: command stream, read-only data and where everything lives.
@@ -176,6 +183,9 @@ pub struct CompiledModel {
     pub read_only: Vec<u8>,
     /// Size of region 1 (the feature-map arena) in bytes.
     pub arena_size: u64,
+    /// Size of region 2 (the fast memory of the `Dedicated_Sram` modes) in bytes; 0 when
+    /// unused.
+    pub fast_size: u64,
     /// Graph inputs.
     pub inputs: Vec<TensorPlacement>,
     /// Graph outputs.
@@ -201,14 +211,17 @@ impl CompiledModel {
 pub const REGION_READ_ONLY: u8 = 0;
 /// Region of the feature-map arena.
 pub const REGION_ARENA: u8 = 1;
+/// Region of the fast memory (SRAM staging area) in modes where the arena is elsewhere.
+pub const REGION_FAST: u8 = 2;
 
 /// Compiles a validated graph for one configuration.
 pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, CompileError> {
     npuc_ir::validate(graph).map_err(|e| CompileError::Graph(e.to_string()))?;
-    let target = U85Target::new(options.accelerator);
+    let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
+    let target = U85Target::with_memory(options.accelerator, map);
     let lowered = lower::lower(graph)?;
-    let placement = alloc::allocate(graph, &lowered);
-    let emitted = emit::emit(&target, &lowered, &placement)?;
+    let emitted = emit::emit(&target, &lowered)?;
+    let placement = &emitted.placement;
     let place = |t: npuc_ir::TensorId| -> TensorPlacement {
         let tensor = graph.tensor(t).expect("graph tensor");
         let buf = lowered.buffer_of(t);
@@ -217,7 +230,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
             shape: tensor.ty.shape.0.clone(),
             dtype: tensor.ty.dtype,
             quant: tensor.quant.clone(),
-            region: REGION_ARENA,
+            region: placement.regions[buf],
             offset: placement.offsets[buf],
             size: lowered.buffers[buf].size,
         }
@@ -228,6 +241,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
         command_stream: emitted.words,
         read_only: emitted.read_only,
         arena_size: placement.arena_size,
+        fast_size: placement.fast_size,
         inputs: graph.inputs().iter().map(|&t| place(t)).collect(),
         outputs: graph.outputs().iter().map(|&t| place(t)).collect(),
         operators: emitted.operators,

@@ -4,13 +4,14 @@
 //! operators are replaced by one `ethos-u` custom operator, and the model is packed again:
 //!
 //! * the operator's inputs are the COP1 payload, `read_only` (region 0), `scratch` (region 1)
-//!   and `scratch_fast` (region 2; the scratch tensor again, as in Vela's shared-SRAM modes),
+//!   and `scratch_fast` (region 2: a tensor of its own when the segment uses the fast memory of
+//!   the Dedicated_Sram modes, else the scratch tensor again, as in Vela's shared-SRAM modes),
 //!   then the segment's input feature maps; its outputs are the segment's output feature maps;
 //! * every segment has its own scratch tensor, placed after the previous segment's in the arena
 //!   (`OfflineMemoryAllocation`: the scratch tensor at its base, each feature map at base +
 //!   its offset in the segment's arena), so no segment can overwrite a tensor another one
-//!   still needs; every other feature map (CPU operators only) gets a slot of its own after
-//!   the segments' areas, and constants get -1;
+//!   still needs; every other feature map (CPU operators only) and every `scratch_fast` tensor
+//!   gets a slot of its own after the segments' areas, and constants get -1;
 //! * a feature map read by a segment but already placed by an earlier one (a graph input or a
 //!   segment output read by two segments) is copied by a CPU `RESHAPE` to the same shape into a
 //!   new tensor placed in the reading segment's arena;
@@ -184,7 +185,14 @@ pub fn write(
         );
         let scratch = b.bytes_tensor(format!("{tag}_scratch"), c.arena_size as usize, None);
         b.offsets.insert(scratch as usize, base as i64);
-        let mut inputs = vec![cmd, ro, scratch, scratch];
+        // Region 2: the fast memory of the Dedicated_Sram modes has a tensor of its own (the
+        // runtime maps it to SRAM); otherwise the scratch tensor again, as Vela does.
+        let scratch_fast = if c.fast_size > 0 {
+            b.bytes_tensor(format!("{tag}_scratch_fast"), c.fast_size as usize, None)
+        } else {
+            scratch
+        };
+        let mut inputs = vec![cmd, ro, scratch, scratch_fast];
         for (t, p) in seg.inputs.iter().zip(&c.inputs) {
             let want = (base + p.offset) as i64;
             let mut t = t.index() as i32;

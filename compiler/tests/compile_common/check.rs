@@ -3,7 +3,7 @@
 //! byte on seeded random full-range inputs.
 
 use super::*;
-use npuc::compile::{compile, Options};
+use npuc::compile::compile;
 use npuc_backend::arch::Accelerator;
 use npuc_backend::isa::{decode_stream, Command};
 
@@ -12,7 +12,7 @@ const SAMPLES: usize = 3;
 pub fn check(name: &str, build: fn(&mut Rng) -> npuc_ir::Graph) {
     let g = build(&mut Rng(0x1234_5678_9abc_def1));
     for accel in Accelerator::ALL {
-        let options = Options::new(accel);
+        let options = options(accel);
         let m = compile(&g, &options).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
         let decoded = decode_stream(&m.command_stream)
             .unwrap_or_else(|e| panic!("{name} on {accel}: decode: {e}"));

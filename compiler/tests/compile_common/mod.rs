@@ -366,24 +366,69 @@ pub fn all_graphs() -> Vec<(&'static str, GraphFn)> {
     ]
 }
 
-/// Runs a compiled model on the simulator; returns the output bytes.
+/// The options the sweeps compile with: each configuration in its own system configuration and
+/// memory mode, so that every mode kind is exercised (region 2 fast memory, SRAM arena with
+/// DRAM or flash constants, SRAM only):
+///
+/// | configuration | system config | memory mode |
+/// |---|---|---|
+/// | 128, 256 | DRAM_Mid | Dedicated_Sram_384KB (the default) |
+/// | 512 | Flash_High | Sram_Only |
+/// | 1024 | DRAM_Low | Shared_Sram |
+/// | 2048 | Flash_Low | Shared_Sram |
+pub fn options(accel: npuc_backend::arch::Accelerator) -> npuc::compile::Options {
+    use npuc_backend::arch::Accelerator as A;
+    let (sys, mode) = match accel {
+        A::U85_128 | A::U85_256 => ("Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram_384KB"),
+        A::U85_512 => ("Ethos_U85_SYS_Flash_High", "Sram_Only"),
+        A::U85_1024 => ("Ethos_U85_SYS_DRAM_Low", "Shared_Sram"),
+        A::U85_2048 => ("Ethos_U85_SYS_Flash_Low", "Shared_Sram"),
+    };
+    options_in(accel, sys, mode)
+}
+
+/// Options for a configuration in a named system configuration and memory mode.
+pub fn options_in(
+    accel: npuc_backend::arch::Accelerator,
+    sys: &str,
+    mode: &str,
+) -> npuc::compile::Options {
+    use npuc_backend::system::presets;
+    npuc::compile::Options {
+        accelerator: accel,
+        system_config: presets::system_config(sys).unwrap(),
+        memory_mode: presets::memory_mode(mode).unwrap(),
+        ..npuc::compile::Options::default()
+    }
+}
+
+/// Runs a compiled model on the simulator (region 0 read-only data, region 1 the arena
+/// pre-filled with 0x5a, region 2 the fast memory pre-filled with 0xa5 when the model uses
+/// one); returns the output bytes.
 pub fn simulate(m: &CompiledModel, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let mut sim = Simulator::new(m.accelerator);
     let mut ro = m.read_only.clone();
     ro.resize(ro.len().max(16), 0);
     sim.memory_mut().add_region(0, ro);
-    let mut arena = vec![0x5au8; m.arena_size as usize];
+    let mut mems = [
+        vec![0x5au8; m.arena_size as usize],
+        vec![0xa5u8; m.fast_size as usize],
+    ];
     for (p, bytes) in m.inputs.iter().zip(inputs) {
         let o = p.offset as usize;
-        arena[o..o + bytes.len()].copy_from_slice(bytes);
+        mems[usize::from(p.region == 2)][o..o + bytes.len()].copy_from_slice(bytes);
     }
+    let [arena, fast] = mems;
     let id = sim.memory_mut().add_region(1, arena);
+    let fast_id = (m.fast_size > 0).then(|| sim.memory_mut().add_region(2, fast));
     sim.run(&m.command_stream)
         .unwrap_or_else(|e| panic!("simulator: {e}"));
-    let mem = sim.memory().buffer(id);
     m.outputs
         .iter()
-        .map(|p| mem[p.offset as usize..(p.offset + p.size) as usize].to_vec())
+        .map(|p| {
+            let buf = if p.region == 2 { fast_id.unwrap() } else { id };
+            sim.memory().buffer(buf)[p.offset as usize..(p.offset + p.size) as usize].to_vec()
+        })
         .collect()
 }
 
@@ -408,12 +453,11 @@ pub fn random_inputs(g: &Graph, rng: &mut Rng) -> Vec<TensorValue> {
 /// that the simulator reproduces the reference interpreter byte for byte on `samples` seeded
 /// random full-range inputs (samples the reference leaves undefined are skipped).
 pub fn check_sim(name: &str, g: &Graph, samples: usize) {
-    use npuc::compile::{compile, Options};
+    use npuc::compile::compile;
     use npuc_backend::arch::Accelerator;
     use npuc_backend::isa::{decode_stream, Command};
     for accel in Accelerator::ALL {
-        let m =
-            compile(g, &Options::new(accel)).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
+        let m = compile(g, &options(accel)).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
         let decoded = decode_stream(&m.command_stream)
             .unwrap_or_else(|e| panic!("{name} on {accel}: decode: {e}"));
         assert!(

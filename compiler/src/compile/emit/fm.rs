@@ -110,7 +110,7 @@ pub(super) fn broadcast(b: (bool, bool, bool)) -> BroadcastMode {
     BroadcastMode::from_raw(bits).unwrap_or(BroadcastMode::None)
 }
 
-pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
+pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, (region, base): (u8, u64)) {
     let (h, wd, c) = op.ofm.shape;
     let (hi, lo) = addr(base);
     let e = u64::from(op.ofm.elem_bytes());
@@ -130,9 +130,7 @@ pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, base: u64) {
         activation_transpose: op.ofm.view.transpose,
         activation_storage: ActivationStorage::Tile2x2,
     }));
-    w.set(Command::SetOfmRegion(SetOfmRegion {
-        region: REGION_ARENA,
-    }));
+    w.set(Command::SetOfmRegion(SetOfmRegion { region }));
     w.set(Command::SetOfmBase0(SetOfmBase0 {
         addr_hi: hi,
         addr_lo: lo,

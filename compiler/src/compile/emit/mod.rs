@@ -8,7 +8,7 @@
 
 use super::alloc::Placement;
 use super::lower::{Fm, Kernel, Lowered, NpuOp, Requant};
-use super::{CompileError, OperatorInfo, REGION_ARENA, REGION_READ_ONLY};
+use super::{CompileError, OperatorInfo, REGION_READ_ONLY};
 use crate::arch_interface::{BlockConfig, KernelKind, OpGeometry, Target};
 use npuc_backend::isa::*;
 use npuc_codecs::ordering::WeightOrder as CodecOrder;
@@ -29,6 +29,8 @@ pub struct Emitted {
     pub words: Vec<u32>,
     pub read_only: Vec<u8>,
     pub operators: Vec<OperatorInfo>,
+    /// Where the feature maps live.
+    pub placement: Placement,
 }
 
 /// Emits commands, skipping register writes that do not change the value.
@@ -110,13 +112,16 @@ fn activation_type(fm: &Fm) -> ActivationType {
     }
 }
 
-/// Byte range of a feature map's buffer in the arena (`None`: a read-only constant).
-fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<(u64, u64)> {
+/// A byte range of one region: (region, start, end).
+type Range = (u8, u64, u64);
+
+/// Region and byte range of a feature map's buffer (`None`: a read-only constant).
+fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<Range> {
     if l.constants.contains_key(&fm.buffer) {
         return None;
     }
     let off = p.offsets[fm.buffer];
-    Some((off, off + l.buffers[fm.buffer].size))
+    Some((p.regions[fm.buffer], off, off + l.buffers[fm.buffer].size))
 }
 
 /// Region and address of a feature map's element (0, 0, 0); constant buffers are appended
@@ -138,22 +143,24 @@ fn locate(
             });
             (REGION_READ_ONLY, off + fm.view.offset)
         }
-        None => (REGION_ARENA, p.offsets[fm.buffer] + fm.view.offset),
+        None => (p.regions[fm.buffer], p.offsets[fm.buffer] + fm.view.offset),
     }
 }
 
-fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
-    a.0 < b.1 && b.0 < a.1
+fn overlaps(a: Range, b: Range) -> bool {
+    a.0 == b.0 && a.1 < b.2 && b.1 < a.2
 }
 fn align16(ro: &mut Vec<u8>) {
     ro.resize(ro.len().next_multiple_of(16), 0);
 }
 
 /// Byte ranges an operation reads and the range it writes.
-type Access = (Vec<(u64, u64)>, (u64, u64));
+type Access = (Vec<Range>, Range);
 
-/// Emits the command stream of a lowered, placed graph.
-pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, CompileError> {
+/// Places the feature maps of a lowered graph and emits its command stream.
+pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
+    let placement = super::alloc::allocate(l, target.fast_storage(), &[]);
+    let p = &placement;
     let mut w = Writer::default();
     let mut ro: Vec<u8> = Vec::new();
     let mut operators = Vec::new();
@@ -193,7 +200,14 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
         if let Kernel::Resize(rp) = &op.kernel {
             resize::resize_commands(&mut w, rp, (block.ofm_block.0, block.ofm_block.1));
         }
-        ofm_commands(&mut w, op, p.offsets[op.ofm.buffer] + op.ofm.view.offset);
+        ofm_commands(
+            &mut w,
+            op,
+            (
+                p.regions[op.ofm.buffer],
+                p.offsets[op.ofm.buffer] + op.ofm.view.offset,
+            ),
+        );
         if let Some(ifm2) = &op.ifm2 {
             ifm2_commands(&mut w, ifm2, locate(ifm2, p, l, &mut ro, &mut consts));
             w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
@@ -259,7 +273,7 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
             microblock: block.microblock.encoding,
         }));
         // Hazards against the previous operation (at most two kernels are outstanding).
-        let reads: Vec<(u64, u64)> = std::iter::once(&op.ifm)
+        let reads: Vec<Range> = std::iter::once(&op.ifm)
             .chain(op.ifm2.as_ref())
             .filter_map(|fm| range(fm, p, l))
             .collect();
@@ -305,6 +319,11 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
             kernel: kernel_name.to_string(),
             fused: op.fused.clone(),
             cycles: target.estimate_cycles(&geom),
+            ofm: (
+                p.regions[op.ofm.buffer],
+                p.offsets[op.ofm.buffer],
+                l.buffers[op.ofm.buffer].size,
+            ),
         });
     }
     w.op(Command::OpStop(OpStop { mask: 0xffff }));
@@ -314,5 +333,6 @@ pub fn emit(target: &dyn Target, l: &Lowered, p: &Placement) -> Result<Emitted, 
         words,
         read_only: ro,
         operators,
+        placement,
     })
 }
