@@ -306,10 +306,17 @@ pub fn localise(
     let Some(&stop) = model.command_stream.last() else {
         return Ok(None);
     };
-    if kernels.len() != lowered.ops.len() {
+    // DMA operations (SCATTER's copies) are not kernel operations.
+    let ops: Vec<(usize, &lower::NpuOp)> = lowered
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| !matches!(o.kernel, lower::Kernel::Dma(_)))
+        .collect();
+    if kernels.len() != ops.len() {
         return Ok(None);
     }
-    for (k, (op, &at)) in lowered.ops.iter().zip(&kernels).enumerate() {
+    for (&(k, op), &at) in ops.iter().zip(&kernels) {
         // The OFM holds the output of the group's last fused IR operator.
         let last = op.fused.last().unwrap_or(&op.name);
         let Some(ir_op) = graph.find_op(last).and_then(|o| graph.op(o)) else {

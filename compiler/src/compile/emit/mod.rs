@@ -14,6 +14,7 @@ use npuc_backend::isa::*;
 use npuc_codecs::ordering::WeightOrder as CodecOrder;
 use std::collections::BTreeMap;
 
+mod dma;
 mod fm;
 mod kernel;
 mod lut;
@@ -69,7 +70,8 @@ fn kind_of(k: Kernel) -> KernelKind {
         Kernel::Pool(_) => KernelKind::Pool,
         Kernel::Elementwise(_) => KernelKind::Elementwise,
         // Block choice as for a 1x1 pool (the IFM block is never larger than the OFM block's).
-        Kernel::Resize(_) => KernelKind::Pool,
+        // (A DMA has no block.)
+        Kernel::Resize(_) | Kernel::Dma(_) => KernelKind::Pool,
     }
 }
 
@@ -170,6 +172,23 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     let mut prev: Option<Access> = None;
     let mut luts = lut::LutSlots::default();
     for (index, op) in l.ops.iter().enumerate() {
+        if let Kernel::Dma(d) = &op.kernel {
+            if prev.is_some() {
+                w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+            }
+            let src = locate(&op.ifm, p, l, &mut ro, &mut consts);
+            let idx = op.ifm2.map(|f| locate(&f, p, l, &mut ro, &mut consts));
+            let dst = (REGION_ARENA, p.offsets[op.ofm.buffer] + op.ofm.view.offset);
+            dma::dma_commands(&mut w, d, src, dst, idx);
+            prev = None;
+            operators.push(OperatorInfo {
+                name: op.name.clone(),
+                kernel: "DMA".to_string(),
+                fused: op.fused.clone(),
+                cycles: dma::estimate_cycles(d),
+            });
+            continue;
+        }
         let geom = geometry(op);
         let block: BlockConfig = target.choose_block(&geom);
         let order = weights::weight_commands(&mut w, &mut ro, target, op, &geom, &block)?;
@@ -309,6 +328,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
                 }),
                 "RESIZE",
             ),
+            Kernel::Dma(_) => (Command::OpDmaStart(OpDmaStart {}), "DMA"),
         };
         if dma {
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));

@@ -16,6 +16,7 @@ mod pool;
 mod reduce;
 mod rescale;
 mod resize;
+mod scatter;
 mod select;
 mod table;
 mod tconv;
@@ -33,6 +34,7 @@ use npuc_ir::{
     DType, Graph, Op, OpId, OpNode, RescaleAttrs, RescaleRounding, TensorData, TensorId,
 };
 pub use resize::{ResizeAxis, ResizeParams};
+pub use scatter::DmaCopy;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A feature-map buffer: one per graph input and per NPU operation output (RESHAPE aliases).
@@ -137,6 +139,9 @@ pub enum Kernel {
     Elementwise(ElementwiseMode),
     /// NPU_OP_RESIZE (KERNEL_*_M1 hold the IFM rows/columns read).
     Resize(ResizeParams),
+    /// NPU_OP_DMA_START: IFM the source, OFM the destination, IFM2 the indices of the
+    /// index mode (windows of whole buffers; no kernel operation).
+    Dma(DmaCopy),
 }
 
 /// How the accumulator is requantized.
@@ -574,6 +579,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             | Op::BitwiseXor
             | Op::BitwiseNot
             | Op::Select
+            | Op::Scatter
             | Op::Cast(_)
                 if cx.is_constant(node.outputs()[0]) => {}
             Op::Maximum | Op::Minimum | Op::Greater | Op::GreaterEqual | Op::Equal => {
@@ -600,6 +606,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             | Op::BitwiseXor => cx.lower_bitwise(o)?,
             Op::LogicalNot | Op::BitwiseNot => cx.lower_not(o)?,
             Op::Select => cx.lower_select(o)?,
+            Op::Scatter => cx.lower_scatter(o)?,
             Op::Cast(_) => cx.lower_cast(o)?,
             _ => return Err(unsupported(node, "operator not in the NPU slice yet")),
         }

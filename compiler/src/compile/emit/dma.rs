@@ -1,0 +1,113 @@
+//! Memory-to-memory DMA operations (TRM 3.10.4 NPU_OP_DMA_START): a SCATTER's copies.
+//!
+//! A DMA runs alongside kernel operations, so it is fenced on both sides: NPU_OP_KERNEL_WAIT 0
+//! before it (the kernel writing its source or reading its destination has finished) unless
+//! no kernel can be outstanding, and NPU_OP_DMA_WAIT 0 right after it (the next operation sees
+//! its result, and no later DMA reorders against it).
+
+use super::*;
+use crate::compile::lower::DmaCopy;
+
+/// Bytes per cycle assumed by the compile-time estimate of a DMA.
+const BYTES_PER_CYCLE: u64 = 16;
+
+/// The register commands of one DMA; `src`, `dst`, `idx` are (region, byte address).
+pub(super) fn dma_commands(
+    w: &mut Writer,
+    d: &DmaCopy,
+    src: (u8, u64),
+    dst: (u8, u64),
+    idx: Option<(u8, u64)>,
+) {
+    let stride_mode = if d.size1 > 1 {
+        DmaStrideMode::D3
+    } else if d.size0 > 1 || d.scatter.is_some() {
+        DmaStrideMode::D2
+    } else {
+        DmaStrideMode::D1
+    };
+    let scatter = d.scatter.is_some() && idx.is_some();
+    w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
+        region: src.0,
+        region_mode: DmaRegionMode::External,
+        stride_mode,
+        idx_mode: DmaIdxMode::Disabled,
+    }));
+    let a = |v: u64| addr(v);
+    // Signed 40-bit strides: the high byte is bits 39:32 of the two's complement value.
+    let sa = |v: i64| ((v >> 32) as i8, v as u32);
+    let (hi, lo) = a(src.1);
+    w.set(Command::SetDma0Src(SetDma0Src {
+        addr_hi: hi,
+        addr_lo: lo,
+    }));
+    w.set(Command::SetDma0DstRegion(SetDma0DstRegion {
+        region: dst.0,
+        region_mode: DmaRegionMode::External,
+        idx_mode: if scatter {
+            DmaIdxMode::Enabled
+        } else {
+            DmaIdxMode::Disabled
+        },
+    }));
+    let (hi, lo) = a(dst.1);
+    w.set(Command::SetDma0Dst(SetDma0Dst {
+        addr_hi: hi,
+        addr_lo: lo,
+    }));
+    let (hi, lo) = a(d.len);
+    w.set(Command::SetDma0Len(SetDma0Len {
+        addr_hi: hi,
+        addr_lo: lo,
+    }));
+    if stride_mode != DmaStrideMode::D1 {
+        w.set(Command::SetDma0Size0(SetDma0Size0 {
+            size: d.size0 as u16,
+        }));
+        let (hi, lo) = sa(d.src_stride.0);
+        w.set(Command::SetDma0SrcStride0(SetDma0SrcStride0 {
+            addr_hi: hi,
+            addr_lo: lo,
+        }));
+        let (hi, lo) = sa(d.dst_stride.0);
+        w.set(Command::SetDma0DstStride0(SetDma0DstStride0 {
+            addr_hi: hi,
+            addr_lo: lo,
+        }));
+    }
+    if stride_mode == DmaStrideMode::D3 {
+        w.set(Command::SetDma0Size1(SetDma0Size1 {
+            size: d.size1 as u16,
+        }));
+        let (hi, lo) = sa(d.src_stride.1);
+        w.set(Command::SetDma0SrcStride1(SetDma0SrcStride1 {
+            addr_hi: hi,
+            addr_lo: lo,
+        }));
+        let (hi, lo) = sa(d.dst_stride.1);
+        w.set(Command::SetDma0DstStride1(SetDma0DstStride1 {
+            addr_hi: hi,
+            addr_lo: lo,
+        }));
+        if scatter {
+            // The indices of consecutive rows are contiguous.
+            w.set(Command::SetDma0IdxSkip1(SetDma0IdxSkip1::default()));
+        }
+    }
+    if let (Some(max), Some((region, at))) = (d.scatter, idx) {
+        w.set(Command::SetDma0IdxRegion(SetDma0IdxRegion { region }));
+        w.set(Command::SetDma0IdxMax(SetDma0IdxMax { idx_max: max }));
+        let (hi, lo) = a(at);
+        w.set(Command::SetDma0Idx(SetDma0Idx {
+            addr_hi: hi,
+            addr_lo: lo,
+        }));
+    }
+    w.op(Command::OpDmaStart(OpDmaStart {}));
+    w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
+}
+
+/// Compile-time cycle estimate of a DMA.
+pub(super) fn estimate_cycles(d: &DmaCopy) -> u64 {
+    d.bytes().div_ceil(BYTES_PER_CYCLE).max(1)
+}
