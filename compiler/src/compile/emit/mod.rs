@@ -178,7 +178,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
             let src = locate(&op.ifm, p, l, &mut ro, &mut consts);
             let idx = op.ifm2.map(|f| locate(&f, p, l, &mut ro, &mut consts));
-            let dst = (REGION_ARENA, p.offsets[op.ofm.buffer] + op.ofm.view.offset);
+            let dst = locate(&op.ofm, p, l, &mut ro, &mut consts);
             dma::dma_commands(&mut w, d, src, dst, idx);
             prev = None;
             operators.push(OperatorInfo {
@@ -186,6 +186,11 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
                 kernel: "DMA".to_string(),
                 fused: op.fused.clone(),
                 cycles: dma::estimate_cycles(d),
+                ofm: (
+                    p.regions[op.ofm.buffer],
+                    p.offsets[op.ofm.buffer],
+                    l.buffers[op.ofm.buffer].size,
+                ),
             });
             continue;
         }
