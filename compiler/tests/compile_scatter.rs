@@ -60,6 +60,19 @@ pub fn scatter_into_feature_map(_rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
+/// The scattered tensor is an intermediate (placed in fast memory), read by a MINIMUM.
+pub fn scatter_intermediate(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("scatter_intermediate");
+    let x = b.input("x", DType::Int8, [1, 3, 6]);
+    let y = b.input("y", DType::Int8, [1, 4, 6]);
+    let v = b.const_i8("values", [1, 4, 6], &[9; 24]);
+    let i = b.const_i32("indices", [1, 3], &[2, 3, 0]);
+    let s = b.op("scatter", Op::Scatter, &[v, i, x]);
+    let m = b.op("min", Op::Minimum, &[s, y]);
+    b.output(m);
+    b.finish().unwrap()
+}
+
 macro_rules! scatter_tests {
     ($($name:ident),* $(,)?) => {
         mod sim_equals_interpreter {
@@ -74,6 +87,7 @@ scatter_tests!(
     scatter_batches_i16,
     scatter_permutation,
     scatter_into_feature_map,
+    scatter_intermediate,
 );
 
 #[test]
