@@ -6,7 +6,8 @@
 //! [`npuc_backend::arch`].
 
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
-use npuc_backend::isa::Microblock;
+use npuc_backend::isa::{Command, Microblock, RegisterFile};
+use npuc_backend::perf::op::op_cost;
 use npuc_backend::perf::PerfModel;
 use npuc_backend::system::{MemoryKind, MemoryMap};
 use npuc_codecs::ordering::{
@@ -48,15 +49,19 @@ pub struct OpGeometry {
     pub ofm_elem_bytes: u32,
     /// Bytes per accumulator in the accumulator RAM (4 for `I32`, 8 for `I48`).
     pub acc_bytes: u32,
+    /// The operation has a weight stream (a CONV taking its weights from IFM2 has none).
+    pub weights: bool,
 }
 
-/// The chosen microblock and OFM block of one operation.
+/// The chosen microblock, OFM block and weight order of one operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockConfig {
     /// Microblock (ACC_FORMAT.microblock) and its shape.
     pub microblock: MicroblockShape,
     /// OFM block height, width, depth (NPU_SET_OFM_BLK_*_M1 + 1).
     pub ofm_block: (u32, u32, u32),
+    /// Weight order (NPU_SET_KERNEL_STRIDE.weight_order; depth-first without weights).
+    pub weight_order: WeightOrder,
 }
 
 /// Encoded weights of one operation.
@@ -64,8 +69,15 @@ pub struct BlockConfig {
 pub struct EncodedWeights {
     /// One SWD stream per weight decoder (each a multiple of 16 bytes).
     pub streams: Vec<Vec<u8>>,
-    /// Weight order used (NPU_SET_KERNEL_STRIDE.weight_order).
-    pub order: WeightOrder,
+}
+
+/// The estimate of a whole command stream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StreamEstimate {
+    /// Cycles of each kernel operation, in stream order (DMAs left out).
+    pub kernel_cycles: Vec<u64>,
+    /// Cycles until everything has completed (DMAs overlapping kernels as the waits allow).
+    pub total: u64,
 }
 
 /// Why a target could not encode something.
@@ -93,9 +105,11 @@ pub trait Target {
     fn ofm_block_max(&self) -> (u32, u32, u32) {
         self.config().ofm_block_max
     }
-    /// Microblock and OFM block for an operation; always valid for the configuration.
-    fn choose_block(&self, geom: &OpGeometry) -> BlockConfig;
-    /// Orders and encodes OHWI weights (zero point already subtracted) for a conv-like op.
+    /// The valid microblock / OFM block / weight order choices for an operation within the
+    /// internal RAM limits, the preferred one first; never empty.
+    fn block_candidates(&self, geom: &OpGeometry) -> Vec<BlockConfig>;
+    /// Orders and encodes OHWI weights (zero point already subtracted) for a conv-like op in
+    /// the block's weight order.
     fn encode_weights(
         &self,
         kind: KernelKind,
@@ -112,11 +126,17 @@ pub trait Target {
         acc: AccFormat,
         block: &BlockConfig,
     ) -> Result<Vec<u8>, TargetError>;
-    /// A simple cycle estimate of one operation.
-    fn estimate_cycles(&self, geom: &OpGeometry) -> u64;
+    /// Estimated cycles of the kernel operation or DMA that ends `commands`, with the register
+    /// state the commands before it set (from reset): the cost model of `npuc report`.
+    fn estimate(&self, commands: &[Command]) -> u64;
+    /// Estimates a whole command stream (`None` if it does not decode).
+    fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate>;
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
+    /// Where weight and scale streams can be staged by DMA (region, capacity in bytes), when
+    /// the constants are not in that memory already.
+    fn staging(&self) -> Option<(u8, u64)>;
 }
 
 /// The Ethos-U85 in one of its five configurations, in a memory system.
@@ -168,72 +188,106 @@ impl Target for U85Target {
         &self.arch
     }
 
-    /// Block choice: the first microblock in the configuration's preference order, then the
-    /// largest OFM block (multiples of the microblock, within the OFM rounded up) whose
-    /// accumulators, IFM footprint and output bytes each fit half of the corresponding
-    /// internal RAM (double buffering), which is conservative against Vela's limits.
-    fn choose_block(&self, g: &OpGeometry) -> BlockConfig {
-        // TRM 3.9.2: a 16-deep u1x1/u1x2 microblock is only for 16-bit IFM 1x1 convolutions,
-        // so 8-bit convolutions take the next preference.
-        let mbs = self.arch.microblocks();
-        let mb = mbs
-            .iter()
-            .copied()
-            .find(|mb| {
+    /// Candidates: per microblock (convolutions with weights: every microblock the
+    /// configuration has, except the 16-deep u1x1/u1x2 unless 16-bit IFM with a 1x1 kernel,
+    /// TRM 3.9.2; other kernels: the first, which only sets the scale-stream grouping) and
+    /// weight order (convolutions with weights: depth-first and part-kernel-first; depthwise:
+    /// part-kernel-first; others: depth-first), one OFM block per block depth (multiples of
+    /// the microblock depth up to the OFM depth rounded up): the largest-volume block, in
+    /// multiples of the microblock, whose accumulators, IFM footprint (IFM block depth 16
+    /// part-kernel-first, at most 64 depth-first) and output bytes fit half of the
+    /// accumulator and IFM RAMs and the output RAM (double buffering; the TRM gives no limits,
+    /// these are conservative against Vela's). First: the largest volume of the preferred
+    /// microblock and order.
+    fn block_candidates(&self, g: &OpGeometry) -> Vec<BlockConfig> {
+        let conv_weights = g.kind == KernelKind::Conv && g.weights;
+        let mbs: Vec<MicroblockShape> = self
+            .arch
+            .microblocks()
+            .into_iter()
+            .filter(|mb| {
                 g.kind != KernelKind::Conv
                     || !(mb.depth == 16
                         && matches!(mb.encoding, Microblock::U1x1 | Microblock::U1x2))
+                    || (g.weights && g.ifm_elem_bytes == 2 && g.kernel == (1, 1))
             })
-            .unwrap_or(mbs[0]);
-        let (max_h, max_w, max_d) = self.arch.ofm_block_max;
-        let lim_h = round_up(g.ofm.0, mb.height).min(max_h);
-        let lim_w = round_up(g.ofm.1, mb.width).min(max_w);
-        let lim_d = round_up(g.ofm.2, mb.depth).min(max_d);
-        let ram = self.arch.ram;
-        let fits = |h: u32, w: u32, d: u32| -> bool {
-            let acc = u64::from(h * w * d) * u64::from(g.acc_bytes);
-            let ih = u64::from((h - 1) * g.stride.0 + g.kernel.0);
-            let iw = u64::from((w - 1) * g.stride.1 + g.kernel.1);
-            let id = match g.kind {
-                KernelKind::Conv => u64::from(round_up(g.ifm_depth.min(64), 16)),
-                _ => u64::from(round_up(d, 16)),
-            };
-            let inputs = if g.kind == KernelKind::Elementwise {
-                2
-            } else {
-                1
-            };
-            let ifm = ih * iw * id * u64::from(g.ifm_elem_bytes) * inputs;
-            let ob = u64::from(h * w * d * g.ofm_elem_bytes);
-            acc <= u64::from(ram.accumulator) / 2
-                && ifm <= u64::from(ram.ifm) / 2
-                && ob <= u64::from(ram.output)
+            .collect();
+        let mbs = if conv_weights {
+            mbs
+        } else {
+            mbs.into_iter().take(1).collect()
         };
-        let mut best = (mb.height, mb.width, mb.depth);
-        let mut best_vol = 0u64;
-        let mut d = mb.depth;
-        while d <= lim_d {
-            let mut h = mb.height;
-            while h <= lim_h {
-                let mut w = mb.width;
-                while w <= lim_w {
-                    if fits(h, w, d) {
-                        let vol = u64::from(h * w * d);
-                        if vol > best_vol {
-                            best_vol = vol;
-                            best = (h, w, d);
-                        }
-                    }
-                    w += mb.width;
-                }
-                h += mb.height;
+        let orders: &[WeightOrder] = match g.kind {
+            KernelKind::Conv if g.weights => {
+                &[WeightOrder::DepthFirst, WeightOrder::PartKernelFirst]
             }
-            d += mb.depth;
+            KernelKind::Depthwise => &[WeightOrder::PartKernelFirst],
+            _ => &[WeightOrder::DepthFirst],
+        };
+        let (max_h, max_w, max_d) = self.arch.ofm_block_max;
+        let ram = self.arch.ram;
+        let mut out = Vec::new();
+        for mb in mbs {
+            for &order in orders {
+                let lim_h = round_up(g.ofm.0, mb.height).min(max_h);
+                let lim_w = round_up(g.ofm.1, mb.width).min(max_w);
+                let lim_d = round_up(g.ofm.2, mb.depth).min(max_d);
+                let fits = |h: u32, w: u32, d: u32| -> bool {
+                    let acc = u64::from(h * w * d) * u64::from(g.acc_bytes);
+                    let ih = u64::from((h - 1) * g.stride.0 + g.kernel.0);
+                    let iw = u64::from((w - 1) * g.stride.1 + g.kernel.1);
+                    let id = match (g.kind, order) {
+                        (KernelKind::Conv, WeightOrder::PartKernelFirst) => 16,
+                        (KernelKind::Conv, _) => u64::from(round_up(g.ifm_depth.min(64), 16)),
+                        _ => u64::from(round_up(d, 16)),
+                    };
+                    let inputs = if g.kind == KernelKind::Elementwise {
+                        2
+                    } else {
+                        1
+                    };
+                    let ifm = ih * iw * id * u64::from(g.ifm_elem_bytes) * inputs;
+                    let ob = u64::from(h * w * d * g.ofm_elem_bytes);
+                    acc <= u64::from(ram.accumulator) / 2
+                        && ifm <= u64::from(ram.ifm) / 2
+                        && ob <= u64::from(ram.output)
+                };
+                let mut per_depth = Vec::new();
+                let mut d = mb.depth;
+                while d <= lim_d {
+                    let mut best = None;
+                    let mut best_vol = 0u64;
+                    let mut h = mb.height;
+                    while h <= lim_h {
+                        let mut w = mb.width;
+                        while w <= lim_w {
+                            let vol = u64::from(h * w * d);
+                            if vol > best_vol && fits(h, w, d) {
+                                best_vol = vol;
+                                best = Some((h, w, d));
+                            }
+                            w += mb.width;
+                        }
+                        h += mb.height;
+                    }
+                    if let Some(b) = best {
+                        per_depth.push((best_vol, b));
+                    }
+                    d += mb.depth;
+                }
+                // Largest volume first (ties: the shallower block, as before).
+                per_depth.sort_by_key(|&(vol, (_, _, d))| (std::cmp::Reverse(vol), d));
+                if per_depth.is_empty() {
+                    per_depth.push((0, (mb.height, mb.width, mb.depth)));
+                }
+                out.extend(per_depth.into_iter().map(|(_, b)| BlockConfig {
+                    microblock: mb,
+                    ofm_block: b,
+                    weight_order: order,
+                }));
+            }
         }
-        BlockConfig {
-            microblock: mb,
-            ofm_block: best,
-        }
+        out
     }
 
     fn encode_weights(
@@ -246,7 +300,7 @@ impl Target for U85Target {
         block: &BlockConfig,
     ) -> Result<EncodedWeights, TargetError> {
         let (operation, order) = match kind {
-            KernelKind::Conv => (Operation::Conv, WeightOrder::DepthFirst),
+            KernelKind::Conv => (Operation::Conv, block.weight_order),
             KernelKind::Depthwise => (Operation::Depthwise, WeightOrder::PartKernelFirst),
             _ => {
                 return Err(TargetError::Unsupported(
@@ -281,7 +335,7 @@ impl Target for U85Target {
         let streams = ordering.order(weights)?;
         let streams = npuc_codecs::swd::encode::encode_streams(&streams)
             .map_err(|e| TargetError::Swd(e.to_string()))?;
-        Ok(EncodedWeights { streams, order })
+        Ok(EncodedWeights { streams })
     }
 
     fn encode_scales(
@@ -298,6 +352,31 @@ impl Target for U85Target {
         Ok(encode_scale_stream(channels, &params)?)
     }
 
+    fn estimate(&self, commands: &[Command]) -> u64 {
+        let mut regs = RegisterFile::default();
+        let mut last = None;
+        for c in commands {
+            if !regs.apply(c) {
+                last = Some(c);
+            }
+        }
+        last.and_then(|c| op_cost(&self.arch, &regs, c))
+            .map_or(0, |cost| self.perf.op(0, "", cost).cycles)
+    }
+
+    fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate> {
+        let perf = self.perf.stream(words).ok()?;
+        Some(StreamEstimate {
+            kernel_cycles: perf
+                .ops
+                .iter()
+                .filter(|o| o.instruction != "NPU_OP_DMA_START")
+                .map(|o| o.cycles)
+                .collect(),
+            total: perf.total_cycles,
+        })
+    }
+
     /// Region 2 is a memory of its own when the arena is not in SRAM but the staging area is
     /// (the `Dedicated_Sram` modes); its capacity is `arena_cache_size` (no limit when the mode
     /// does not give one).
@@ -307,18 +386,17 @@ impl Target for U85Target {
             .then(|| map.mode.arena_cache_size.unwrap_or(u64::MAX))
     }
 
-    /// MAC-bound estimate for conv-like ops (utilisation ignored), element-bound for the rest.
-    fn estimate_cycles(&self, g: &OpGeometry) -> u64 {
-        let out = u64::from(g.ofm.0) * u64::from(g.ofm.1) * u64::from(g.ofm.2);
-        let taps = u64::from(g.kernel.0) * u64::from(g.kernel.1);
-        match g.kind {
-            KernelKind::Conv => {
-                (out * taps * u64::from(g.ifm_depth)).div_ceil(u64::from(self.arch.macs_per_cc))
-            }
-            KernelKind::Depthwise | KernelKind::Pool => {
-                (out * taps).div_ceil(u64::from(self.arch.macs_per_cc / 8))
-            }
-            KernelKind::Elementwise => out.div_ceil(u64::from(self.arch.scaling_units)),
+    /// Region 2 with its capacity where it is a memory of its own, else the arena (region 1)
+    /// when it is SRAM (no limit); never when the constants are in SRAM themselves.
+    fn staging(&self) -> Option<(u8, u64)> {
+        let map = &self.perf.map;
+        if map.constants == MemoryKind::Sram {
+            return None;
+        }
+        match self.fast_storage() {
+            Some(cap) => Some((2, cap)),
+            None if map.arena == MemoryKind::Sram => Some((1, u64::MAX)),
+            None => None,
         }
     }
 }

@@ -126,7 +126,8 @@ pub struct Manifest {
     pub outputs: Vec<TensorInfo>,
     #[prost(message, repeated, tag = "6")]
     pub operators: Vec<OperatorEntry>,
-    /// Sum of the operators' estimates.
+    /// Estimated cycles of the whole stream (`npuc report`'s `total_cycles` in the same
+    /// memory system).
     #[prost(uint64, tag = "7")]
     pub estimated_cycles: u64,
 }

@@ -11,9 +11,8 @@
 //! modes, where the arena is in DRAM and the staging area in SRAM) get a second area, region 2:
 //! every intermediate feature map goes there, and while the area exceeds its capacity the
 //! largest buffer reaching past the capacity is spilled to the arena (region 1). Graph inputs
-//! and outputs always stay in the arena, where the runtime puts them. Other items sharing the
-//! fast area (weight staging buffers, [`Item`]) are placed together with the feature maps and
-//! are never spilled: the caller only asks for them when they fit.
+//! and outputs always stay in the arena, where the runtime puts them. Staging buffers are
+//! fitted afterwards into what the feature maps leave free ([`fit`]).
 //!
 //! [`Target::fast_storage`]: crate::arch_interface::Target::fast_storage
 
@@ -38,8 +37,6 @@ pub struct Placement {
     pub regions: Vec<u8>,
     /// Byte offset of each buffer in its region.
     pub offsets: Vec<u64>,
-    /// Byte offset of each extra fast-area item (in region [`REGION_FAST`]).
-    pub extra: Vec<u64>,
     /// Arena (region 1) size in bytes (a multiple of [`ALIGN`]).
     pub arena_size: u64,
     /// Fast area (region 2) size in bytes (a multiple of [`ALIGN`]; 0 when unused).
@@ -92,25 +89,47 @@ pub fn pack(items: &[Item]) -> (Vec<u64>, u64) {
     (offsets, total)
 }
 
+/// The lowest aligned offset at which `item` overlaps none of the `occupied` items live at the
+/// same time and ends within `capacity`.
+pub fn fit(occupied: &[(Item, u64)], item: Item, capacity: u64) -> Option<u64> {
+    let size = aligned(item.size);
+    let mut busy: Vec<(u64, u64)> = occupied
+        .iter()
+        .filter(|(o, _)| item.start <= o.end && o.start <= item.end)
+        .map(|&(o, off)| (off, off + aligned(o.size)))
+        .collect();
+    busy.sort_unstable();
+    let mut off = 0u64;
+    for (a, b) in busy {
+        if off + size <= a {
+            break;
+        }
+        off = off.max(b);
+    }
+    (off.checked_add(size)? <= capacity).then_some(off)
+}
+
+/// The live range of buffer `i`.
+pub fn buffer_item(l: &Lowered, i: usize) -> Item {
+    let (start, end) = lifetime(l, i);
+    Item {
+        size: l.buffers[i].size,
+        start,
+        end,
+    }
+}
+
 /// Places the buffers of a lowered graph. `fast`: the capacity of the fast area when the
-/// memory mode has one; `extra`: further items of the fast area (they must fit with it).
-pub fn allocate(l: &Lowered, fast: Option<u64>, extra: &[Item]) -> Placement {
+/// memory mode has one.
+pub fn allocate(l: &Lowered, fast: Option<u64>) -> Placement {
     let n = l.buffers.len();
     let mut regions = vec![REGION_ARENA; n];
     for &c in l.constants.keys() {
         regions[c] = REGION_READ_ONLY;
     }
-    let item = |i: usize| {
-        let (start, end) = lifetime(l, i);
-        Item {
-            size: l.buffers[i].size,
-            start,
-            end,
-        }
-    };
+    let item = |i: usize| buffer_item(l, i);
     let mut offsets = vec![0u64; n];
     let mut fast_size = 0;
-    let mut extra_offsets = vec![0u64; extra.len()];
     if let Some(capacity) = fast {
         let mut fast_bufs: Vec<usize> = (0..n)
             .filter(|&i| {
@@ -119,18 +138,12 @@ pub fn allocate(l: &Lowered, fast: Option<u64>, extra: &[Item]) -> Placement {
             })
             .collect();
         loop {
-            let items: Vec<Item> = extra
-                .iter()
-                .copied()
-                .chain(fast_bufs.iter().map(|&i| item(i)))
-                .collect();
+            let items: Vec<Item> = fast_bufs.iter().map(|&i| item(i)).collect();
             let (offs, size) = pack(&items);
             if size <= capacity || fast_bufs.is_empty() {
-                // (Extra items alone always fit: the caller asks only for those.)
-                extra_offsets.copy_from_slice(&offs[..extra.len()]);
                 for (k, &i) in fast_bufs.iter().enumerate() {
                     regions[i] = REGION_FAST;
-                    offsets[i] = offs[extra.len() + k];
+                    offsets[i] = offs[k];
                 }
                 fast_size = if items.is_empty() { 0 } else { size };
                 break;
@@ -139,7 +152,7 @@ pub fn allocate(l: &Lowered, fast: Option<u64>, extra: &[Item]) -> Placement {
             let (k, _) = fast_bufs
                 .iter()
                 .enumerate()
-                .filter(|&(k, &i)| offs[extra.len() + k] + aligned(l.buffers[i].size) > capacity)
+                .filter(|&(k, &i)| offs[k] + aligned(l.buffers[i].size) > capacity)
                 .max_by_key(|&(_, &i)| (l.buffers[i].size, std::cmp::Reverse(i)))
                 .unwrap_or((0, &fast_bufs[0]));
             fast_bufs.remove(k);
@@ -154,7 +167,6 @@ pub fn allocate(l: &Lowered, fast: Option<u64>, extra: &[Item]) -> Placement {
     Placement {
         regions,
         offsets,
-        extra: extra_offsets,
         arena_size,
         fast_size,
     }

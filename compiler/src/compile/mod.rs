@@ -9,8 +9,11 @@
 //!    modes with one: `Dedicated_Sram*`; spilling to the arena when they do not fit) or region 1
 //!    (the arena; graph inputs and outputs always); weights and scales into region 0
 //!    (read-only).
-//! 3. [`emit`]: the register command stream (only changed registers re-emitted, KERNEL_WAIT
-//!    where an operation touches memory the previous one wrote or read, NPU_OP_STOP at the end).
+//! 3. [`emit`]: per operation the microblock, OFM block and weight order the target's cost
+//!    model prefers; weight/scale streams staged by DMA into SRAM where it pays; then the
+//!    register command stream (only changed registers re-emitted, KERNEL_WAIT where an
+//!    operation touches memory the previous one wrote or read, DMA_WAIT before a kernel whose
+//!    streams a DMA brings, NPU_OP_STOP at the end).
 //!
 //! Anything outside the slice is a [`CompileError`] naming the operator.
 //!
@@ -186,6 +189,9 @@ pub struct CompiledModel {
     /// Size of region 2 (the fast memory of the `Dedicated_Sram` modes) in bytes; 0 when
     /// unused.
     pub fast_size: u64,
+    /// Estimated cycles of the whole stream: the target's cost model (`npuc report`'s), DMAs
+    /// overlapping kernels as the stream's waits allow.
+    pub estimated_total: u64,
     /// Graph inputs.
     pub inputs: Vec<TensorPlacement>,
     /// Graph outputs.
@@ -201,9 +207,10 @@ pub struct CompiledModel {
 }
 
 impl CompiledModel {
-    /// Total estimated cycles.
+    /// Total estimated cycles (the same figure as `npuc report`'s `total_cycles` for the
+    /// model's system configuration and memory mode).
     pub fn estimated_cycles(&self) -> u64 {
-        self.operators.iter().map(|o| o.cycles).sum()
+        self.estimated_total
     }
 }
 
@@ -242,6 +249,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
         read_only: emitted.read_only,
         arena_size: placement.arena_size,
         fast_size: placement.fast_size,
+        estimated_total: emitted.total_cycles,
         inputs: graph.inputs().iter().map(|&t| place(t)).collect(),
         outputs: graph.outputs().iter().map(|&t| place(t)).collect(),
         operators: emitted.operators,

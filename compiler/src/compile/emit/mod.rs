@@ -1,10 +1,19 @@
 //! Register command stream generation.
 //!
-//! Every operation lists the full register state it needs; a register command is emitted only
-//! if its value differs from the last one emitted (or was never emitted). BLOCKDEP is 0 for the
-//! whole stream (no overlap between consecutive operations is permitted), and a KERNEL_WAIT 0
-//! precedes an operation that reads or writes bytes the previous operation read or wrote
-//! (read-after-write, write-after-read, write-after-write). The stream ends with NPU_OP_STOP.
+//! 1. The feature maps are placed ([`super::alloc`]).
+//! 2. [`plan`]: each operation's microblock, OFM block and weight order are chosen by the
+//!    target's cost model among the candidates it offers, and its weight and scale streams are
+//!    encoded for that choice; the streams of each operation form one block in region 0.
+//! 3. [`staging`]: where the cost model says it pays and a buffer fits, an operation's block
+//!    is copied by DMA into the staging memory while the previous operation runs.
+//! 4. Emission: every operation lists the full register state it needs; a register command is
+//!    emitted only if its value differs from the last one emitted (or was never emitted).
+//!    BLOCKDEP is 0 for the whole stream (no overlap between consecutive operations is
+//!    permitted), a KERNEL_WAIT 0 precedes an operation that reads or writes bytes the previous
+//!    operation read or wrote (read-after-write, write-after-read, write-after-write), the DMA
+//!    staging an operation's streams is issued right after the previous kernel command, and a
+//!    DMA_WAIT 0 precedes a kernel whose streams (or LUT) a DMA brings. The stream ends with
+//!    NPU_OP_STOP.
 
 use super::alloc::Placement;
 use super::lower::{Fm, Kernel, Lowered, NpuOp, Requant};
@@ -18,7 +27,9 @@ mod dma;
 mod fm;
 mod kernel;
 mod lut;
+mod plan;
 mod resize;
+mod staging;
 mod weights;
 
 use fm::{broadcast, ifm2_commands, ifm_commands, ofm_commands};
@@ -32,6 +43,8 @@ pub struct Emitted {
     pub operators: Vec<OperatorInfo>,
     /// Where the feature maps live.
     pub placement: Placement,
+    /// Estimated cycles of the whole stream (the target's cost model).
+    pub total_cycles: u64,
 }
 
 /// Emits commands, skipping register writes that do not change the value.
@@ -92,6 +105,7 @@ fn geometry(op: &NpuOp) -> OpGeometry {
             AccFormat::I32 => 4,
             AccFormat::I48 => 8,
         },
+        weights: op.weights.is_some(),
     }
 }
 
@@ -126,26 +140,28 @@ fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<Range> {
     Some((p.regions[fm.buffer], off, off + l.buffers[fm.buffer].size))
 }
 
-/// Region and address of a feature map's element (0, 0, 0); constant buffers are appended
-/// to the read-only data on first use.
-fn locate(
-    fm: &Fm,
-    p: &Placement,
-    l: &Lowered,
-    ro: &mut Vec<u8>,
-    consts: &mut BTreeMap<usize, u64>,
-) -> (u8, u64) {
-    match l.constants.get(&fm.buffer) {
-        Some(bytes) => {
-            let off = *consts.entry(fm.buffer).or_insert_with(|| {
-                align16(ro);
-                let off = ro.len() as u64;
-                ro.extend_from_slice(bytes);
-                off
-            });
-            (REGION_READ_ONLY, off + fm.view.offset)
-        }
-        None => (p.regions[fm.buffer], p.offsets[fm.buffer] + fm.view.offset),
+/// Region and address of a feature map's element (0, 0, 0); constant buffers are read from
+/// their read-only offsets (`consts`; offset 0 when not given, for estimates).
+fn locate(fm: &Fm, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -> (u8, u64) {
+    if l.constants.contains_key(&fm.buffer) {
+        let off = consts.get(&fm.buffer).copied().unwrap_or(0);
+        return (REGION_READ_ONLY, off + fm.view.offset);
+    }
+    (p.regions[fm.buffer], p.offsets[fm.buffer] + fm.view.offset)
+}
+
+/// Where an operation's feature maps are: IFM, IFM2, OFM as (region, address).
+struct Locs {
+    ifm: (u8, u64),
+    ifm2: Option<(u8, u64)>,
+    ofm: (u8, u64),
+}
+
+fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -> Locs {
+    Locs {
+        ifm: locate(&op.ifm, p, l, consts),
+        ifm2: op.ifm2.as_ref().map(|f| locate(f, p, l, consts)),
+        ofm: locate(&op.ofm, p, l, consts),
     }
 }
 
@@ -159,28 +175,194 @@ fn align16(ro: &mut Vec<u8>) {
 /// Byte ranges an operation reads and the range it writes.
 type Access = (Vec<Range>, Range);
 
-/// Places the feature maps of a lowered graph and emits its command stream.
+/// The weight and scale streams an operation reads: encoded streams, region, block base.
+type StreamsAt<'a> = (&'a weights::Encoded, u8, u64);
+
+/// Writes every register `op` reads (skipping unchanged ones) and returns its kernel command
+/// and kernel name; the caller issues the command.
+fn op_commands(
+    w: &mut Writer,
+    op: &NpuOp,
+    block: &BlockConfig,
+    streams: Option<StreamsAt>,
+    at: &Locs,
+    (activation_function, table): (ActivationFunction, u8),
+) -> (Command, &'static str) {
+    if let Some((enc, region, base)) = streams {
+        weights::weight_registers(w, enc, region, base);
+    }
+    let order = match block.weight_order {
+        CodecOrder::DepthFirst => WeightOrder::DepthFirst,
+        CodecOrder::PartKernelFirst => WeightOrder::PartKernelFirst,
+    };
+    // OFM_SCALE carries the round mode (always) and the global scale.
+    let (scale, shift) = match &op.requant {
+        Requant::Global { scale, shift } => (*scale, *shift),
+        Requant::PerChannel(ch) => ch.first().map_or((0, 0), |c| (c.scale, c.shift)),
+    };
+    w.set(Command::SetOfmScale(SetOfmScale {
+        shift,
+        dbl_rnd: 0,
+        round_mode: op.round,
+        scale,
+    }));
+    ifm_commands(w, &op.ifm, at.ifm, op.upscale);
+    kernel_commands(w, op, order);
+    if let Kernel::Resize(rp) = &op.kernel {
+        resize::resize_commands(w, rp, (block.ofm_block.0, block.ofm_block.1));
+    }
+    ofm_commands(w, op, at.ofm);
+    if let (Some(ifm2), Some(loc2)) = (&op.ifm2, at.ifm2) {
+        ifm2_commands(w, ifm2, loc2);
+        w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
+            broadcast_mode: broadcast(op.ifm.broadcast),
+        }));
+        w.set(Command::SetIfm2Broadcast(SetIfm2Broadcast {
+            broadcast_mode: broadcast(ifm2.broadcast),
+        }));
+    } else if matches!(op.kernel, Kernel::Elementwise(_)) {
+        // A unary elementwise operation still reads IFM_BROADCAST.
+        w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
+            broadcast_mode: broadcast(op.ifm.broadcast),
+        }));
+    }
+    if let Some(s) = op.ifm_scale {
+        w.set(Command::SetIfmScale(SetIfmScale {
+            shift: s.shift,
+            dbl_rnd: s.dbl_rnd,
+            round_mode: s.round,
+            scale: s.scale,
+        }));
+    }
+    if let Some(s) = op.ifm2_scale {
+        w.set(Command::SetIfm2Scale(SetIfm2Scale {
+            shift: s.shift,
+            dbl_rnd: s.dbl_rnd,
+            round_mode: s.round,
+            scale: s.scale,
+        }));
+    }
+    w.set(Command::SetActivation(SetActivation {
+        activation_function,
+        table,
+        activation_clip_range: ActivationClipRange::B16,
+    }));
+    w.set(Command::SetActivationMin(SetActivationMin {
+        clip_boundary: zp16(op.act.0),
+    }));
+    w.set(Command::SetActivationMax(SetActivationMax {
+        clip_boundary: zp16(op.act.1),
+    }));
+    let (bh, bw, bd) = block.ofm_block;
+    w.set(Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 {
+        height_m1: (bh - 1) as u8,
+    }));
+    w.set(Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 {
+        width_m1: (bw - 1) as u8,
+    }));
+    w.set(Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 {
+        depth_m1: (bd - 1) as u16,
+    }));
+    w.set(Command::SetAccFormat(SetAccFormat {
+        acc_format: op.acc,
+        acc_input: AccInput::Reset,
+        acc_output: AccOutput::Enable,
+        microblock: block.microblock.encoding,
+    }));
+    match op.kernel {
+        // A CONV without weights takes them from IFM2 (matrix multiplication).
+        Kernel::Conv => (
+            Command::OpConv(OpConv {
+                weights_ifm2: u8::from(op.weights.is_none() && op.ifm2.is_some()),
+            }),
+            "CONV",
+        ),
+        Kernel::Depthwise => (Command::OpDepthwise(OpDepthwise {}), "DEPTHWISE"),
+        Kernel::Pool(mode) => (Command::OpPool(OpPool { pooling_mode: mode }), "POOL"),
+        Kernel::Elementwise(mode) => (
+            Command::OpElementwise(OpElementwise {
+                elementwise_mode: mode,
+            }),
+            "ELEMENTWISE",
+        ),
+        Kernel::Resize(rp) => (
+            Command::OpResize(OpResize {
+                resize_mode: rp.mode,
+            }),
+            "RESIZE",
+        ),
+        Kernel::Dma(_) => (Command::OpDmaStart(OpDmaStart {}), "DMA"),
+    }
+}
+
+/// Places the feature maps of a lowered graph, plans its operations and emits its command
+/// stream.
 pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
-    let placement = super::alloc::allocate(l, target.fast_storage(), &[]);
+    for op in &l.ops {
+        if l.constants.contains_key(&op.ofm.buffer) {
+            return Err(CompileError::Stream(format!(
+                "{}: the output is a constant buffer",
+                op.name
+            )));
+        }
+    }
+    let mut placement = super::alloc::allocate(l, target.fast_storage());
+    let plans = plan::plan(target, l, &placement)?;
+    let staged = staging::stage(target, l, &plans, &mut placement);
     let p = &placement;
     let mut w = Writer::default();
+    // Region 0: each operation's stream block, then constants and LUTs as first used.
     let mut ro: Vec<u8> = Vec::new();
-    let mut operators = Vec::new();
+    let blocks: Vec<Option<u64>> = plans
+        .iter()
+        .map(|plan| {
+            plan.enc.as_ref().map(|e| {
+                align16(&mut ro);
+                let at = ro.len() as u64;
+                ro.extend_from_slice(&e.block());
+                at
+            })
+        })
+        .collect();
     let mut consts: BTreeMap<usize, u64> = BTreeMap::new();
+    for op in &l.ops {
+        for fm in std::iter::once(&op.ifm).chain(op.ifm2.as_ref()) {
+            if let Some(bytes) = l.constants.get(&fm.buffer) {
+                consts.entry(fm.buffer).or_insert_with(|| {
+                    align16(&mut ro);
+                    let at = ro.len() as u64;
+                    ro.extend_from_slice(bytes);
+                    at
+                });
+            }
+        }
+    }
+    let stage_dma = |w: &mut Writer, k: usize| {
+        if let (Some((region, dst)), Some(src), Some(enc)) =
+            (staged[k], blocks[k], plans[k].enc.as_ref())
+        {
+            weights::dma_commands(w, src, region, dst, enc.size());
+        }
+    };
     w.set(Command::SetBlockdep(SetBlockdep { blockdep: 0 }));
+    if !l.ops.is_empty() {
+        stage_dma(&mut w, 0);
+    }
     // Byte ranges read and written by the previous operation.
     let mut prev: Option<Access> = None;
     let mut luts = lut::LutSlots::default();
+    let mut operators = Vec::new();
     for (index, op) in l.ops.iter().enumerate() {
         if let Kernel::Dma(d) = &op.kernel {
             if prev.is_some() {
                 w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
             }
-            let src = locate(&op.ifm, p, l, &mut ro, &mut consts);
-            let idx = op.ifm2.map(|f| locate(&f, p, l, &mut ro, &mut consts));
-            let dst = locate(&op.ofm, p, l, &mut ro, &mut consts);
-            dma::dma_commands(&mut w, d, src, dst, idx);
+            let at = locs(op, p, l, &consts);
+            dma::dma_commands(&mut w, d, at.ifm, at.ofm, at.ifm2);
             prev = None;
+            if index + 1 < l.ops.len() {
+                stage_dma(&mut w, index + 1);
+            }
             operators.push(OperatorInfo {
                 name: op.name.clone(),
                 kernel: "DMA".to_string(),
@@ -194,114 +376,26 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             });
             continue;
         }
-        let geom = geometry(op);
-        let block: BlockConfig = target.choose_block(&geom);
-        let order = weights::weight_commands(&mut w, &mut ro, target, op, &geom, &block)?;
-        // OFM_SCALE carries the round mode (always) and the global scale.
-        let (scale, shift) = match &op.requant {
-            Requant::Global { scale, shift } => (*scale, *shift),
-            Requant::PerChannel(ch) => ch.first().map_or((0, 0), |c| (c.scale, c.shift)),
-        };
-        w.set(Command::SetOfmScale(SetOfmScale {
-            shift,
-            dbl_rnd: 0,
-            round_mode: op.round,
-            scale,
-        }));
-        if l.constants.contains_key(&op.ofm.buffer) {
-            return Err(CompileError::Stream(format!(
-                "{}: the output is a constant buffer",
-                op.name
-            )));
-        }
-        ifm_commands(
-            &mut w,
-            &op.ifm,
-            locate(&op.ifm, p, l, &mut ro, &mut consts),
-            op.upscale,
-        );
-        kernel_commands(&mut w, op, order);
-        if let Kernel::Resize(rp) = &op.kernel {
-            resize::resize_commands(&mut w, rp, (block.ofm_block.0, block.ofm_block.1));
-        }
-        ofm_commands(
-            &mut w,
-            op,
-            (
-                p.regions[op.ofm.buffer],
-                p.offsets[op.ofm.buffer] + op.ofm.view.offset,
-            ),
-        );
-        if let Some(ifm2) = &op.ifm2 {
-            ifm2_commands(&mut w, ifm2, locate(ifm2, p, l, &mut ro, &mut consts));
-            w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
-                broadcast_mode: broadcast(op.ifm.broadcast),
-            }));
-            w.set(Command::SetIfm2Broadcast(SetIfm2Broadcast {
-                broadcast_mode: broadcast(ifm2.broadcast),
-            }));
-        } else if matches!(op.kernel, Kernel::Elementwise(_)) {
-            // A unary elementwise operation still reads IFM_BROADCAST.
-            w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
-                broadcast_mode: broadcast(op.ifm.broadcast),
-            }));
-        }
-        if let Some(s) = op.ifm_scale {
-            w.set(Command::SetIfmScale(SetIfmScale {
-                shift: s.shift,
-                dbl_rnd: s.dbl_rnd,
-                round_mode: s.round,
-                scale: s.scale,
-            }));
-        }
-        if let Some(s) = op.ifm2_scale {
-            w.set(Command::SetIfm2Scale(SetIfm2Scale {
-                shift: s.shift,
-                dbl_rnd: s.dbl_rnd,
-                round_mode: s.round,
-                scale: s.scale,
-            }));
-        }
-        let (activation_function, table, dma) = match l.luts.get(&index) {
+        let plan = &plans[index];
+        let (act, lut_dma) = match l.luts.get(&index) {
             Some(t) => {
                 let (slot, dma) = luts.load(&mut w, &mut ro, t);
-                (t.function, slot, dma)
+                ((t.function, slot), dma)
             }
-            None => (ActivationFunction::LutNone, 0, false),
+            None => ((ActivationFunction::LutNone, 0), false),
         };
-        w.set(Command::SetActivation(SetActivation {
-            activation_function,
-            table,
-            activation_clip_range: ActivationClipRange::B16,
-        }));
-        w.set(Command::SetActivationMin(SetActivationMin {
-            clip_boundary: zp16(op.act.0),
-        }));
-        w.set(Command::SetActivationMax(SetActivationMax {
-            clip_boundary: zp16(op.act.1),
-        }));
-        let (bh, bw, bd) = block.ofm_block;
-        w.set(Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 {
-            height_m1: (bh - 1) as u8,
-        }));
-        w.set(Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 {
-            width_m1: (bw - 1) as u8,
-        }));
-        w.set(Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 {
-            depth_m1: (bd - 1) as u16,
-        }));
-        w.set(Command::SetAccFormat(SetAccFormat {
-            acc_format: op.acc,
-            acc_input: AccInput::Reset,
-            acc_output: AccOutput::Enable,
-            microblock: block.microblock.encoding,
-        }));
+        let streams = plan.enc.as_ref().map(|enc| match staged[index] {
+            Some((region, base)) => (enc, region, base),
+            None => (enc, REGION_READ_ONLY, blocks[index].unwrap_or(0)),
+        });
+        let at = locs(op, p, l, &consts);
+        let (cmd, kernel_name) = op_commands(&mut w, op, &plan.block, streams, &at, act);
         // Hazards against the previous operation (at most two kernels are outstanding).
         let reads: Vec<Range> = std::iter::once(&op.ifm)
             .chain(op.ifm2.as_ref())
             .filter_map(|fm| range(fm, p, l))
             .collect();
-        let write = range(&op.ofm, p, l).expect("OFM in the arena");
+        let write = range(&op.ofm, p, l).expect("OFM not a constant");
         if let Some((preads, pwrite)) = &prev {
             let raw = reads.iter().any(|&r| overlaps(r, *pwrite));
             let war = preads.iter().any(|&r| overlaps(r, write));
@@ -311,39 +405,18 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
         }
         prev = Some((reads, write));
-        let (cmd, kernel_name) = match op.kernel {
-            // A CONV without weights takes them from IFM2 (matrix multiplication).
-            Kernel::Conv => (
-                Command::OpConv(OpConv {
-                    weights_ifm2: u8::from(op.weights.is_none() && op.ifm2.is_some()),
-                }),
-                "CONV",
-            ),
-            Kernel::Depthwise => (Command::OpDepthwise(OpDepthwise {}), "DEPTHWISE"),
-            Kernel::Pool(mode) => (Command::OpPool(OpPool { pooling_mode: mode }), "POOL"),
-            Kernel::Elementwise(mode) => (
-                Command::OpElementwise(OpElementwise {
-                    elementwise_mode: mode,
-                }),
-                "ELEMENTWISE",
-            ),
-            Kernel::Resize(rp) => (
-                Command::OpResize(OpResize {
-                    resize_mode: rp.mode,
-                }),
-                "RESIZE",
-            ),
-            Kernel::Dma(_) => (Command::OpDmaStart(OpDmaStart {}), "DMA"),
-        };
-        if dma {
+        if lut_dma || staged[index].is_some() {
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
         }
         w.op(cmd);
+        if index + 1 < l.ops.len() {
+            stage_dma(&mut w, index + 1);
+        }
         operators.push(OperatorInfo {
             name: op.name.clone(),
             kernel: kernel_name.to_string(),
             fused: op.fused.clone(),
-            cycles: target.estimate_cycles(&geom),
+            cycles: 0,
             ofm: (
                 p.regions[op.ofm.buffer],
                 p.offsets[op.ofm.buffer],
@@ -354,10 +427,21 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     w.op(Command::OpStop(OpStop { mask: 0xffff }));
     align16(&mut ro);
     let words = encode_stream(&w.commands).map_err(|e| CompileError::Stream(e.to_string()))?;
+    let est = target.estimate_stream(&words).unwrap_or_default();
+    // Kernel operations take their cycles from the stream's estimate, in order (DMA
+    // operations keep their own estimate).
+    for (o, &c) in operators
+        .iter_mut()
+        .filter(|o| o.kernel != "DMA")
+        .zip(&est.kernel_cycles)
+    {
+        o.cycles = c;
+    }
     Ok(Emitted {
         words,
         read_only: ro,
         operators,
         placement,
+        total_cycles: est.total,
     })
 }

@@ -1,116 +1,183 @@
-//! Weight and scale streams of one operation into the read-only region, and their registers.
+//! Weight and scale streams of one operation: encoding, their layout as one contiguous block
+//! (the unit a staging DMA copies) and their region/base/length registers.
 
 use super::*;
 use npuc_codecs::ordering::IfmPrecision;
 use npuc_codecs::scale::AccFormat as CodecAcc;
 
-/// Encodes the scale stream and the weight streams of `op` (if it has weights) into `ro`,
-/// emits their region/base/length registers and returns the weight order used.
-pub(super) fn weight_commands(
-    w: &mut Writer,
-    ro: &mut Vec<u8>,
+/// The encoded scale stream and weight streams (one per weight decoder) of one operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Encoded {
+    pub scales: Vec<u8>,
+    pub streams: Vec<Vec<u8>>,
+}
+
+impl Encoded {
+    /// Offset and length of the scale stream, then of each weight stream, within the block;
+    /// every part starts 16-byte aligned.
+    pub(super) fn parts(&self) -> Vec<(u64, u32)> {
+        let mut at = 0u64;
+        std::iter::once(&self.scales)
+            .chain(&self.streams)
+            .map(|s| {
+                let p = (at, s.len() as u32);
+                at = (at + s.len() as u64).next_multiple_of(16);
+                p
+            })
+            .collect()
+    }
+
+    /// The block: the parts at their offsets, zero padded to 16 bytes.
+    pub(super) fn block(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for s in std::iter::once(&self.scales).chain(&self.streams) {
+            out.extend_from_slice(s);
+            align16(&mut out);
+        }
+        out
+    }
+
+    /// Size of the block in bytes.
+    pub(super) fn size(&self) -> u64 {
+        std::iter::once(&self.scales)
+            .chain(&self.streams)
+            .map(|s| (s.len() as u64).next_multiple_of(16))
+            .sum()
+    }
+}
+
+/// Encodes the scale stream and the weight streams of `op` for `block` (`None` for an
+/// operation without a weight stream).
+pub(super) fn encode(
     target: &dyn Target,
     op: &NpuOp,
     geom: &OpGeometry,
     block: &BlockConfig,
-) -> Result<WeightOrder, CompileError> {
+) -> Result<Option<Encoded>, CompileError> {
+    let Some(weights) = &op.weights else {
+        return Ok(None);
+    };
     let enc_err = |source| CompileError::Encode {
         name: op.name.clone(),
         source,
     };
-    let mut order = WeightOrder::DepthFirst;
-    // Read-only data: scale stream, then the weight streams.
-    if let Some(weights) = &op.weights {
-        let Requant::PerChannel(channels) = &op.requant else {
-            return Err(CompileError::Stream(format!(
-                "{}: weights without per-channel scales",
-                op.name
-            )));
+    let Requant::PerChannel(channels) = &op.requant else {
+        return Err(CompileError::Stream(format!(
+            "{}: weights without per-channel scales",
+            op.name
+        )));
+    };
+    let acc = match op.acc {
+        AccFormat::I32 => CodecAcc::I32,
+        AccFormat::I48 => CodecAcc::I48,
+    };
+    let scales = target
+        .encode_scales(channels, acc, block)
+        .map_err(enc_err)?;
+    let ifm_precision = if op.ifm.elem_bytes() == 2 {
+        IfmPrecision::B16
+    } else {
+        IfmPrecision::B8
+    };
+    let enc = target
+        .encode_weights(
+            geom.kind,
+            weights,
+            ifm_precision,
+            op.stride,
+            op.dilation,
+            block,
+        )
+        .map_err(enc_err)?;
+    Ok(Some(Encoded {
+        scales,
+        streams: enc.streams,
+    }))
+}
+
+/// Emits the scale and weight registers for streams laid out as [`Encoded::block`] at `base`
+/// in `region`.
+pub(super) fn weight_registers(w: &mut Writer, enc: &Encoded, region: u8, base: u64) {
+    let parts = enc.parts();
+    let (shi, slo) = addr(base + parts[0].0);
+    w.set(Command::SetScaleRegion(SetScaleRegion { region }));
+    w.set(Command::SetScaleBase(SetScaleBase {
+        addr_hi: shi,
+        addr_lo: slo,
+    }));
+    w.set(Command::SetScaleLength(SetScaleLength {
+        length: parts[0].1,
+    }));
+    w.set(Command::SetWeightFormat(SetWeightFormat {
+        weight_format: WeightFormat::Swd,
+        weight_sparsity: WeightSparsity::None,
+    }));
+    w.set(Command::SetWeightRegion(SetWeightRegion { region }));
+    for (k, &(off, len)) in parts[1..].iter().enumerate() {
+        let (hi, lo) = addr(base + off);
+        let (b, l) = match k {
+            0 => (
+                Command::SetWeightBase(SetWeightBase {
+                    addr_hi: hi,
+                    addr_lo: lo,
+                }),
+                Command::SetWeightLength(SetWeightLength { length: len }),
+            ),
+            1 => (
+                Command::SetWeight1Base(SetWeight1Base {
+                    addr_hi: hi,
+                    addr_lo: lo,
+                }),
+                Command::SetWeight1Length(SetWeight1Length { length: len }),
+            ),
+            2 => (
+                Command::SetWeight2Base(SetWeight2Base {
+                    addr_hi: hi,
+                    addr_lo: lo,
+                }),
+                Command::SetWeight2Length(SetWeight2Length { length: len }),
+            ),
+            _ => (
+                Command::SetWeight3Base(SetWeight3Base {
+                    addr_hi: hi,
+                    addr_lo: lo,
+                }),
+                Command::SetWeight3Length(SetWeight3Length { length: len }),
+            ),
         };
-        let acc = match op.acc {
-            AccFormat::I32 => CodecAcc::I32,
-            AccFormat::I48 => CodecAcc::I48,
-        };
-        let scales = target
-            .encode_scales(channels, acc, block)
-            .map_err(enc_err)?;
-        let ifm_precision = if op.ifm.elem_bytes() == 2 {
-            IfmPrecision::B16
-        } else {
-            IfmPrecision::B8
-        };
-        let enc = target
-            .encode_weights(
-                geom.kind,
-                weights,
-                ifm_precision,
-                op.stride,
-                op.dilation,
-                block,
-            )
-            .map_err(enc_err)?;
-        order = match enc.order {
-            CodecOrder::DepthFirst => WeightOrder::DepthFirst,
-            CodecOrder::PartKernelFirst => WeightOrder::PartKernelFirst,
-        };
-        align16(ro);
-        let (shi, slo) = addr(ro.len() as u64);
-        ro.extend_from_slice(&scales);
-        w.set(Command::SetScaleRegion(SetScaleRegion {
-            region: REGION_READ_ONLY,
-        }));
-        w.set(Command::SetScaleBase(SetScaleBase {
-            addr_hi: shi,
-            addr_lo: slo,
-        }));
-        w.set(Command::SetScaleLength(SetScaleLength {
-            length: scales.len() as u32,
-        }));
-        w.set(Command::SetWeightFormat(SetWeightFormat {
-            weight_format: WeightFormat::Swd,
-            weight_sparsity: WeightSparsity::None,
-        }));
-        w.set(Command::SetWeightRegion(SetWeightRegion {
-            region: REGION_READ_ONLY,
-        }));
-        for (k, s) in enc.streams.iter().enumerate() {
-            align16(ro);
-            let (hi, lo) = addr(ro.len() as u64);
-            let len = s.len() as u32;
-            ro.extend_from_slice(s);
-            let (b, l) = match k {
-                0 => (
-                    Command::SetWeightBase(SetWeightBase {
-                        addr_hi: hi,
-                        addr_lo: lo,
-                    }),
-                    Command::SetWeightLength(SetWeightLength { length: len }),
-                ),
-                1 => (
-                    Command::SetWeight1Base(SetWeight1Base {
-                        addr_hi: hi,
-                        addr_lo: lo,
-                    }),
-                    Command::SetWeight1Length(SetWeight1Length { length: len }),
-                ),
-                2 => (
-                    Command::SetWeight2Base(SetWeight2Base {
-                        addr_hi: hi,
-                        addr_lo: lo,
-                    }),
-                    Command::SetWeight2Length(SetWeight2Length { length: len }),
-                ),
-                _ => (
-                    Command::SetWeight3Base(SetWeight3Base {
-                        addr_hi: hi,
-                        addr_lo: lo,
-                    }),
-                    Command::SetWeight3Length(SetWeight3Length { length: len }),
-                ),
-            };
-            w.set(b);
-            w.set(l);
-        }
+        w.set(b);
+        w.set(l);
     }
-    Ok(order)
+}
+
+/// Emits a DMA copying `len` bytes from region 0 at `src` to `region` at `dst`
+/// (mem2mem, 1D, external destination).
+pub(super) fn dma_commands(w: &mut Writer, src: u64, region: u8, dst: u64, len: u64) {
+    let (shi, slo) = addr(src);
+    let (dhi, dlo) = addr(dst);
+    let (lhi, llo) = addr(len);
+    w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
+        region: REGION_READ_ONLY,
+        region_mode: DmaRegionMode::External,
+        stride_mode: DmaStrideMode::D1,
+        idx_mode: DmaIdxMode::Disabled,
+    }));
+    w.set(Command::SetDma0Src(SetDma0Src {
+        addr_hi: shi,
+        addr_lo: slo,
+    }));
+    w.set(Command::SetDma0DstRegion(SetDma0DstRegion {
+        region,
+        region_mode: DmaRegionMode::External,
+        idx_mode: DmaIdxMode::Disabled,
+    }));
+    w.set(Command::SetDma0Dst(SetDma0Dst {
+        addr_hi: dhi,
+        addr_lo: dlo,
+    }));
+    w.set(Command::SetDma0Len(SetDma0Len {
+        addr_hi: lhi,
+        addr_lo: llo,
+    }));
+    w.op(Command::OpDmaStart(OpDmaStart {}));
 }
