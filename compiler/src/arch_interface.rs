@@ -5,8 +5,9 @@
 //! cost estimate. [`U85Target`] implements it for the five Ethos-U85 configurations over
 //! [`npuc_backend::arch`].
 
+use crate::compile::Optimise;
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
-use npuc_backend::isa::{Command, Microblock, RegisterFile};
+use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
 use npuc_backend::perf::op::op_cost;
 use npuc_backend::perf::PerfModel;
 use npuc_backend::system::{MemoryKind, MemoryMap};
@@ -62,12 +63,16 @@ pub struct BlockConfig {
     pub ofm_block: (u32, u32, u32),
     /// Weight order (NPU_SET_KERNEL_STRIDE.weight_order; depth-first without weights).
     pub weight_order: WeightOrder,
+    /// Weight stream format (NPU_SET_WEIGHT_FORMAT.weight_format): one SWD stream per weight
+    /// decoder, or one FWD stream (convolutions only, TRM 3.9.11).
+    pub weight_format: WeightFormat,
 }
 
 /// Encoded weights of one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodedWeights {
-    /// One SWD stream per weight decoder (each a multiple of 16 bytes).
+    /// One SWD stream per weight decoder (each a multiple of 16 bytes), or one FWD stream (a
+    /// multiple of 32 bytes).
     pub streams: Vec<Vec<u8>>,
 }
 
@@ -126,6 +131,9 @@ pub trait Target {
         acc: AccFormat,
         block: &BlockConfig,
     ) -> Result<Vec<u8>, TargetError>;
+    /// The length in bytes of the FWD stream of `weights` for `block`, estimated without
+    /// ordering them (`None` when FWD cannot represent them); SWD lengths need the encoding.
+    fn fwd_length_estimate(&self, weights: &OhwiWeights) -> Option<u64>;
     /// Estimated cycles of the kernel operation or DMA that ends `commands`, with the register
     /// state the commands before it set (from reset): the cost model of `npuc report`.
     fn estimate(&self, commands: &[Command]) -> u64;
@@ -144,6 +152,7 @@ pub trait Target {
 pub struct U85Target {
     arch: ArchConfig,
     perf: PerfModel,
+    goal: Optimise,
 }
 
 impl U85Target {
@@ -159,7 +168,15 @@ impl U85Target {
         U85Target {
             arch,
             perf: PerfModel::new(arch, map),
+            goal: Optimise::Performance,
         }
+    }
+
+    /// The same target optimising for `goal`: [`Optimise::Size`] offers no FWD weight streams
+    /// (larger than SWD) and stages nothing (staging buffers take SRAM).
+    pub fn with_goal(mut self, goal: Optimise) -> U85Target {
+        self.goal = goal;
+        self
     }
 
     /// The performance model (TRM chapter 4) of this target.
@@ -284,8 +301,20 @@ impl Target for U85Target {
                     microblock: mb,
                     ofm_block: b,
                     weight_order: order,
+                    weight_format: WeightFormat::Swd,
                 }));
             }
+        }
+        // Convolutions may also read one FWD stream (after every SWD candidate: ties keep SWD).
+        if conv_weights && self.goal == Optimise::Performance {
+            let fwd: Vec<BlockConfig> = out
+                .iter()
+                .map(|b| BlockConfig {
+                    weight_format: WeightFormat::Fwd,
+                    ..*b
+                })
+                .collect();
+            out.extend(fwd);
         }
         out
     }
@@ -332,6 +361,19 @@ impl Target for U85Target {
             macs_per_cc: macs,
         };
         let ordering = WeightOrdering::new(&params, weights.shape())?;
+        if block.weight_format == WeightFormat::Fwd {
+            if kind != KernelKind::Conv {
+                return Err(TargetError::Unsupported(
+                    "FWD weights are for convolutions only".into(),
+                ));
+            }
+            let merged = ordering.order_fwd(weights)?;
+            let stream = npuc_codecs::fwd::encode_fwd(&merged)
+                .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
+            return Ok(EncodedWeights {
+                streams: vec![stream],
+            });
+        }
         let streams = ordering.order(weights)?;
         let streams = npuc_codecs::swd::encode::encode_streams(&streams)
             .map_err(|e| TargetError::Swd(e.to_string()))?;
@@ -350,6 +392,13 @@ impl Target for U85Target {
             reverse_c: false,
         };
         Ok(encode_scale_stream(channels, &params)?)
+    }
+
+    /// A 32-byte header and the weights packed at the mode's width (ordering padding ignored).
+    fn fwd_length_estimate(&self, weights: &OhwiWeights) -> Option<u64> {
+        let mode = npuc_codecs::fwd::choose_fwd_mode(weights.values()).ok()?;
+        let words = weights.values().len().div_ceil(mode.weights_per_word()) as u64;
+        Some(32 * (1 + words))
     }
 
     fn estimate(&self, commands: &[Command]) -> u64 {
@@ -390,7 +439,7 @@ impl Target for U85Target {
     /// when it is SRAM (no limit); never when the constants are in SRAM themselves.
     fn staging(&self) -> Option<(u8, u64)> {
         let map = &self.perf.map;
-        if map.constants == MemoryKind::Sram {
+        if map.constants == MemoryKind::Sram || self.goal == Optimise::Size {
             return None;
         }
         match self.fast_storage() {

@@ -225,7 +225,7 @@ pub const REGION_FAST: u8 = 2;
 pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, CompileError> {
     npuc_ir::validate(graph).map_err(|e| CompileError::Graph(e.to_string()))?;
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
-    let target = U85Target::with_memory(options.accelerator, map);
+    let target = U85Target::with_memory(options.accelerator, map).with_goal(options.optimise);
     let lowered = lower::lower(graph)?;
     let emitted = emit::emit(&target, &lowered)?;
     let placement = &emitted.placement;

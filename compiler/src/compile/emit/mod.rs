@@ -175,8 +175,8 @@ fn align16(ro: &mut Vec<u8>) {
 /// Byte ranges an operation reads and the range it writes.
 type Access = (Vec<Range>, Range);
 
-/// The weight and scale streams an operation reads: encoded streams, region, block base.
-type StreamsAt<'a> = (&'a weights::Encoded, u8, u64);
+/// The weight and scale streams an operation reads: their layout, region, block base.
+type StreamsAt<'a> = (&'a weights::Layout, u8, u64);
 
 /// Writes every register `op` reads (skipping unchanged ones) and returns its kernel command
 /// and kernel name; the caller issues the command.
@@ -188,8 +188,8 @@ fn op_commands(
     at: &Locs,
     (activation_function, table): (ActivationFunction, u8),
 ) -> (Command, &'static str) {
-    if let Some((enc, region, base)) = streams {
-        weights::weight_registers(w, enc, region, base);
+    if let Some((layout, region, base)) = streams {
+        weights::weight_registers(w, layout, region, base);
     }
     let order = match block.weight_order {
         CodecOrder::DepthFirst => WeightOrder::DepthFirst,
@@ -384,9 +384,10 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
             None => ((ActivationFunction::LutNone, 0), false),
         };
-        let streams = plan.enc.as_ref().map(|enc| match staged[index] {
-            Some((region, base)) => (enc, region, base),
-            None => (enc, REGION_READ_ONLY, blocks[index].unwrap_or(0)),
+        let layout = plan.enc.as_ref().map(|e| e.layout());
+        let streams = layout.as_ref().map(|layout| match staged[index] {
+            Some((region, base)) => (layout, region, base),
+            None => (layout, REGION_READ_ONLY, blocks[index].unwrap_or(0)),
         });
         let at = locs(op, p, l, &consts);
         let (cmd, kernel_name) = op_commands(&mut w, op, &plan.block, streams, &at, act);

@@ -3,11 +3,13 @@
 //! The target offers the valid candidates ([`Target::block_candidates`], preferred first); each
 //! is written out as the operation's complete register state (feature maps where the
 //! placement put them, weights read from region 0 with the lengths of the preferred
-//! candidate's encoding) and estimated ([`Target::estimate`]); the cheapest wins, ties going
-//! to the earlier candidate. The winner's streams are then encoded for real (falling back to
-//! the preferred candidate if that encoding fails).
+//! candidate's encoding; for FWD candidates the target's FWD length estimate) and estimated
+//! ([`Target::estimate`]); the cheapest wins, ties going to the earlier candidate. The
+//! winner's streams are then encoded for real: an FWD winner is kept only if, encoded, it
+//! still beats the cheapest SWD candidate; an encoding that fails falls back to the preferred
+//! candidate.
 
-use super::weights::{encode, Encoded};
+use super::weights::{encode, Encoded, Layout};
 use super::*;
 
 /// What is decided about one operation before emission.
@@ -20,12 +22,12 @@ pub(super) struct OpPlan {
     pub cycles: u64,
 }
 
-/// Estimated cycles of `op` with `block`, its streams `enc` in region 0.
+/// Estimated cycles of `op` with `block`, its streams laid out as `layout` in `region`.
 pub(super) fn estimate(
     target: &dyn Target,
     op: &NpuOp,
     block: &BlockConfig,
-    enc: Option<&Encoded>,
+    layout: Option<&Layout>,
     region: u8,
     at: &Locs,
 ) -> u64 {
@@ -34,7 +36,7 @@ pub(super) fn estimate(
         &mut w,
         op,
         block,
-        enc.map(|e| (e, region, 0)),
+        layout.map(|e| (e, region, 0)),
         at,
         (ActivationFunction::LutNone, 0),
     );
@@ -65,22 +67,60 @@ pub(super) fn plan(
             continue;
         }
         let enc0 = encode(target, op, &geom, &first)?;
+        let swd = enc0.as_ref().map(Encoded::layout);
+        // FWD candidates: the scale stream and one FWD stream of the estimated length.
+        let fwd = match (&enc0, &op.weights) {
+            (Some(e), Some(wt)) => target
+                .fwd_length_estimate(wt)
+                .map(|len| Layout::new(WeightFormat::Fwd, [e.scales.len() as u64, len])),
+            _ => None,
+        };
+        // The cheapest candidate, and the cheapest SWD one (the fallback when the FWD
+        // stream turns out longer than estimated).
         let mut best = (u64::MAX, first);
+        let mut best_swd = (u64::MAX, first);
         for c in &cands {
-            let cycles = estimate(target, op, c, enc0.as_ref(), REGION_READ_ONLY, &at);
+            let layout = match c.weight_format {
+                WeightFormat::Fwd => match &fwd {
+                    Some(l) => Some(l),
+                    None => continue,
+                },
+                _ => swd.as_ref(),
+            };
+            let cycles = estimate(target, op, c, layout, REGION_READ_ONLY, &at);
             if cycles < best.0 {
                 best = (cycles, *c);
             }
+            if c.weight_format != WeightFormat::Fwd && cycles < best_swd.0 {
+                best_swd = (cycles, *c);
+            }
         }
-        let (block, enc) = if best.1 == first {
-            (first, enc0)
-        } else {
-            match encode(target, op, &geom, &best.1) {
-                Ok(e) => (best.1, e),
-                Err(_) => (first, enc0),
+        let mut chosen = None;
+        if best.1 != best_swd.1 {
+            if let Ok(e) = encode(target, op, &geom, &best.1) {
+                let layout = e.as_ref().map(Encoded::layout);
+                let cycles = estimate(target, op, &best.1, layout.as_ref(), REGION_READ_ONLY, &at);
+                if cycles < best_swd.0 {
+                    chosen = Some((best.1, e, cycles));
+                }
+            }
+        }
+        let (block, enc, cycles) = match chosen {
+            Some(c) => c,
+            None => {
+                let (block, enc) = if best_swd.1 == first {
+                    (first, enc0)
+                } else {
+                    match encode(target, op, &geom, &best_swd.1) {
+                        Ok(e) => (best_swd.1, e),
+                        Err(_) => (first, enc0),
+                    }
+                };
+                let layout = enc.as_ref().map(Encoded::layout);
+                let cycles = estimate(target, op, &block, layout.as_ref(), REGION_READ_ONLY, &at);
+                (block, enc, cycles)
             }
         };
-        let cycles = estimate(target, op, &block, enc.as_ref(), REGION_READ_ONLY, &at);
         plans.push(OpPlan { block, enc, cycles });
     }
     Ok(plans)

@@ -37,7 +37,7 @@ pub(super) fn stage(
             continue;
         };
         let at = locs(op, p, l, &none);
-        let staged = estimate(target, op, &plan.block, Some(enc), region, &at);
+        let staged = estimate(target, op, &plan.block, Some(&enc.layout()), region, &at);
         let mut w = Writer::default();
         weights::dma_commands(&mut w, 0, region, 0, enc.size());
         let dma = target.estimate(&w.commands);

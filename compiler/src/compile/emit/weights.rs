@@ -5,26 +5,48 @@ use super::*;
 use npuc_codecs::ordering::IfmPrecision;
 use npuc_codecs::scale::AccFormat as CodecAcc;
 
-/// The encoded scale stream and weight streams (one per weight decoder) of one operation.
+/// The encoded scale stream and weight streams (one per weight decoder, or one FWD stream)
+/// of one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Encoded {
     pub scales: Vec<u8>,
     pub streams: Vec<Vec<u8>>,
+    pub format: WeightFormat,
+}
+
+/// How a stream block is laid out: the weight format, and the offset and length of the scale
+/// stream, then of each weight stream, within the block (each part 16-byte aligned).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Layout {
+    pub format: WeightFormat,
+    pub parts: Vec<(u64, u32)>,
+}
+
+impl Layout {
+    /// The layout of parts of `lens` bytes (scale stream first).
+    pub(super) fn new(format: WeightFormat, lens: impl IntoIterator<Item = u64>) -> Layout {
+        let mut at = 0u64;
+        let parts = lens
+            .into_iter()
+            .map(|len| {
+                let p = (at, len as u32);
+                at = (at + len).next_multiple_of(16);
+                p
+            })
+            .collect();
+        Layout { format, parts }
+    }
 }
 
 impl Encoded {
-    /// Offset and length of the scale stream, then of each weight stream, within the block;
-    /// every part starts 16-byte aligned.
-    pub(super) fn parts(&self) -> Vec<(u64, u32)> {
-        let mut at = 0u64;
-        std::iter::once(&self.scales)
-            .chain(&self.streams)
-            .map(|s| {
-                let p = (at, s.len() as u32);
-                at = (at + s.len() as u64).next_multiple_of(16);
-                p
-            })
-            .collect()
+    /// Its layout.
+    pub(super) fn layout(&self) -> Layout {
+        Layout::new(
+            self.format,
+            std::iter::once(&self.scales)
+                .chain(&self.streams)
+                .map(|s| s.len() as u64),
+        )
     }
 
     /// The block: the parts at their offsets, zero padded to 16 bytes.
@@ -92,13 +114,14 @@ pub(super) fn encode(
     Ok(Some(Encoded {
         scales,
         streams: enc.streams,
+        format: block.weight_format,
     }))
 }
 
-/// Emits the scale and weight registers for streams laid out as [`Encoded::block`] at `base`
-/// in `region`.
-pub(super) fn weight_registers(w: &mut Writer, enc: &Encoded, region: u8, base: u64) {
-    let parts = enc.parts();
+/// Emits the scale and weight registers for a stream block laid out as `layout` at `base` in
+/// `region`.
+pub(super) fn weight_registers(w: &mut Writer, layout: &Layout, region: u8, base: u64) {
+    let parts = &layout.parts;
     let (shi, slo) = addr(base + parts[0].0);
     w.set(Command::SetScaleRegion(SetScaleRegion { region }));
     w.set(Command::SetScaleBase(SetScaleBase {
@@ -109,7 +132,7 @@ pub(super) fn weight_registers(w: &mut Writer, enc: &Encoded, region: u8, base: 
         length: parts[0].1,
     }));
     w.set(Command::SetWeightFormat(SetWeightFormat {
-        weight_format: WeightFormat::Swd,
+        weight_format: layout.format,
         weight_sparsity: WeightSparsity::None,
     }));
     w.set(Command::SetWeightRegion(SetWeightRegion { region }));
