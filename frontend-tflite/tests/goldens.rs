@@ -13,10 +13,11 @@ use npuc_test_support::models_dir;
 use std::path::Path;
 
 /// `(model, reason)` for models that are expected not to match yet.
-const KNOWN: &[(&str, &str)] = &[(
-    "log_softmax",
-    "LOG_SOFTMAX: not lowered yet (needs gemmlowp's fixed-point log of the row's exp sum as IR operators)",
-)];
+const KNOWN: &[(&str, &str)] = &[];
+
+/// Models with goldens in `models/golden/` (`models/README.md`): a golden that disappears
+/// fails the test.
+const GOLDEN_MODELS: usize = 222;
 
 fn read_npy(path: &Path) -> Result<TensorValue, String> {
     npuc_test_support::npy::read_tensor(path)
@@ -99,7 +100,11 @@ fn golden_models() -> Vec<String> {
 #[test]
 fn goldens_bit_exact() {
     let names = golden_models();
-    assert!(!names.is_empty());
+    assert_eq!(
+        names.len(),
+        GOLDEN_MODELS,
+        "golden models in models/golden/"
+    );
     let mut unexpected = vec![];
     let mut passed = 0;
     for name in &names {

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
     LARGE_NETWORKS,
     NO_GOLDEN,
+    GOLDEN_INPUT_REPLACE,
     OPTIMISED_GOLDEN,
     POSITIVE_GOLDEN_INPUT,
     MODELS_DIR,
@@ -113,6 +114,8 @@ def golden(name):
             assert x.min() == np.iinfo(dtype).min and x.max() == np.iinfo(dtype).max
             if name in POSITIVE_GOLDEN_INPUT:
                 x = np.maximum((x.astype(np.int32) + 32768) // 2, 1).astype(dtype)
+            for bad, good in GOLDEN_INPUT_REPLACE.get(name, {}).get(i, {}).items():
+                x[x == bad] = good
             interp.set_tensor(d["index"], x)
             save_npy(os.path.join(out_dir, f"input{i}_{k}.npy"), x)
         interp.invoke()
@@ -136,6 +139,8 @@ def golden(name):
 
     if name in OPTIMISED_GOLDEN:
         notes.append(f"optimised kernels: {OPTIMISED_GOLDEN[name]}")
+    if name in GOLDEN_INPUT_REPLACE:
+        notes.append(f"input values replaced: {GOLDEN_INPUT_REPLACE[name]}")
     meta = {
         "model": os.path.relpath(path, MODELS_DIR),
         "op_resolver": resolver,

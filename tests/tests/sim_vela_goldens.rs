@@ -14,6 +14,12 @@ const CONFIGS: [&str; 3] = ["u85_256", "u85_2048", "u85_256_sram_only"];
 /// Fixtures not bit-exact yet, with the reason (as of the 460-fixture corpus). A listed
 /// fixture that passes fails the test, so the list only shrinks.
 const KNOWN_FAILING: &[(&str, &str, &str)] = &[
+    ("u85_256", "div", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #34): Vela programs ELEMENTWISE DIV on the raw int8 values (all scales 1, zero points 0): the truncated quotient of x0 by the raw ADD output, without TFLite's quantized division; equals the simulator on all 60 elements of sample 0"),
+    ("u85_256", "sum_hw", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #35): Vela folds W into C (1x5x6x7 as 1x1x5x42) and REDUCE_SUMs over H only, then subtracts -6 and scales by s_in/s_out; sample 0: [21, 26, 2, 13, 31, 45, 0] = simulator, golden [58, 44, 5, 74, 60, 127, 10]"),
+    ("u85_256", "sum_16x8", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #35): as sum_hw, 1x4x5x6 as 1x1x4x30 summed over H only and saturated; sample 0: [-32768, 32767, -5945, 32767, 32767, -32768] = simulator, golden [32767, 32767, 6293, 32767, 32767, -32768]"),
+    ("u85_2048", "div", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #34): Vela programs ELEMENTWISE DIV on the raw int8 values (all scales 1, zero points 0): the truncated quotient of x0 by the raw ADD output, without TFLite's quantized division; equals the simulator on all 60 elements of sample 0"),
+    ("u85_2048", "sum_hw", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #35): Vela folds W into C (1x5x6x7 as 1x1x5x42) and REDUCE_SUMs over H only, then subtracts -6 and scales by s_in/s_out; sample 0: [21, 26, 2, 13, 31, 45, 0] = simulator, golden [58, 44, 5, 74, 60, 127, 10]"),
+    ("u85_2048", "sum_16x8", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #35): as sum_hw, 1x4x5x6 as 1x1x4x30 summed over H only and saturated; sample 0: [-32768, 32767, -5945, 32767, 32767, -32768] = simulator, golden [32767, 32767, 6293, 32767, 32767, -32768]"),
     (
         "u85_256",
         "dense_autoencoder",
@@ -116,9 +122,9 @@ const KNOWN_FAILING: &[(&str, &str, &str)] = &[
 ];
 
 /// Fixtures with a CPU operator the reference interpreter cannot run, and the operator the
-/// error must name: LOG_SOFTMAX is not lowered by frontend-tflite yet. A listed fixture that
-/// runs fails the test (remove it).
-const CPU_UNSUPPORTED: &[(&str, &str)] = &[("log_softmax", "LOG_SOFTMAX")];
+/// error must name (none today: every CPU operator Vela leaves is lowered by frontend-tflite).
+/// A listed fixture that runs fails the test (remove it).
+const CPU_UNSUPPORTED: &[(&str, &str)] = &[];
 
 fn read_npy(p: &Path) -> npy::Array {
     let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
@@ -240,4 +246,24 @@ fn mixed_npu_and_cpu_graph_runs_both() {
     assert_eq!(out.reports.len(), 2, "two ethos-u operators");
     assert_eq!(out.cpu_ops, ["SPACE_TO_DEPTH"]);
     assert_eq!(out.outputs[0], read_npy(&golden.join("output0_0.npy")));
+}
+
+#[test]
+fn cpu_only_log_softmax_runs_on_the_interpreter() {
+    // Vela leaves LOG_SOFTMAX on the CPU (no ethos-u operator); `npuc run` executes it on the
+    // IR's reference interpreter, bit-exact with TFLite's reference kernel.
+    let models = common::models_dir();
+    let model = std::fs::read(models.join("vela/u85_256/log_softmax_vela.tflite")).unwrap();
+    let golden = models.join("golden/log_softmax");
+    for k in 0..3 {
+        let input = read_npy(&golden.join(format!("input0_{k}.npy")));
+        let out = npuc::run::run_vela(&model, &[input]).unwrap();
+        assert!(out.reports.is_empty(), "no ethos-u operator");
+        assert_eq!(out.cpu_ops, ["LOG_SOFTMAX"]);
+        assert_eq!(
+            out.outputs[0],
+            read_npy(&golden.join(format!("output0_{k}.npy"))),
+            "sample {k}"
+        );
+    }
 }

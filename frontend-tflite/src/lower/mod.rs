@@ -1,7 +1,8 @@
 //! Lowering a parsed TFLite model to the npuc graph IR with TFLite's exact integer semantics.
 //!
 //! [`lower`] turns the main subgraph of a [`TfliteModel`] into an [`npuc_ir::Graph`] whose
-//! reference interpreter reproduces the outputs of TFLite's *reference* kernels bit for bit.
+//! reference interpreter reproduces the outputs of TFLite's *reference* kernels bit for bit
+//! (the optimised ones where the reference kernel is unusable: SUM).
 //! Every TFLite operator becomes one or more IR operators; the quantization arithmetic is
 //! explicit:
 //!
@@ -12,7 +13,10 @@
 //! * elementwise ADD/SUB follow TFLite's scheme (inputs shifted left by 20, or 15 for int16,
 //!   rescaled per input, summed, rescaled to the output);
 //! * table-like activations become [`npuc_ir::Op::Table`]s computed at lowering time;
-//! * softmax is a composite of integer IR operators reproducing TFLite's fixed-point kernel.
+//! * SOFTMAX, LOG_SOFTMAX and int8 DIV are composites of integer IR operators reproducing
+//!   TFLite's fixed-point kernels (`fixed_ir`: gemmlowp's primitives as IR operator chains);
+//! * SUM reproduces TFLite's optimised kernel (its float rescaling checked exhaustively
+//!   against an exact RESCALE, or tabulated).
 //!
 //! Multipliers and shifts are derived from the tensors' real scales the way TFLite's
 //! documented quantization spec does (frexp-based 31-bit multipliers, computed in double).
@@ -21,11 +25,15 @@
 
 mod arith;
 mod ctx;
+mod fixed_ir;
 mod operator;
 mod ops_conv;
+mod ops_div;
 mod ops_elementwise;
 mod ops_layout;
+mod ops_log_softmax;
 mod ops_lut16;
+mod ops_mean_sum;
 mod ops_misc;
 mod ops_prelu_scatter;
 mod ops_softmax;
@@ -113,6 +121,7 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
         B::AVERAGE_POOL_2D | B::MAX_POOL_2D => ops_conv::pool(cx, code == B::MAX_POOL_2D),
         B::ADD | B::SUB => ops_elementwise::add_sub(cx, code == B::SUB),
         B::MUL => ops_elementwise::mul(cx),
+        B::DIV => ops_div::div(cx),
         B::MAXIMUM | B::MINIMUM => ops_elementwise::min_max(cx, code == B::MAXIMUM),
         B::RELU | B::RELU6 | B::RELU_N1_TO_1 | B::RELU_0_TO_1 => ops_elementwise::relu(cx, code),
         B::LOGISTIC
@@ -167,7 +176,7 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
         }
         B::PRELU => ops_prelu_scatter::prelu(cx),
         B::SCATTER_ND => ops_prelu_scatter::scatter_nd(cx),
-        B::MEAN | B::SUM => ops_softmax::mean(cx, code == B::SUM),
+        B::MEAN | B::SUM => ops_mean_sum::mean_sum(cx, code == B::SUM),
         _ => Err(format!(
             "operator {} is not supported yet",
             cx.op.opcode.name()

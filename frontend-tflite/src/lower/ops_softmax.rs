@@ -1,4 +1,4 @@
-//! SOFTMAX (int8 and int16) and MEAN / SUM (int8 and int16).
+//! SOFTMAX (int8 and int16); LOG_SOFTMAX is in `ops_log_softmax`.
 //!
 //! **Softmax** reproduces TFLite's fixed-point reference kernel (gemmlowp arithmetic with
 //! 5 integer bits for the scaled differences and 12 for the sum of exponentials) as a
@@ -8,16 +8,13 @@
 //! 2. `e = exp_on_negative_values(d * beta-multiplier)` in Q0.31 by GATHER from a 256-entry
 //!    table computed here (0 where `d < diff_min`, which drops those terms as TFLite does);
 //! 3. `sum = Σ round(e / 2^12)` (ARITHMETIC_RIGHT_SHIFT with rounding, REDUCE_SUM);
-//! 4. the reciprocal of `sum`: CLZ, shift, and gemmlowp's `one_over_one_plus_x_for_x_in_0_1`
-//!    (three Newton-Raphson steps) with `SaturatingRoundingDoublingHighMul` expressed as
-//!    MUL with shift 31, saturating shifts as CLAMP + LOGICAL_LEFT_SHIFT;
+//! 4. the reciprocal of `sum` (TFLite's `GetReciprocal`, [`fixed_ir::reciprocal`]: CLZ,
+//!    shift, and gemmlowp's `one_over_one_plus_x_for_x_in_0_1`);
 //! 5. `out = round(SRDHM(recip, e) / 2^(35 - clz(sum))) - 128`, saturated to int8.
-//!
-//! **Mean** sums `x - zp` in `i32` and requantizes with TFLite's integer mean multiplier
-//! (`(m << k) / n`, `k = min(floor(log2 n), 32, 31 + shift)`), double rounding.
 
 use super::arith::{fixed, quantize_multiplier};
 use super::ctx::{IrT, OpCx, R};
+use super::fixed_ir;
 use crate::schema::BuiltinOptionsT;
 use npuc_ir::{
     ArithmeticRightShiftAttrs, AxisAttrs, DType, MulAttrs, Op, RescaleRounding, TensorData,
@@ -27,21 +24,8 @@ fn c32(cx: &mut OpCx<'_, '_>, what: &str, rank: usize, v: i32) -> R<IrT> {
     cx.constant(what, vec![1; rank], TensorData::I32(vec![v]))
 }
 
-/// gemmlowp `SaturatingRoundingDoublingHighMul` of two tensors (MUL with shift 31).
-fn srdhm(cx: &mut OpCx<'_, '_>, a: IrT, b: IrT) -> R<IrT> {
-    cx.emit("srdhm", Op::Mul(MulAttrs { shift: 31 }), &[a, b])
-}
-
-/// Saturating left shift by a constant.
-fn sat_shl(cx: &mut OpCx<'_, '_>, x: IrT, k: u32, rank: usize) -> R<IrT> {
-    let lim = 1i64 << (31 - k);
-    let c = cx.clamp(x, -lim, lim - 1)?;
-    let s = c32(cx, "shift", rank, k as i32)?;
-    cx.emit("shl", Op::LogicalLeftShift, &[c, s])
-}
-
 /// The 256-entry exp table indexed by `d + 255`.
-fn exp_table(beta: f32, input_scale: f32) -> R<Vec<i32>> {
+pub(crate) fn exp_table(beta: f32, input_scale: f32) -> R<Vec<i32>> {
     const INT_BITS: i32 = 5;
     let real = (f64::from(beta) * f64::from(input_scale) * f64::from(1u32 << (31 - INT_BITS)))
         .min(f64::from(i32::MAX));
@@ -68,7 +52,7 @@ fn exp_table(beta: f32, input_scale: f32) -> R<Vec<i32>> {
 
 pub(crate) fn softmax(cx: &mut OpCx<'_, '_>, log: bool) -> R<()> {
     if log {
-        return Err("LOG_SOFTMAX is not lowered yet".into());
+        return super::ops_log_softmax::log_softmax(cx);
     }
     let BuiltinOptionsT::SoftmaxOptions(o) = cx.opts() else {
         return Err("missing SoftmaxOptions".into());
@@ -112,35 +96,11 @@ pub(crate) fn softmax(cx: &mut OpCx<'_, '_>, log: bool) -> R<()> {
     )?;
     let sum = cx.emit("sum", Op::ReduceSum(AxisAttrs { axis: last }), &[e12])?;
     // GetReciprocal(sum, 12 integer bits).
-    let h = cx.emit("clz", Op::Clz, &[sum])?;
-    let shifted = cx.emit("shl", Op::LogicalLeftShift, &[sum, h])?;
-    let cmin = c32(cx, "c_min", rank, i32::MIN)?;
-    let a = cx.emit("minus_one", Op::BitwiseXor, &[shifted, cmin])?;
-    let c1 = c32(cx, "c1", rank, 1)?;
-    let a_half = cx.emit(
-        "half",
-        Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: false }),
-        &[a, c1],
-    )?;
-    let c2_30 = c32(cx, "c_2p30", rank, 1 << 30)?;
-    let half_den = cx.emit("half_den", Op::Add, &[a_half, c2_30])?;
-    let k_neg = c32(cx, "c_neg32_17", rank, -1_010_580_540)?;
-    let k48 = c32(cx, "c_48_17", rank, 1_515_870_810)?;
-    let t = srdhm(cx, half_den, k_neg)?;
-    let mut xr = cx.emit("x0", Op::Add, &[k48, t])?;
-    let one_f2 = c32(cx, "c_one_f2", rank, 1 << 29)?;
-    for _ in 0..3 {
-        let hdx = srdhm(cx, half_den, xr)?;
-        let omh = cx.emit("one_minus", Op::Sub, &[one_f2, hdx])?;
-        let p = srdhm(cx, xr, omh)?;
-        let p4 = sat_shl(cx, p, 2, rank)?;
-        xr = cx.emit("newton", Op::Add, &[xr, p4])?;
-    }
-    let recip = sat_shl(cx, xr, 1, rank)?;
+    let (recip, h) = fixed_ir::reciprocal(cx, sum)?;
     // Exponent of the final division: num_bits_over_unit + 31 - 8 = 35 - clz(sum).
     let c35 = c32(cx, "c35", rank, 35)?;
     let ex = cx.emit("exponent", Op::Sub, &[c35, h])?;
-    let prod = srdhm(cx, recip, e)?;
+    let prod = fixed_ir::srdhm(cx, recip, e)?;
     let unsat = cx.emit(
         "divide",
         Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: true }),
@@ -260,59 +220,6 @@ fn softmax16(cx: &mut OpCx<'_, '_>, beta: f32) -> R<()> {
         RescaleRounding::SingleRound,
         0,
         0,
-    )?;
-    cx.bind_output(0, y)
-}
-
-pub(crate) fn mean(cx: &mut OpCx<'_, '_>, sum: bool) -> R<()> {
-    let BuiltinOptionsT::ReducerOptions(_) = cx.opts() else {
-        return Err("missing ReducerOptions".into());
-    };
-    if sum {
-        return Err("SUM is not lowered yet".into());
-    }
-    let (xt, ot) = (cx.tin(0)?, cx.tout(0)?);
-    let dt = OpCx::dtype(xt)?;
-    if dt != DType::Int8 && dt != DType::Int16 {
-        return Err(format!("{dt} MEAN is not lowered yet"));
-    }
-    let xs = OpCx::shape(xt)?;
-    let rank = xs.len() as i64;
-    let mut axes = vec![];
-    for a in cx.const_input(1)? {
-        let a = if a < 0 { a + rank } else { a };
-        if a < 0 || a >= rank {
-            return Err(format!("axis {a} out of range"));
-        }
-        if !axes.contains(&(a as usize)) {
-            axes.push(a as usize);
-        }
-    }
-    axes.sort_unstable();
-    let (si, zi) = OpCx::qparams(xt)?;
-    let (so, zo) = OpCx::qparams(ot)?;
-    let n: i64 = axes.iter().map(|&a| xs[a] as i64).product();
-    let x = cx.input(0)?;
-    let mut v = cx.widen_i32(x, zi)?;
-    for &a in &axes {
-        v = cx.emit("sum", Op::ReduceSum(AxisAttrs { axis: a }), &[v])?;
-    }
-    let os = OpCx::shape(ot)?;
-    let v = cx.reshape(v, os)?;
-    let real = f64::from(si) / f64::from(so);
-    let (m, s) = quantize_multiplier(real).ok_or("bad mean scale")?;
-    let k = (63 - (n as u64).leading_zeros() as i32).min(32).min(31 + s);
-    let m2 = ((i64::from(m) << k) / n) as i32;
-    let s2 = s - k;
-    let y = cx.rescale(
-        v,
-        dt,
-        vec![m2],
-        vec![31 - s2],
-        true,
-        RescaleRounding::DoubleRound,
-        0,
-        zo,
     )?;
     cx.bind_output(0, y)
 }
