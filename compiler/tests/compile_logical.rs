@@ -157,6 +157,50 @@ pub fn folded_constants(_rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
+/// An exact widening read by two comparisons (folded into both), one of them against an
+/// i32 constant zero (stored as i8), the other against another widening: TFLite's PRELU
+/// condition.
+pub fn shared_widening(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("shared_widening");
+    let x = b.input("x", DType::Int8, [1, 4, 3, 5]);
+    let y = b.input("y", DType::Int8, [1, 4, 3, 5]);
+    let widen = |b: &mut GraphBuilder, name: &str, t, zp| {
+        let r = RescaleAttrs {
+            output_dtype: DType::Int32,
+            multiplier: vec![1 << 30],
+            shift: vec![30],
+            scale32: true,
+            rounding: RescaleRounding::SingleRound,
+            per_channel: false,
+            input_zp: zp,
+            output_zp: 0,
+            input_unsigned: false,
+            output_unsigned: false,
+        };
+        b.op(name, Op::Rescale(r), &[t])
+    };
+    let wx = widen(&mut b, "wx", x, -3);
+    let wy = widen(&mut b, "wy", y, 5);
+    let zero = b.const_i32("zero", [1, 1, 1, 1], &[0]);
+    let ge = b.op("ge", Op::GreaterEqual, &[wx, zero]);
+    let gt = b.op("gt", Op::Greater, &[wy, wx]);
+    b.output(ge);
+    b.output(gt);
+    b.finish().unwrap()
+}
+
+/// Rank-5 comparison and LOGICAL_AND with broadcasts folded into three axes.
+pub fn rank5(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("rank5");
+    let x = b.input("x", DType::Int8, [2, 3, 4, 5, 6]);
+    let y = b.input("y", DType::Int8, [2, 3, 1, 1, 6]);
+    let c = b.input("c", DType::Bool, [1, 1, 4, 5, 1]);
+    let g = b.op("gt", Op::Greater, &[x, y]);
+    let a = b.op("and", Op::LogicalAnd, &[g, c]);
+    b.output(a);
+    b.finish().unwrap()
+}
+
 macro_rules! logical_tests {
     ($($name:ident),* $(,)?) => {
         mod sim_equals_interpreter {
@@ -176,6 +220,8 @@ logical_tests!(
     select_i16,
     constant_operands,
     folded_constants,
+    shared_widening,
+    rank5,
 );
 
 fn kernels(g: &Graph) -> Vec<String> {
@@ -203,6 +249,14 @@ fn bool_to_i8_cast_is_free_and_select_is_three_operations() {
     assert_eq!(
         kernels(&select_i16(&mut Rng(1))),
         ["POOL", "ELEMENTWISE", "ELEMENTWISE", "ELEMENTWISE"]
+    );
+}
+
+#[test]
+fn a_shared_widening_is_folded_into_every_comparison() {
+    assert_eq!(
+        kernels(&shared_widening(&mut Rng(1))),
+        ["ELEMENTWISE", "ELEMENTWISE"]
     );
 }
 

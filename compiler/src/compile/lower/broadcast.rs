@@ -43,6 +43,29 @@ fn folded(out: &[usize], ins: &[Vec<usize>]) -> Result<Vec<(usize, Vec<bool>)>, 
 }
 
 impl<'g> Ctx<'g> {
+    /// An elementwise operand's feature map with zero point `zp` (shape set by
+    /// [`Ctx::broadcast_layout`]).
+    pub(super) fn ew_fm(&self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
+        let dtype = self.dtype(t);
+        if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Bool) {
+            return Err(unsupported(
+                node,
+                format!("{dtype} feature maps (only bool, i8 and i16 so far)"),
+            ));
+        }
+        if !(-128..=127).contains(&zp) {
+            return Err(unsupported(node, format!("zero point {zp}")));
+        }
+        Ok(Fm {
+            buffer: self.input_buffer(node, t)?,
+            shape: (1, 1, 1),
+            zero_point: zp,
+            dtype,
+            broadcast: (false, false, false),
+            view: View::default(),
+        })
+    }
+
     /// The output feature map of an elementwise operation (bool, i8 or i16) with zero point
     /// `zp`, in a new buffer (shape set by [`Ctx::broadcast_layout`]).
     pub(super) fn ew_ofm(

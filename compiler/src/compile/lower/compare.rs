@@ -11,28 +11,64 @@
 //!   `a > b = (b >= a) + 1`, `a >= b = (b > a) + 1`, `a == b = (a != b) + 1`, clamped to 0..1
 //!   (see decision L11).
 
+use super::logical::IDENTITY;
 use super::*;
 
 impl<'g> Ctx<'g> {
+    /// An exact per-tensor widening RESCALE of an i8/i16 tensor to i32 (multiplier
+    /// `2^shift`, output zero point 0) that is not a graph output, whatever else reads it:
+    /// the operator, the input and the zero point. Every reader that folds it reads the
+    /// narrow input directly.
+    fn shared_widening(&self, t: TensorId) -> Option<(OpId, TensorId, i64)> {
+        if self.g.outputs().contains(&t) {
+            return None;
+        }
+        let p = self.g.producer(t)?;
+        let Op::Rescale(r) = &self.node(p).op else {
+            return None;
+        };
+        let x = self.node(p).inputs()[0];
+        let exact = r.multiplier.len() == 1
+            && (0..31).contains(&r.shift[0])
+            && i64::from(r.multiplier[0]) == 1i64 << r.shift[0];
+        (exact
+            && r.output_dtype == DType::Int32
+            && matches!(self.dtype(x), DType::Int8 | DType::Int16)
+            && !r.input_unsigned
+            && r.output_zp == 0)
+            .then_some((p, x, r.input_zp))
+    }
+
     /// An operand of MAXIMUM/MINIMUM/comparisons: a raw i8/i16 tensor with an identity input
-    /// scale, or (comparisons) an ADD-style rescaled i32 operand.
+    /// scale, an ADD-style rescaled i32 operand, an exact widening read by other operators
+    /// too, or (`Err(Some(t))`) a constant to be stored like the other operand.
     fn compare_operand(
         &mut self,
         node: &OpNode,
         t: TensorId,
         names: &mut Vec<String>,
-    ) -> Result<(TensorId, i64, InputScale), CompileError> {
-        let identity = InputScale {
-            scale: 1,
-            shift: 0,
-            dbl_rnd: 0,
-            round: RoundModeIfm::DoubleSymmetric,
-        };
-        if matches!(self.dtype(t), DType::Int8 | DType::Int16) {
-            return Ok((t, 0, identity));
+    ) -> Result<(TensorId, i64, InputScale), Option<CompileError>> {
+        let narrow = matches!(self.dtype(t), DType::Int8 | DType::Int16);
+        let has_buffer = self.lowered.tensor_buffer.contains_key(&t);
+        if narrow && (has_buffer || !self.is_constant(t)) {
+            return Ok((t, 0, IDENTITY));
         }
-        let (x, zp, s) = self.operand(node, t, names)?;
-        Ok((x, zp, s.unwrap_or(identity)))
+        if !narrow {
+            match self.operand(node, t, names) {
+                Ok((x, zp, s)) => return Ok((x, zp, s.unwrap_or(IDENTITY))),
+                Err(e) => {
+                    if let Some((p, x, zp)) = self.shared_widening(t) {
+                        self.fused.insert(p);
+                        names.push(self.node(p).name.clone());
+                        return Ok((x, zp, IDENTITY));
+                    }
+                    if !self.is_constant(t) {
+                        return Err(Some(e));
+                    }
+                }
+            }
+        }
+        Err(None)
     }
 
     pub(super) fn lower_compare(&mut self, o: OpId) -> Result<(), CompileError> {
@@ -63,8 +99,8 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "i32 MAXIMUM/MINIMUM"));
         }
         let mut names = Vec::new();
-        let (a, azp, ascale) = self.compare_operand(node, x, &mut names)?;
-        let (b, bzp, bscale) = self.compare_operand(node, y, &mut names)?;
+        let ra = self.compare_operand(node, x, &mut names);
+        let rb = self.compare_operand(node, y, &mut names);
         names.push(node.name.clone());
         let (out_t, act) = if let Some(c) = negation {
             self.fused.insert(c);
@@ -75,37 +111,41 @@ impl<'g> Ctx<'g> {
         } else {
             self.fuse_clamp(node.outputs()[0], &mut names)
         };
-        let mut ifm = self.fm(node, a, false, azp)?;
-        let mut ifm2 = self.fm(node, b, false, bzp)?;
-        if ifm.dtype != ifm2.dtype {
+        // Constant operands are stored in the other operand's element type.
+        let (ifm, ascale, ifm2, bscale) = match (ra, rb) {
+            (Err(Some(e)), _) | (_, Err(Some(e))) => return Err(e),
+            (Ok((a, azp, ascale)), Ok((b, bzp, bscale))) => (
+                self.ew_fm(node, a, azp)?,
+                ascale,
+                self.ew_fm(node, b, bzp)?,
+                bscale,
+            ),
+            (Ok((a, azp, ascale)), Err(None)) => {
+                let ifm = self.ew_fm(node, a, azp)?;
+                let ifm2 = self.constant_fm(node, y, ifm.dtype)?;
+                (ifm, ascale, ifm2, IDENTITY)
+            }
+            (Err(None), Ok((b, bzp, bscale))) => {
+                let ifm2 = self.ew_fm(node, b, bzp)?;
+                let ifm = self.constant_fm(node, x, ifm2.dtype)?;
+                (ifm, IDENTITY, ifm2, bscale)
+            }
+            (Err(None), Err(None)) => {
+                return Err(unsupported(node, "both operands are constants"));
+            }
+        };
+        let (mut ifm, mut ifm2) = (ifm, ifm2);
+        if ifm.dtype != ifm2.dtype || ifm.dtype == DType::Bool {
             return Err(unsupported(node, "operands of different element types"));
         }
-        if ifm.dtype == DType::Int16 && (azp != 0 || bzp != 0) {
+        if ifm.dtype == DType::Int16 && (ifm.zero_point != 0 || ifm2.zero_point != 0) {
             return Err(unsupported(node, "i16 operands with a nonzero zero point"));
         }
-        if self.dims(a).len() != self.dims(out_t).len() || self.dims(b).len() != self.dims(a).len()
-        {
-            return Err(unsupported(
-                node,
-                "operand rank differs from the output rank",
-            ));
+        if is_cmp && self.dtype(out_t) != DType::Bool {
+            return Err(unsupported(node, "a comparison result that is not bool"));
         }
-        let ofm = if is_cmp {
-            self.bool_ofm(node, out_t, zp)?
-        } else {
-            self.ofm(node, out_t, false, zp)?
-        };
-        for fm in [&mut ifm, &mut ifm2] {
-            let (h, w, c) = fm.shape;
-            let (oh, ow, oc) = ofm.shape;
-            fm.broadcast = (h != oh, w != ow, c != oc);
-            if (fm.broadcast.0 && h != 1)
-                || (fm.broadcast.1 && w != 1)
-                || (fm.broadcast.2 && c != 1)
-            {
-                return Err(unsupported(node, "operand shape does not broadcast"));
-            }
-        }
+        let mut ofm = self.ew_ofm(node, out_t, zp)?;
+        self.broadcast_layout(node, out_t, &mut ofm, &[x, y], &mut [&mut ifm, &mut ifm2])?;
         let ((ifm, ascale), (ifm2, bscale)) = if swap {
             ((ifm2, bscale), (ifm, ascale))
         } else {
@@ -137,23 +177,5 @@ impl<'g> Ctx<'g> {
             upscale: IfmUpscaleMode::None,
         });
         Ok(())
-    }
-
-    /// The OFM of a bool result (one byte per element, 0 or 1).
-    fn bool_ofm(&mut self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
-        if self.dtype(t) != DType::Bool {
-            return Err(unsupported(node, "a comparison result that is not bool"));
-        }
-        let shape = self.hwc(node, t, false)?;
-        let idx = self.lowered.ops.len();
-        let buffer = self.new_buffer(t, Some(idx));
-        Ok(Fm {
-            buffer,
-            shape,
-            zero_point: zp,
-            dtype: DType::Bool,
-            broadcast: (false, false, false),
-            view: View::default(),
-        })
     }
 }

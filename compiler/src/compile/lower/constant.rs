@@ -84,7 +84,8 @@ impl<'g> Ctx<'g> {
     }
 
     /// A feature map reading the constant `t` as `dtype` (zero point 0) from a new read-only
-    /// buffer; every value must fit `dtype`.
+    /// buffer; every value must fit `dtype`. Elementwise operands only: the shape is set by
+    /// [`Ctx::broadcast_layout`].
     pub(super) fn constant_fm(
         &mut self,
         node: &OpNode,
@@ -102,11 +103,10 @@ impl<'g> Ctx<'g> {
         }
         let data = TensorData::from_i64(dtype, &values)
             .map_err(|e| unsupported(node, format!("constant operand: {e}")))?;
-        let shape = self.hwc(node, t, false)?;
         let buffer = self.anonymous_constant(data.to_le_bytes());
         Ok(Fm {
             buffer,
-            shape,
+            shape: (1, 1, 1),
             zero_point: 0,
             dtype,
             broadcast: (false, false, false),
@@ -116,7 +116,8 @@ impl<'g> Ctx<'g> {
 
     /// The feature map of an elementwise operand with zero point `zp`: the tensor's buffer
     /// (bool, i8 or i16; a bool is a byte 0 or 1), or, for a constant without one, the
-    /// constant's values stored as `const_dtype`.
+    /// constant's values stored as `const_dtype`. The shape is set by
+    /// [`Ctx::broadcast_layout`].
     pub(super) fn operand_fm(
         &mut self,
         node: &OpNode,
@@ -138,7 +139,7 @@ impl<'g> Ctx<'g> {
         }
         Ok(Fm {
             buffer: self.input_buffer(node, t)?,
-            shape: self.hwc(node, t, false)?,
+            shape: (1, 1, 1),
             zero_point: zp,
             dtype,
             broadcast: (false, false, false),
