@@ -52,6 +52,22 @@ pub struct OpGeometry {
     pub acc_bytes: u32,
     /// The operation has a weight stream (a CONV taking its weights from IFM2 has none).
     pub weights: bool,
+    /// Its weights are 2:4 sparse (TRM 3.10.63: in -127..127, at most two non-zero in every
+    /// group of four consecutive input channels), so a convolution may run sparse.
+    pub sparse_2_4: bool,
+}
+
+/// Whether OHWI weights satisfy TRM 3.10.63 `sparse_2_4`: every value in -127..=127 and at
+/// most two non-zero values in every group of four consecutive input channels (a last group
+/// of fewer included), for every output channel and kernel position.
+pub fn is_sparse_2_4(weights: &OhwiWeights) -> bool {
+    let c = weights.shape().ifm_depth.max(1);
+    let v = weights.values();
+    v.iter().all(|w| (-127..=127).contains(w))
+        && v.chunks(c).all(|taps| {
+            taps.chunks(4)
+                .all(|g| g.iter().filter(|&&w| w != 0).count() <= 2)
+        })
 }
 
 /// The chosen microblock, OFM block and weight order of one operation.
@@ -66,6 +82,8 @@ pub struct BlockConfig {
     /// Weight stream format (NPU_SET_WEIGHT_FORMAT.weight_format): one SWD stream per weight
     /// decoder, or one FWD stream (convolutions only, TRM 3.9.11).
     pub weight_format: WeightFormat,
+    /// NPU_SET_WEIGHT_FORMAT.weight_sparsity (2:4 only for convolutions whose weights are).
+    pub weight_sparsity: npuc_backend::isa::WeightSparsity,
 }
 
 /// Encoded weights of one operation.
@@ -208,7 +226,8 @@ impl Target for U85Target {
     /// Candidates: per microblock (convolutions with weights: every microblock the
     /// configuration has, except the 16-deep u1x1/u1x2 unless 16-bit IFM with a 1x1 kernel,
     /// TRM 3.9.2; other kernels: the first, which only sets the scale-stream grouping) and
-    /// weight order (convolutions with weights: depth-first and part-kernel-first; depthwise:
+    /// sparsity (2:4 sparse weights: dense, then sparse), weight order (convolutions with
+    /// weights: depth-first and part-kernel-first; depthwise:
     /// part-kernel-first; others: depth-first), one OFM block per block depth (multiples of
     /// the microblock depth up to the OFM depth rounded up): the largest-volume block, in
     /// multiples of the microblock, whose accumulators, IFM footprint (IFM block depth 16
@@ -244,65 +263,79 @@ impl Target for U85Target {
         let (max_h, max_w, max_d) = self.arch.ofm_block_max;
         let ram = self.arch.ram;
         let mut out = Vec::new();
-        for mb in mbs {
-            for &order in orders {
-                let lim_h = round_up(g.ofm.0, mb.height).min(max_h);
-                let lim_w = round_up(g.ofm.1, mb.width).min(max_w);
-                let lim_d = round_up(g.ofm.2, mb.depth).min(max_d);
-                let fits = |h: u32, w: u32, d: u32| -> bool {
-                    let acc = u64::from(h * w * d) * u64::from(g.acc_bytes);
-                    let ih = u64::from((h - 1) * g.stride.0 + g.kernel.0);
-                    let iw = u64::from((w - 1) * g.stride.1 + g.kernel.1);
-                    let id = match (g.kind, order) {
-                        (KernelKind::Conv, WeightOrder::PartKernelFirst) => 16,
-                        (KernelKind::Conv, _) => u64::from(round_up(g.ifm_depth.min(64), 16)),
-                        _ => u64::from(round_up(d, 16)),
-                    };
-                    let inputs = if g.kind == KernelKind::Elementwise {
-                        2
-                    } else {
-                        1
-                    };
-                    let ifm = ih * iw * id * u64::from(g.ifm_elem_bytes) * inputs;
-                    let ob = u64::from(h * w * d * g.ofm_elem_bytes);
-                    acc <= u64::from(ram.accumulator) / 2
-                        && ifm <= u64::from(ram.ifm) / 2
-                        && ob <= u64::from(ram.output)
-                };
-                let mut per_depth = Vec::new();
-                let mut d = mb.depth;
-                while d <= lim_d {
-                    let mut best = None;
-                    let mut best_vol = 0u64;
-                    let mut h = mb.height;
-                    while h <= lim_h {
-                        let mut w = mb.width;
-                        while w <= lim_w {
-                            let vol = u64::from(h * w * d);
-                            if vol > best_vol && fits(h, w, d) {
-                                best_vol = vol;
-                                best = Some((h, w, d));
+        use npuc_backend::isa::WeightSparsity as Sp;
+        // 2:4 sparse weights may also run sparse (after the dense candidates).
+        let sparsities: &[Sp] = if conv_weights && g.sparse_2_4 {
+            &[Sp::None, Sp::Sparse24]
+        } else {
+            &[Sp::None]
+        };
+        for &sparsity in sparsities {
+            for mb in &mbs {
+                let mb = *mb;
+                for &order in orders {
+                    let lim_h = round_up(g.ofm.0, mb.height).min(max_h);
+                    let lim_w = round_up(g.ofm.1, mb.width).min(max_w);
+                    let lim_d = round_up(g.ofm.2, mb.depth).min(max_d);
+                    let fits = |h: u32, w: u32, d: u32| -> bool {
+                        let acc = u64::from(h * w * d) * u64::from(g.acc_bytes);
+                        let ih = u64::from((h - 1) * g.stride.0 + g.kernel.0);
+                        let iw = u64::from((w - 1) * g.stride.1 + g.kernel.1);
+                        let id = match (g.kind, order) {
+                            (KernelKind::Conv, WeightOrder::PartKernelFirst) => 16,
+                            (KernelKind::Conv, _) if sparsity == Sp::Sparse24 => {
+                                u64::from(round_up(g.ifm_depth.min(128), 16))
                             }
-                            w += mb.width;
+                            (KernelKind::Conv, _) => u64::from(round_up(g.ifm_depth.min(64), 16)),
+                            _ => u64::from(round_up(d, 16)),
+                        };
+                        let inputs = if g.kind == KernelKind::Elementwise {
+                            2
+                        } else {
+                            1
+                        };
+                        let ifm = ih * iw * id * u64::from(g.ifm_elem_bytes) * inputs;
+                        let ob = u64::from(h * w * d * g.ofm_elem_bytes);
+                        acc <= u64::from(ram.accumulator) / 2
+                            && ifm <= u64::from(ram.ifm) / 2
+                            && ob <= u64::from(ram.output)
+                    };
+                    let mut per_depth = Vec::new();
+                    let mut d = mb.depth;
+                    while d <= lim_d {
+                        let mut best = None;
+                        let mut best_vol = 0u64;
+                        let mut h = mb.height;
+                        while h <= lim_h {
+                            let mut w = mb.width;
+                            while w <= lim_w {
+                                let vol = u64::from(h * w * d);
+                                if vol > best_vol && fits(h, w, d) {
+                                    best_vol = vol;
+                                    best = Some((h, w, d));
+                                }
+                                w += mb.width;
+                            }
+                            h += mb.height;
                         }
-                        h += mb.height;
+                        if let Some(b) = best {
+                            per_depth.push((best_vol, b));
+                        }
+                        d += mb.depth;
                     }
-                    if let Some(b) = best {
-                        per_depth.push((best_vol, b));
+                    // Largest volume first (ties: the shallower block, as before).
+                    per_depth.sort_by_key(|&(vol, (_, _, d))| (std::cmp::Reverse(vol), d));
+                    if per_depth.is_empty() {
+                        per_depth.push((0, (mb.height, mb.width, mb.depth)));
                     }
-                    d += mb.depth;
+                    out.extend(per_depth.into_iter().map(|(_, b)| BlockConfig {
+                        microblock: mb,
+                        ofm_block: b,
+                        weight_order: order,
+                        weight_format: WeightFormat::Swd,
+                        weight_sparsity: sparsity,
+                    }));
                 }
-                // Largest volume first (ties: the shallower block, as before).
-                per_depth.sort_by_key(|&(vol, (_, _, d))| (std::cmp::Reverse(vol), d));
-                if per_depth.is_empty() {
-                    per_depth.push((0, (mb.height, mb.width, mb.depth)));
-                }
-                out.extend(per_depth.into_iter().map(|(_, b)| BlockConfig {
-                    microblock: mb,
-                    ofm_block: b,
-                    weight_order: order,
-                    weight_format: WeightFormat::Swd,
-                }));
             }
         }
         // Convolutions may also read one FWD stream (after every SWD candidate: ties keep SWD).
@@ -350,7 +383,12 @@ impl Target for U85Target {
             operation,
             weight_order: order,
             ifm_precision,
-            weight_sparsity: WeightSparsity::None,
+            weight_sparsity: match block.weight_sparsity {
+                npuc_backend::isa::WeightSparsity::Sparse24 if kind == KernelKind::Conv => {
+                    WeightSparsity::Sparse2x4
+                }
+                _ => WeightSparsity::None,
+            },
             stride_x: stride.1,
             stride_y: stride.0,
             dilation_x: dil(dilation.1),

@@ -201,3 +201,59 @@ fn fwd_weights_where_the_weight_decoder_is_the_bottleneck() {
     assert_eq!(simulate(&m, &bytes)[0], want[0].to_le_bytes());
     assert_eq!(simulate(&s, &bytes)[0], want[0].to_le_bytes());
 }
+
+#[test]
+fn two_four_sparse_weights_run_sparse() {
+    use npuc_backend::isa::{Command as C, WeightSparsity};
+    // A 3x3 convolution 32 -> 64 channels on 16x16 whose weights have two zeros in every group
+    // of four input channels: it runs at twice the MAC rate with weight_sparsity = sparse_2_4
+    // (TRM 3.10.63) and is bit-exact; the same convolution with one more non-zero weight runs
+    // dense.
+    let build = |dense_spoiler: bool| {
+        let mut rng = Rng(31);
+        let mut w = rng.i8s(64 * 9 * 32);
+        for (k, v) in w.iter_mut().enumerate() {
+            if k % 4 >= 2 {
+                *v = 0;
+            } else if *v == -128 {
+                *v = 1;
+            }
+        }
+        if dense_spoiler {
+            w[2] = 5;
+        }
+        let mut b = GraphBuilder::new("sparse");
+        let x = b.input("x", DType::Int8, [1, 16, 16, 32]);
+        let wt = b.const_i8("w", [64, 3, 3, 32], &w);
+        let bt = b.const_i32("b", [64], &[0; 64]);
+        let attrs = ConvAttrs {
+            pad: [1, 1, 1, 1],
+            ..ConvAttrs::default()
+        };
+        let acc = b.op("conv", Op::Conv2d(attrs), &[x, wt, bt]);
+        let r = out_rescale(&mut rng, 64, 40, RescaleRounding::DoubleRound, 0);
+        let y = b.op("rescale", Op::Rescale(r), &[acc]);
+        b.output(y);
+        b.finish().unwrap()
+    };
+    let sparsity = |m: &npuc::CompiledModel| {
+        decode_stream(&m.command_stream)
+            .unwrap()
+            .iter()
+            .find_map(|d| match d.command {
+                C::SetWeightFormat(f) => Some(f.weight_sparsity),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let g = build(false);
+    let m = compile(&g, &Options::default()).unwrap();
+    assert_eq!(sparsity(&m), WeightSparsity::Sparse24);
+    let inputs = random_inputs(&g, &mut Rng(5));
+    let want = npuc_ir::run_outputs(&g, inputs.clone()).unwrap();
+    let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
+    assert_eq!(simulate(&m, &bytes)[0], want[0].to_le_bytes());
+    let dense = compile(&build(true), &Options::default()).unwrap();
+    assert_eq!(sparsity(&dense), WeightSparsity::None);
+    assert!(m.estimated_cycles() < dense.estimated_cycles());
+}

@@ -106,6 +106,10 @@ fn geometry(op: &NpuOp) -> OpGeometry {
             AccFormat::I48 => 8,
         },
         weights: op.weights.is_some(),
+        sparse_2_4: op
+            .weights
+            .as_ref()
+            .is_some_and(crate::arch_interface::is_sparse_2_4),
     }
 }
 

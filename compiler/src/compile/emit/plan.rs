@@ -70,9 +70,13 @@ pub(super) fn plan(
         let swd = enc0.as_ref().map(Encoded::layout);
         // FWD candidates: the scale stream and one FWD stream of the estimated length.
         let fwd = match (&enc0, &op.weights) {
-            (Some(e), Some(wt)) => target
-                .fwd_length_estimate(wt)
-                .map(|len| Layout::new(WeightFormat::Fwd, [e.scales.len() as u64, len])),
+            (Some(e), Some(wt)) => target.fwd_length_estimate(wt).map(|len| {
+                Layout::new(
+                    WeightFormat::Fwd,
+                    WeightSparsity::None,
+                    [e.scales.len() as u64, len],
+                )
+            }),
             _ => None,
         };
         // The cheapest candidate, and the cheapest SWD one (the fallback when the FWD
@@ -87,7 +91,13 @@ pub(super) fn plan(
                 },
                 _ => swd.as_ref(),
             };
-            let cycles = estimate(target, op, c, layout, REGION_READ_ONLY, &at);
+            // (The preferred candidate is dense; a sparse one reads the same lengths, FWD ones
+            // the FWD estimate.)
+            let layout = layout.map(|l| Layout {
+                sparsity: c.weight_sparsity,
+                ..l.clone()
+            });
+            let cycles = estimate(target, op, c, layout.as_ref(), REGION_READ_ONLY, &at);
             if cycles < best.0 {
                 best = (cycles, *c);
             }

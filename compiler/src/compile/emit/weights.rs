@@ -12,6 +12,7 @@ pub(super) struct Encoded {
     pub scales: Vec<u8>,
     pub streams: Vec<Vec<u8>>,
     pub format: WeightFormat,
+    pub sparsity: WeightSparsity,
 }
 
 /// How a stream block is laid out: the weight format, and the offset and length of the scale
@@ -19,12 +20,17 @@ pub(super) struct Encoded {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Layout {
     pub format: WeightFormat,
+    pub sparsity: WeightSparsity,
     pub parts: Vec<(u64, u32)>,
 }
 
 impl Layout {
     /// The layout of parts of `lens` bytes (scale stream first).
-    pub(super) fn new(format: WeightFormat, lens: impl IntoIterator<Item = u64>) -> Layout {
+    pub(super) fn new(
+        format: WeightFormat,
+        sparsity: WeightSparsity,
+        lens: impl IntoIterator<Item = u64>,
+    ) -> Layout {
         let mut at = 0u64;
         let parts = lens
             .into_iter()
@@ -34,7 +40,11 @@ impl Layout {
                 p
             })
             .collect();
-        Layout { format, parts }
+        Layout {
+            format,
+            sparsity,
+            parts,
+        }
     }
 }
 
@@ -43,6 +53,7 @@ impl Encoded {
     pub(super) fn layout(&self) -> Layout {
         Layout::new(
             self.format,
+            self.sparsity,
             std::iter::once(&self.scales)
                 .chain(&self.streams)
                 .map(|s| s.len() as u64),
@@ -115,6 +126,7 @@ pub(super) fn encode(
         scales,
         streams: enc.streams,
         format: block.weight_format,
+        sparsity: block.weight_sparsity,
     }))
 }
 
@@ -133,7 +145,7 @@ pub(super) fn weight_registers(w: &mut Writer, layout: &Layout, region: u8, base
     }));
     w.set(Command::SetWeightFormat(SetWeightFormat {
         weight_format: layout.format,
-        weight_sparsity: WeightSparsity::None,
+        weight_sparsity: layout.sparsity,
     }));
     w.set(Command::SetWeightRegion(SetWeightRegion { region }));
     for (k, &(off, len)) in parts[1..].iter().enumerate() {
