@@ -1,0 +1,206 @@
+//! Bit costs of the SWD symbols (TRM §3.9.7–§3.9.10): weight indices under
+//! each weight parameter, zero runs under each `zdiv`, and slice overheads.
+
+use crate::swd::{
+    WeightIndexMode, SLICELEN_M1_BITS, WDIV_BITS, WDIV_MAX_GOLOMB_RICE, WEIGHT_INDEX_MAX, WQ_MAX,
+    ZDIV_BITS,
+};
+
+/// Cost of a symbol that cannot be coded.
+pub(super) const INF: u32 = u32::MAX / 4;
+
+/// Weight index coding of a slice: Golomb-Rice `wdiv` 0..=5 with or
+/// without `wtrunc`, or uncompressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum WParam {
+    Gr { wdiv: u8, trunc: bool },
+    Unc,
+}
+
+/// Every weight parameter: Golomb-Rice without `wtrunc` (wdiv 0..=5), with
+/// `wtrunc` (wdiv 0..=5), uncompressed.
+pub(super) const ALL_WPARAMS: [WParam; 13] = {
+    let mut all = [WParam::Unc; 13];
+    let mut k = 0;
+    while k <= WDIV_MAX_GOLOMB_RICE {
+        all[k as usize] = WParam::Gr {
+            wdiv: k,
+            trunc: false,
+        };
+        all[k as usize + 6] = WParam::Gr {
+            wdiv: k,
+            trunc: true,
+        };
+        k += 1;
+    }
+    all
+};
+
+/// `GR_BITS[p][idx]`: bits of weight index `idx` under the Golomb-Rice
+/// parameter `ALL_WPARAMS[p]` (p < 12), saturated to 255 when not codable.
+static GR_BITS: [[u8; 512]; 12] = {
+    let mut t = [[0u8; 512]; 12];
+    let mut p = 0;
+    while p < 12 {
+        let wdiv = (p % 6) as u32;
+        let trunc = p >= 6;
+        let mut idx = 0;
+        while idx < 512 {
+            let q = (idx as u32) >> wdiv;
+            let bits = if trunc {
+                if q == 0 {
+                    1 + wdiv
+                } else if q <= 2 {
+                    2 + wdiv
+                } else {
+                    255
+                }
+            } else if q <= WQ_MAX {
+                q + 1 + wdiv
+            } else {
+                255
+            };
+            t[p][idx] = bits as u8;
+            idx += 1;
+        }
+        p += 1;
+    }
+    t
+};
+
+impl WParam {
+    /// Position of this parameter in [`ALL_WPARAMS`].
+    #[inline]
+    pub(super) fn ordinal(self) -> usize {
+        match self {
+            WParam::Gr { wdiv, trunc } => usize::from(wdiv) + if trunc { 6 } else { 0 },
+            WParam::Unc => 12,
+        }
+    }
+
+    /// Bits of one weight index (INF if not codable). `ubits` is the
+    /// region's `uncompressed_bits`.
+    #[inline]
+    pub(super) fn cost(self, idx: u16, ubits: u32) -> u32 {
+        debug_assert!(idx <= WEIGHT_INDEX_MAX);
+        match self {
+            WParam::Unc => {
+                if u32::from(idx) >> ubits == 0 {
+                    ubits
+                } else {
+                    INF
+                }
+            }
+            _ => match GR_BITS[self.ordinal()][usize::from(idx) & 511] {
+                255 => INF,
+                b => u32::from(b),
+            },
+        }
+    }
+
+    /// `wunary0` positions used by one index.
+    #[inline]
+    pub(super) fn positions(self, idx: u16) -> u32 {
+        match self {
+            WParam::Gr { wdiv, trunc: false } => (u32::from(idx) >> wdiv) / 2 + 1,
+            WParam::Gr { trunc: true, .. } => 1,
+            WParam::Unc => 0,
+        }
+    }
+
+    pub(super) fn mode(self) -> WeightIndexMode {
+        match self {
+            WParam::Gr { wdiv, .. } => WeightIndexMode::GolombRice { wdiv },
+            WParam::Unc => WeightIndexMode::Uncompressed,
+        }
+    }
+
+    pub(super) fn trunc(self) -> bool {
+        matches!(self, WParam::Gr { trunc: true, .. })
+    }
+}
+
+/// Bits of one zero run with divisor `1 << zdiv`.
+#[inline]
+pub(super) fn zcost(run: u32, zdiv: u32) -> u32 {
+    (run >> zdiv).saturating_add(1 + zdiv)
+}
+
+/// Slice header without the palette extension: zdiv, slicelen_m1, wdiv,
+/// wtrunc, newpal.
+pub(super) const SLICE_HEADER_BITS: u32 = ZDIV_BITS + SLICELEN_M1_BITS + WDIV_BITS + 2;
+
+/// Expected unused `wunary0`/`zunary` bits at the end of a slice.
+pub(super) const EXPECTED_W_PADDING: u32 = 6;
+pub(super) const EXPECTED_Z_PADDING: u32 = 5;
+
+/// Weight parameters sorted by total cost over a sparse index histogram
+/// (only parameters that can code every index), at most `n`. The cost
+/// includes the unused `wunary0` positions of a last chunk.
+pub(super) fn best_wparams(hist: &[(u16, u32)], ubits: u32, n: usize) -> Vec<(WParam, u64)> {
+    let mut costs: Vec<(WParam, u64)> = ALL_WPARAMS
+        .iter()
+        .filter_map(|&p| {
+            let mut c = 0u64;
+            let mut pos = 0u64;
+            for &(i, h) in hist {
+                let b = p.cost(i, ubits);
+                if b >= INF {
+                    return None;
+                }
+                c += u64::from(h) * u64::from(b);
+                pos += u64::from(h) * u64::from(p.positions(i));
+            }
+            Some((p, c + pos.next_multiple_of(12) - pos))
+        })
+        .collect();
+    costs.sort_by_key(|&(_, c)| c);
+    costs.truncate(n);
+    costs
+}
+
+/// Total zero-run bits for each zdiv 0..=3.
+pub(super) fn zdiv_costs(zruns: &[u32]) -> [u64; 4] {
+    let mut c = [0u64; 4];
+    for &r in zruns {
+        for (zd, ci) in c.iter_mut().enumerate() {
+            *ci += u64::from(zcost(r, zd as u32));
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_costs_equal_the_golomb_rice_formula() {
+        for p in ALL_WPARAMS {
+            for idx in 0..=WEIGHT_INDEX_MAX {
+                let want = match p {
+                    WParam::Gr { wdiv, trunc } => {
+                        let q = u32::from(idx) >> wdiv;
+                        let k = u32::from(wdiv);
+                        match (trunc, q) {
+                            (true, 0) => 1 + k,
+                            (true, 1 | 2) => 2 + k,
+                            (true, _) => INF,
+                            (false, q) if q <= WQ_MAX => q + 1 + k,
+                            _ => INF,
+                        }
+                    }
+                    WParam::Unc => {
+                        if idx < 256 {
+                            8
+                        } else {
+                            INF
+                        }
+                    }
+                };
+                assert_eq!(p.cost(idx, 8), want, "{p:?} {idx}");
+            }
+            assert_eq!(ALL_WPARAMS[p.ordinal()], p);
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Emission of planned regions as SWD slices (TRM §3.9.5, §3.9.10).
+
+use super::cost::WParam;
+use super::slices::RegionPlan;
+use crate::bitwriter::BitWriter;
+use crate::swd::{
+    Palette, ZeroRunMode, DIROFS_BITS, PALBITS_BITS, PALSIZE_BITS, SLICELEN_M1_BITS,
+    SLICELEN_MAX, WDIV_BITS, WUNARY0_BITS, ZDIV_BITS,
+};
+
+/// Writes a region's slices; returns the number of slices written.
+pub(super) fn emit_region(w: &mut BitWriter, plan: &RegionPlan) -> usize {
+    let sym = &plan.sym;
+    let mut count = 0;
+    let mut first = true;
+    for s in &plan.slices {
+        // Slices longer than SLICELEN_MAX are split (same parameters).
+        let mut a = s.start;
+        while a < s.end {
+            let b = (a + SLICELEN_MAX as usize).min(s.end);
+            let zr: &[u32] = if sym.alternating {
+                if first {
+                    &sym.zruns[a..=b]
+                } else {
+                    &sym.zruns[a + 1..=b]
+                }
+            } else {
+                &[]
+            };
+            let pal = if first {
+                Some(&plan.mapping.palette)
+            } else {
+                None
+            };
+            emit_slice(
+                w,
+                sym.alternating,
+                s.zdiv,
+                s.wparam,
+                pal,
+                &plan.mapping.palette,
+                &sym.idx[a..b],
+                zr,
+            );
+            first = false;
+            count += 1;
+            a = b;
+        }
+    }
+    count
+}
+
+/// Writes one slice: header and chunks, mirroring the TRM chunk parser
+/// (§3.9.10) step by step.
+#[allow(clippy::too_many_arguments)]
+fn emit_slice(
+    w: &mut BitWriter,
+    alternating: bool,
+    zdiv: u8,
+    wparam: WParam,
+    newpal: Option<&Palette>,
+    palette: &Palette,
+    idx: &[u16],
+    zruns: &[u32],
+) {
+    let zrm = if alternating {
+        ZeroRunMode::Alternating { zdiv }
+    } else {
+        ZeroRunMode::NoZeroRuns
+    };
+    let wmode = wparam.mode();
+    w.write(u64::from(zrm.zdiv()), ZDIV_BITS);
+    w.write(idx.len() as u64 - 1, SLICELEN_M1_BITS);
+    w.write(u64::from(wmode.wdiv()), WDIV_BITS);
+    w.write_bit(wparam.trunc());
+    w.write_bit(newpal.is_some());
+    if let Some(p) = newpal {
+        w.write(u64::from(p.dirofs), DIROFS_BITS);
+        w.write(u64::from(p.palsize().unwrap_or(0)), PALSIZE_BITS);
+        w.write(u64::from(p.palbits().unwrap_or(0)), PALBITS_BITS);
+        for &e in &p.entries {
+            w.write(u64::from(e), u32::from(p.palette_bits));
+        }
+    }
+    let w_cnt = idx.len();
+    let z_cnt = if alternating { zruns.len() } else { 0 };
+    let zdiv = u32::from(zdiv);
+    let zlen = zrm.zunary_len();
+    let (unc, wdiv) = match wparam {
+        WParam::Gr { wdiv, .. } => (false, u32::from(wdiv)),
+        WParam::Unc => (true, 0),
+    };
+    let trunc = wparam.trunc();
+    let wremain_bits = if unc {
+        palette.uncompressed_bits()
+    } else {
+        wdiv
+    };
+    let unc_per_chunk = palette.uncompressed_per_chunk();
+    let wmask = (1u32 << wremain_bits) - 1;
+    let zmask = (1u32 << zdiv) - 1;
+
+    let (mut wq_i, mut wr_i) = (0usize, 0usize);
+    // Quotient still to emit for weight wq_i.
+    let mut wq_left = idx.first().map_or(0, |&i| u32::from(i) >> wdiv);
+    let (mut zq_i, mut zr_i) = (0usize, 0usize);
+    let mut zq_left = zruns.first().map_or(0, |&z| z >> zdiv);
+    let (mut prev_w, mut prev_wq_i, mut prev_z, mut prev_zq_i) = (false, 0usize, false, 0usize);
+    loop {
+        let balance = wq_i as i64 - zq_i as i64;
+        let w_enable = (!alternating || balance < 8) && wq_i < w_cnt;
+        let z_enable = alternating && balance >= 0 && zq_i < z_cnt;
+        let mut wunary1 = 0u64;
+        let mut wunary1_len = 0u32;
+        if w_enable && !unc {
+            // Positions of this chunk, filled weight by weight. Each
+            // position is c = 0 ("0"), 1 ("1" + wunary1 0) or 2 ("1" +
+            // wunary1 1); c < 2 ends an index. Without wtrunc a quotient q
+            // takes q / 2 positions of c = 2 and one of c = q % 2, and may
+            // continue in the next chunk; with wtrunc every index is one
+            // position (q <= 2).
+            let mut wunary0 = 0u64;
+            let mut i = 0u32;
+            while i < WUNARY0_BITS && wq_i < w_cnt {
+                let q = wq_left;
+                if trunc {
+                    let b0 = u64::from(q > 0);
+                    wunary0 |= b0 << i;
+                    wunary1 |= u64::from(q >= 2) << wunary1_len;
+                    wunary1_len += b0 as u32;
+                    i += 1;
+                } else {
+                    let (pairs, last) = (q >> 1, q & 1);
+                    let room = WUNARY0_BITS - i;
+                    if pairs >= room {
+                        // The chunk ends inside this index.
+                        let ones = (1u64 << room) - 1;
+                        wunary0 |= ones << i;
+                        wunary1 |= ones << wunary1_len;
+                        wunary1_len += room;
+                        wq_left = q - 2 * room;
+                        break;
+                    }
+                    let ones = (1u64 << pairs) - 1;
+                    wunary0 |= (ones | (u64::from(last) << pairs)) << i;
+                    wunary1 |= ones << wunary1_len;
+                    wunary1_len += pairs + last;
+                    i += pairs + 1;
+                }
+                wq_i += 1;
+                wq_left = idx.get(wq_i).map_or(0, |&x| u32::from(x) >> wdiv);
+            }
+            w.write(wunary0, WUNARY0_BITS);
+        }
+        if z_enable {
+            let mut zunary = 0u64;
+            let mut i = 0;
+            // Runs of '1' (quotient) bits in bulk, then the terminating '0'.
+            while i < zlen && zq_i < z_cnt {
+                let k = zq_left.min(zlen - i);
+                zunary |= ((1u64 << k) - 1) << i;
+                i += k;
+                zq_left -= k;
+                if i < zlen {
+                    // the '0' ending run zq_i (padding bits also stay 0)
+                    i += 1;
+                    zq_i += 1;
+                    zq_left = zruns.get(zq_i).map_or(0, |&z| z >> zdiv);
+                }
+            }
+            w.write(zunary, zlen);
+        }
+        if w_enable && !unc {
+            // At most 12 bits.
+            w.write(wunary1, wunary1_len);
+        }
+        if w_enable && unc {
+            wq_i += unc_per_chunk.min(w_cnt - wq_i);
+        }
+        if prev_w {
+            while wr_i < prev_wq_i {
+                w.write(u64::from(u32::from(idx[wr_i]) & wmask), wremain_bits);
+                wr_i += 1;
+            }
+        }
+        if prev_z {
+            while zr_i < prev_zq_i {
+                w.write(u64::from(zruns[zr_i] & zmask), zdiv);
+                zr_i += 1;
+            }
+        }
+        prev_w = w_enable;
+        prev_wq_i = wq_i;
+        prev_z = z_enable;
+        prev_zq_i = zq_i;
+        if !(prev_w || prev_z) {
+            break;
+        }
+    }
+}

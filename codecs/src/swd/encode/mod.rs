@@ -1,0 +1,263 @@
+//! SWD weight stream encoder (Ethos-U85 TRM §3.9.3–§3.9.10).
+//!
+//! [`encode`] turns one weight decoder's weight sequence (the order of
+//! [`crate::ordering`]) into a stream the TRM decoder accepts, choosing the
+//! coding to minimise its size:
+//!
+//! 1. **Regions.** The sequence is cut into regions, each starting with a
+//!    `newpal` slice that sets the zero-run mode class (alternating or not)
+//!    and the index mapping (palette, `dirofs`, `palbits`). A dynamic
+//!    programme over blocks of 2048 weights decides where switching between
+//!    alternating and non-alternating mode pays for a new header and
+//!    palette, with per-block costs from bit tables; a split is kept only if
+//!    its planned size beats a single region.
+//! 2. **Index mapping.** Per region, candidate mappings are direct coding and
+//!    palettes of the most frequent values (by frequency rank, so frequent
+//!    values get small indices); each is costed exactly from the value
+//!    histogram with its best weight parameters.
+//! 3. **Slices.** Inside a region a second dynamic programme over the coded
+//!    symbols (weight indices and, in alternating mode, zero runs) picks the
+//!    slice boundaries and per-slice `wdiv`, `wtrunc` and `zdiv`, a new slice
+//!    costing its 23-bit header plus the expected chunk padding.
+//!
+//! Bit costs are exact per symbol: a Golomb-Rice index with quotient `q`
+//! costs `q + 1 + wdiv` bits (`wtrunc`: 1 bit for `q == 0`, else 2, plus
+//! `wdiv`), an uncompressed index `uncompressed_bits`, a zero run `r`
+//! `(r >> zdiv) + 1 + zdiv`. The only non-additive costs are the unused
+//! positions of a slice's last `wunary0` (12 positions per chunk) and
+//! `zunary` (`zunary_len` bits per chunk), which the chunk writer adds
+//! exactly. The encoder is deterministic.
+
+mod cost;
+mod emit;
+mod mapping;
+mod regions;
+mod slices;
+mod stats;
+
+use thiserror::Error;
+
+use crate::bitwriter::BitWriter;
+use emit::emit_region;
+use regions::plan_regions;
+use crate::swd::{STREAM_ALIGN_BITS, ZDIV_BITS, ZDIV_END_OF_STREAM};
+
+/// Why a weight sequence could not be encoded.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum EncodeError {
+    /// A weight outside -255..=255 (TRM §3.9.1).
+    #[error("weight {value} at position {index} is outside -255..=255")]
+    WeightOutOfRange {
+        /// Position in the input.
+        index: usize,
+        /// The weight.
+        value: i16,
+    },
+}
+
+/// Size summary of an encoded stream.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EncodeStats {
+    /// Number of slices.
+    pub slices: usize,
+    /// Number of slices with `newpal == 1` (regions).
+    pub regions: usize,
+    /// Bits before the end-of-stream marker and padding.
+    pub payload_bits: u64,
+    /// Stream length in bytes (a multiple of 16).
+    pub bytes: usize,
+}
+
+/// Encodes one weight decoder's weights (values -255..=255, in stream
+/// order) as an SWD stream, padded to a 128-bit boundary.
+///
+/// # Errors
+/// [`EncodeError::WeightOutOfRange`] for a weight outside -255..=255.
+pub fn encode(weights: &[i16]) -> Result<Vec<u8>, EncodeError> {
+    encode_with_stats(weights).map(|(b, _)| b)
+}
+
+/// Encodes the streams of several weight decoders (one call of [`encode`]
+/// each).
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_streams(streams: &[Vec<i16>]) -> Result<Vec<Vec<u8>>, EncodeError> {
+    streams.iter().map(|s| encode(s)).collect()
+}
+
+/// Like [`encode`], also returning a size summary.
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_with_stats(weights: &[i16]) -> Result<(Vec<u8>, EncodeStats), EncodeError> {
+    if let Some(index) = weights.iter().position(|w| !(-255..=255).contains(w)) {
+        return Err(EncodeError::WeightOutOfRange {
+            index,
+            value: weights[index],
+        });
+    }
+    let regions = plan_regions(weights);
+    debug_assert!(regions.windows(2).all(|r| r[0].end == r[1].start));
+    let mut w = BitWriter::with_capacity(weights.len() + 64);
+    let mut stats = EncodeStats::default();
+    for r in &regions {
+        debug_assert!(r.start <= r.end);
+        stats.slices += emit_region(&mut w, &r.plan);
+        stats.regions += 1;
+    }
+    stats.payload_bits = w.bit_len();
+    w.write(u64::from(ZDIV_END_OF_STREAM), ZDIV_BITS);
+    w.align(STREAM_ALIGN_BITS, true);
+    let bytes = w.into_bytes();
+    stats.bytes = bytes.len();
+    Ok((bytes, stats))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::regions::{plan_mode_regions, plan_region, plan_regions, total_bits};
+    use super::stats::Stats;
+    use super::*;
+    use crate::swd::{Palette, WeightIndexMode};
+    use crate::swd::decode::{decode, decode_traced};
+
+    fn round_trip(w: &[i16]) -> Vec<u8> {
+        let s = encode(w).unwrap();
+        assert_eq!(s.len() % 16, 0);
+        assert_eq!(decode(&s, w.len()).unwrap(), w);
+        s
+    }
+
+    #[test]
+    fn small_sequences_round_trip() {
+        round_trip(&[]);
+        round_trip(&[0]);
+        round_trip(&[5]);
+        round_trip(&[0, 5, 6, 0, 0, 0, 7, 0]);
+        round_trip(&[0; 100]);
+        round_trip(&[-255, 255, 0, 1, -1]);
+        let v: Vec<i16> = (0..3000).map(|i| ((i * 7919) % 511 - 255) as i16).collect();
+        round_trip(&v);
+    }
+
+    #[test]
+    fn dense_and_sparse_stretches_get_their_own_regions() {
+        // Dense uniform int8, then 97 % zeros, then dense again: one
+        // non-alternating region would code every zero as an index, one
+        // alternating region would pay a zero run per dense weight.
+        let mut x = 0x1234_5678u32;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let mut w: Vec<i16> = (0..20_000).map(|_| (next() % 255) as i16 - 127).collect();
+        w.extend((0..20_000).map(|_| {
+            let r = next();
+            if r % 100 < 97 {
+                0
+            } else {
+                (r >> 8) as i16 % 127
+            }
+        }));
+        w.extend((0..20_000).map(|_| (next() % 255) as i16 - 127));
+        let (s, stats) = encode_with_stats(&w).unwrap();
+        assert_eq!(decode(&s, w.len()).unwrap(), w);
+        assert_eq!(stats.regions, 3);
+        let single = plan_region(&w);
+        let split = total_bits(&plan_regions(&w));
+        assert!(split + 2000 < single.bits, "{split} vs {}", single.bits);
+    }
+
+    /// xorshift32 for deterministic test data.
+    fn rng(seed: u32) -> impl FnMut() -> u32 {
+        let mut x = seed;
+        move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        }
+    }
+
+    /// Laplacian-like int8 values with a few zeros.
+    fn laplacian_block(next: &mut impl FnMut() -> u32, n: usize) -> Vec<i16> {
+        (0..n)
+            .map(|_| {
+                let u = f64::from(next() % 100_000 + 1) / 100_001.0;
+                let m = (-u.ln() * 20.0).min(127.0) as i16;
+                if next() % 2 == 0 {
+                    m
+                } else {
+                    -m
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn short_zero_stretches_get_a_wdiv0_slice() {
+        // 48 zeros (too short for a region of their own) between dense
+        // Laplacian stretches: coding them with the stretches' wdiv (5)
+        // costs 6 bits each, a slice of their own with wdiv 0 one bit.
+        let mut next = rng(0xdead_beef);
+        let mut w = Vec::new();
+        for _ in 0..8 {
+            w.extend(laplacian_block(&mut next, 1152));
+            w.extend([0; 48]);
+        }
+        let s = round_trip(&w);
+        let d = decode_traced(&s, w.len()).unwrap();
+        let zero_slices = d
+            .slices
+            .iter()
+            .filter(|t| {
+                t.header.weight_index_mode == WeightIndexMode::GolombRice { wdiv: 0 }
+                    && t.header.slicelen >= 48
+                    && w[t.first_weight..t.first_weight + t.weight_count]
+                        .iter()
+                        .all(|&v| v == 0)
+            })
+            .count();
+        assert_eq!(zero_slices, 8);
+    }
+
+    #[test]
+    fn long_zero_runs_are_regions_and_the_palette_skips_zero() {
+        // The ordering's padding: 128 zeros after every 1152 weights of 16
+        // clustered values. Each run is an all-zero direct-mode region; the
+        // clustered weights get a 16-entry palette without zero.
+        let mut next = rng(0x1234_5678);
+        let centres: Vec<i16> = (0..16).map(|i| (i * 15 - 110) as i16 | 1).collect();
+        let mut w = Vec::new();
+        for _ in 0..8 {
+            w.extend((0..1152).map(|_| centres[(next() % 16) as usize]));
+            w.extend([0; 128]);
+        }
+        let s = round_trip(&w);
+        let d = decode_traced(&s, w.len()).unwrap();
+        let palettes: Vec<&Palette> = d
+            .slices
+            .iter()
+            .filter_map(|t| t.header.new_palette.as_ref())
+            .collect();
+        assert_eq!(palettes.len(), 16);
+        for (k, p) in palettes.iter().enumerate() {
+            if k % 2 == 0 {
+                assert_eq!(p.entries.len(), 16);
+                assert!(!p.entries.contains(&0));
+            } else {
+                assert_eq!((p.entries.len(), p.dirofs), (0, 0));
+            }
+        }
+        let single = plan_mode_regions(&w, &Stats::new(&w));
+        assert!(total_bits(&plan_regions(&w)) < total_bits(&single));
+    }
+
+    #[test]
+    fn empty_stream_is_one_end_marker() {
+        assert_eq!(round_trip(&[]).len(), 16);
+    }
+}

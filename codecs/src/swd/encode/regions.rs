@@ -1,0 +1,288 @@
+//! Regions: stretches of the stream that each start with a `newpal` slice
+//! (TRM §3.9.5, §3.9.9) and have one index mapping and mode class.
+
+use super::cost::{
+    best_wparams, zdiv_costs, WParam, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, SLICE_HEADER_BITS,
+};
+use super::mapping::{all_candidates, Candidate, Mapping};
+use super::slices::{plan_with, RegionPlan, SlicePlan, Symbols};
+use super::stats::{slot, Stats, REGION_BLOCK};
+use crate::swd::{ZeroRunMode, WUNARY0_BITS};
+
+/// A planned region: weights `start..end`.
+pub(super) struct Region {
+    pub start: usize,
+    pub end: usize,
+    pub plan: RegionPlan,
+}
+
+pub(super) fn total_bits(regions: &[Region]) -> u64 {
+    regions.iter().map(|r| r.plan.bits).sum()
+}
+
+/// Splits the stream into regions and plans each: the plan without gap
+/// regions ([`plan_mode_regions`]) or, when the stream has long zero runs,
+/// the plan with gap regions ([`plan_gapped`]), whichever is smaller.
+pub(super) fn plan_regions(weights: &[i16]) -> Vec<Region> {
+    if weights.is_empty() {
+        return Vec::new();
+    }
+    let stats = Stats::new(weights);
+    let whole = plan_mode_regions(weights, &stats);
+    match plan_gapped(weights, &stats) {
+        Some(g) if total_bits(&g) < total_bits(&whole) => g,
+        _ => whole,
+    }
+}
+
+fn best_of(cands: &[Candidate], alternating: bool) -> Option<&Candidate> {
+    cands
+        .iter()
+        .filter(|c| c.alternating == alternating)
+        .min_by_key(|c| c.estimate)
+}
+
+/// Plans one region from its candidates: the best candidate by estimate
+/// is planned exactly; the best of the other mode class too if its
+/// estimate is within 2 %, and the smaller plan wins.
+fn plan_region_from(weights: &[i16], hist: &[u32], cands: &[Candidate]) -> RegionPlan {
+    let (alt, non) = (best_of(cands, true), best_of(cands, false));
+    let mut order: Vec<&Candidate> = alt.into_iter().chain(non).collect();
+    order.sort_by_key(|c| c.estimate);
+    let Some(first) = order.first() else {
+        return plan_with(weights, Mapping::fallback(), false);
+    };
+    let limit = first.estimate + first.estimate / 50;
+    order
+        .into_iter()
+        .filter(|c| c.estimate <= limit)
+        .map(|c| plan_with(weights, c.mapping(hist), c.alternating))
+        .min_by_key(|p| p.bits)
+        .unwrap_or_else(|| plan_with(weights, Mapping::fallback(), false))
+}
+
+/// Plans one region of `weights` on its own.
+pub(super) fn plan_region(weights: &[i16]) -> RegionPlan {
+    let stats = Stats::new(weights);
+    let best_z = stats.zbits.iter().copied().min().unwrap_or(0);
+    plan_region_from(weights, &stats.hist, &all_candidates(&stats.hist, best_z))
+}
+
+/// Regions around long zero runs ("gaps", e.g. the zero padding the
+/// weight ordering inserts): every gap is a region of its own (an all-zero
+/// alternating slice in direct mode, whose `newpal` costs 13 bits), and the
+/// weights between gaps are coded with one index mapping chosen for them
+/// alone (so zero, if it only occurs in the gaps, takes no palette entry).
+/// `None` if there is no gap.
+fn plan_gapped(weights: &[i16], stats: &Stats) -> Option<Vec<Region>> {
+    if stats.gaps.is_empty() {
+        return None;
+    }
+    // Data segments between gaps.
+    let mut segments = Vec::with_capacity(2 * stats.gaps.len() + 1);
+    let mut at = 0;
+    for &(a, b) in &stats.gaps {
+        if a > at {
+            segments.push((at, a, false));
+        }
+        segments.push((a, b, true));
+        at = b;
+    }
+    if at < weights.len() {
+        segments.push((at, weights.len(), false));
+    }
+    let mut hist = stats.hist.clone();
+    hist[slot(0)] -= stats.gap_zeros as u32;
+    let best_z = stats.zbits_data.iter().copied().min().unwrap_or(0);
+    let cands = all_candidates(&hist, best_z);
+    let cand = cands.iter().min_by_key(|c| c.estimate);
+    let data_mapping = cand.map(|c| c.mapping(&hist));
+    let zero = Mapping::zero();
+    let mut regions = Vec::with_capacity(segments.len());
+    for (a, b, gap) in segments {
+        let plan = if gap {
+            zero_region_plan(&zero, b - a)
+        } else {
+            plan_with(&weights[a..b], data_mapping.clone()?, cand?.alternating)
+        };
+        regions.push(Region {
+            start: a,
+            end: b,
+            plan,
+        });
+    }
+    Some(regions)
+}
+
+/// An all-zero region of `len` zeros: one alternating `newpal` slice whose
+/// only index is a zero (§3.9.9), with the zero runs around it.
+fn zero_region_plan(mapping: &Mapping, len: usize) -> RegionPlan {
+    let len = len as u32;
+    let zruns = vec![0, len.saturating_sub(1)];
+    let (zdiv, zbits) = zdiv_costs(&zruns)
+        .into_iter()
+        .enumerate()
+        .min_by_key(|&(_, c)| c)
+        .unwrap_or((0, 0));
+    let zlen = ZeroRunMode::Alternating { zdiv: zdiv as u8 }.zunary_len();
+    let unary = zbits - 2 * zdiv as u64;
+    let bits = u64::from(SLICE_HEADER_BITS + mapping.header_bits() + WUNARY0_BITS)
+        + unary.next_multiple_of(u64::from(zlen))
+        + 2 * zdiv as u64;
+    RegionPlan {
+        mapping: mapping.clone(),
+        sym: Symbols {
+            alternating: true,
+            idx: vec![0],
+            zruns,
+        },
+        slices: vec![SlicePlan {
+            start: 0,
+            end: 1,
+            wparam: WParam::Gr {
+                wdiv: 0,
+                trunc: false,
+            },
+            zdiv: zdiv as u8,
+        }],
+        bits,
+    }
+}
+
+/// Average bits of a nonzero weight and bits of a zero weight under a
+/// candidate with its best single weight parameter (zero: 0 in
+/// alternating mode, where zeros are coded as runs).
+fn class_bits(c: &Candidate, hist: &[u32]) -> Option<(f64, f64)> {
+    let mapping = c.mapping(hist);
+    let ubits = mapping.palette.uncompressed_bits();
+    let ih: Vec<(u16, u32)> = (0..511)
+        .filter(|&s| hist[s] > 0 && !(c.alternating && s == slot(0)))
+        .map(|s| (mapping.index_of[s], hist[s]))
+        .collect();
+    let (p, _) = *best_wparams(&ih, ubits, 1).first()?;
+    let (mut bits, mut count) = (0u64, 0u64);
+    for &(i, h) in ih.iter().filter(|&&(i, _)| i != mapping.index_of[slot(0)]) {
+        bits += u64::from(h) * u64::from(p.cost(i, ubits));
+        count += u64::from(h);
+    }
+    let zero = if c.alternating {
+        0.0
+    } else {
+        f64::from(p.cost(mapping.index_of[slot(0)], ubits).min(1 << 16))
+    };
+    Some((bits as f64 / count.max(1) as f64, zero))
+}
+
+/// The plan without gap regions: one region, or regions that switch
+/// between alternating and non-alternating mode.
+///
+/// A dynamic programme over blocks of [`REGION_BLOCK`] weights with two
+/// states, alternating and non-alternating mode (each with the index
+/// mapping and weight parameter that are best for the whole stream),
+/// decides where switching mode pays for a new slice header and palette.
+/// Block costs come from each block's number of zeros (nonzero weights at
+/// the stream's average bits, zero runs at the best `zdiv` of the block).
+/// If it proposes more than one region, each region is planned on its own
+/// (with its own palette) and the split is kept only if its planned size
+/// beats the single-region plan.
+pub(super) fn plan_mode_regions(weights: &[i16], stats: &Stats) -> Vec<Region> {
+    let hist = &stats.hist;
+    let best_z = stats.zbits.iter().copied().min().unwrap_or(0);
+    let cands = all_candidates(hist, best_z);
+    let single = plan_region_from(weights, hist, &cands);
+    let whole = |plan| {
+        vec![Region {
+            start: 0,
+            end: weights.len(),
+            plan,
+        }]
+    };
+    let nb = stats.block_zeros.len();
+    if nb < 2 {
+        return whole(single);
+    }
+    let (Some(alt), Some(non)) = (best_of(&cands, true), best_of(&cands, false)) else {
+        return whole(single);
+    };
+    let (Some((alt_nz, _)), Some((non_nz, non_zero))) =
+        (class_bits(alt, hist), class_bits(non, hist))
+    else {
+        return whole(single);
+    };
+    // Per-block costs: [alternating, non-alternating].
+    let block: Vec<[u64; 2]> = stats
+        .block_zeros
+        .iter()
+        .enumerate()
+        .map(|(b, &z)| {
+            let len = REGION_BLOCK.min(weights.len() - b * REGION_BLOCK) as u32;
+            let m = len - z;
+            let runs = (0..4u32)
+                .map(|zd| u64::from(m) * u64::from(1 + zd) + u64::from(z >> zd))
+                .min()
+                .unwrap_or(0);
+            [
+                (f64::from(m) * alt_nz) as u64 + runs,
+                (f64::from(m) * non_nz + f64::from(z) * non_zero) as u64,
+            ]
+        })
+        .collect();
+    let switch = [
+        u64::from(
+            SLICE_HEADER_BITS + EXPECTED_W_PADDING + EXPECTED_Z_PADDING + header_bits(alt, hist),
+        ),
+        u64::from(SLICE_HEADER_BITS + EXPECTED_W_PADDING + header_bits(non, hist)),
+    ];
+    let mut cost = [switch[0] + block[0][0], switch[1] + block[0][1]];
+    let mut switched = vec![[false; 2]; nb];
+    for b in 1..nb {
+        let prev = cost;
+        for s in 0..2 {
+            let stay = prev[s];
+            let from = prev[1 - s] + switch[s];
+            switched[b][s] = from < stay;
+            cost[s] = stay.min(from) + block[b][s];
+        }
+    }
+    // Only worth planning a split if the block model predicts a clear gain
+    // over staying in one mode (the slice DP inside one region recovers
+    // much of the difference on its own).
+    let stay = (0..2)
+        .map(|s| switch[s] + block.iter().map(|b| b[s]).sum::<u64>())
+        .min()
+        .unwrap_or(0);
+    let dp = cost[0].min(cost[1]);
+    if dp + (stay / 100).max(256) > stay {
+        return whole(single);
+    }
+    let mut s = usize::from(cost[1] < cost[0]);
+    let mut bounds = vec![weights.len()];
+    for b in (1..nb).rev() {
+        if switched[b][s] {
+            bounds.push(b * REGION_BLOCK);
+            s = 1 - s;
+        }
+    }
+    if bounds.len() == 1 {
+        return whole(single);
+    }
+    bounds.push(0);
+    bounds.reverse();
+    let regions: Vec<Region> = bounds
+        .windows(2)
+        .map(|w| Region {
+            start: w[0],
+            end: w[1],
+            plan: plan_region(&weights[w[0]..w[1]]),
+        })
+        .collect();
+    if total_bits(&regions) < single.bits {
+        regions
+    } else {
+        whole(single)
+    }
+}
+
+fn header_bits(c: &Candidate, hist: &[u32]) -> u32 {
+    c.mapping(hist).header_bits()
+}

@@ -1,0 +1,296 @@
+//! Slice planning inside a region (TRM §3.9.4, §3.9.5): the coded symbols
+//! of a region and a dynamic programme choosing slice boundaries and
+//! per-slice weight parameter and `zdiv`.
+
+use super::cost::{
+    best_wparams, zcost, WParam, ALL_WPARAMS, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, INF,
+    SLICE_HEADER_BITS,
+};
+use super::mapping::Mapping;
+use super::stats::slot;
+
+/// The coded symbols of one region: weight indices and (alternating mode)
+/// zero runs. In alternating mode `zruns[0]` precedes the first index and
+/// `zruns[i + 1]` follows index `i`.
+pub(super) struct Symbols {
+    pub alternating: bool,
+    pub idx: Vec<u16>,
+    pub zruns: Vec<u32>,
+}
+
+/// The symbols of `weights` under `mapping`.
+pub(super) fn symbols(weights: &[i16], mapping: &Mapping, alternating: bool) -> Symbols {
+    let map = &mapping.index_of;
+    if !alternating {
+        return Symbols {
+            alternating,
+            idx: weights.iter().map(|&v| map[slot(v)]).collect(),
+            zruns: Vec::new(),
+        };
+    }
+    // Branch-free compaction: every weight writes its index and the run
+    // before it at position k; only nonzero weights advance k.
+    let n = weights.len();
+    let mut idx = vec![0u16; n + 1];
+    let mut zruns = vec![0u32; n + 2];
+    let mut k = 0usize;
+    let mut run = 0u32;
+    for &v in weights {
+        idx[k] = map[slot(v)];
+        zruns[k] = run;
+        let nz = v != 0;
+        run = if nz { 0 } else { run + 1 };
+        k += usize::from(nz);
+    }
+    if k == 0 {
+        // All-zero region: one zero weight coded as an index (§3.9.9).
+        return Symbols {
+            alternating,
+            idx: vec![map[slot(0)]],
+            zruns: vec![0, (n as u32).saturating_sub(1)],
+        };
+    }
+    idx.truncate(k);
+    zruns[k] = run;
+    zruns.truncate(k + 1);
+    Symbols {
+        alternating,
+        idx,
+        zruns,
+    }
+}
+
+/// One planned slice: symbols `start..end` of the region's index list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct SlicePlan {
+    pub start: usize,
+    pub end: usize,
+    pub wparam: WParam,
+    pub zdiv: u8,
+}
+
+/// A region's coding: mapping, symbols and slices.
+pub(super) struct RegionPlan {
+    pub mapping: Mapping,
+    pub sym: Symbols,
+    pub slices: Vec<SlicePlan>,
+    /// Estimated bits (exact up to chunk padding).
+    pub bits: u64,
+}
+
+/// Plans the slices of `weights` coded with `mapping`.
+pub(super) fn plan_with(weights: &[i16], mapping: Mapping, alternating: bool) -> RegionPlan {
+    let sym = symbols(weights, &mapping, alternating);
+    let (slices, bits) = plan_slices(&sym, mapping.palette.uncompressed_bits());
+    RegionPlan {
+        bits: bits + u64::from(mapping.header_bits()),
+        mapping,
+        sym,
+        slices,
+    }
+}
+
+/// Lanes of the slice DP: (weight parameter, zdiv) pairs.
+const LANES: usize = 16;
+/// Weight parameters of the alternating-mode lanes (each with zdiv 0..=3).
+const ALT_WPARAMS: usize = LANES / 4;
+/// Per-symbol lane cost of a weight index the lane's parameter cannot code
+/// (or of an unused lane): larger than any codable block, so the DP never
+/// keeps such a lane, yet 16 of them plus zero runs fit in a `u16`.
+const UNCODABLE: u16 = 1024;
+
+/// Sparse histogram: (index, count) for every index that occurs.
+fn sparse_hist(idx: &[u16]) -> Vec<(u16, u32)> {
+    let mut h = [0u32; 512];
+    for &i in idx {
+        h[usize::from(i) & 511] += 1;
+    }
+    h.iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(i, &c)| (i as u16, c))
+        .collect()
+}
+
+/// Adds a lane row into a block accumulator (vectorised: 16 x u16).
+#[inline(always)]
+fn add_row(acc: &mut [u16; LANES], row: &[u16; LANES]) {
+    for (a, r) in acc.iter_mut().zip(row) {
+        *a = a.wrapping_add(*r);
+    }
+}
+
+/// Dynamic programme over the symbols choosing slice boundaries and
+/// per-slice (weight parameter, zdiv). Returns the slices and the estimated
+/// bits of the region without its palette extension.
+///
+/// Lanes: in non-alternating mode every weight parameter (13), so that a
+/// stretch of small indices (e.g. the zero padding of the ordering) gets a
+/// slice with `wdiv` 0 or `wtrunc` even where that parameter cannot code
+/// the rest of the region; in alternating mode the best [`ALT_WPARAMS`]
+/// parameters of the region, each with every `zdiv`.
+pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
+    let n = sym.idx.len();
+    let hist = sparse_hist(&sym.idx);
+    let max_run = sym.zruns.iter().copied().max().unwrap_or(0);
+    let mut lane_w = [WParam::Unc; LANES];
+    let mut lane_z = [0u32; LANES];
+    let mut used = 0;
+    if sym.alternating {
+        for (p, _) in best_wparams(&hist, ubits, ALT_WPARAMS) {
+            for z in 0..4 {
+                lane_w[used] = p;
+                lane_z[used] = z;
+                used += 1;
+            }
+        }
+    } else {
+        for &p in &ALL_WPARAMS {
+            lane_w[used] = p;
+            used += 1;
+        }
+    }
+    let switch_cost = SLICE_HEADER_BITS
+        + EXPECTED_W_PADDING
+        + if sym.alternating {
+            EXPECTED_Z_PADDING
+        } else {
+            0
+        };
+    // The DP runs over blocks of up to BLOCK symbols: slice boundaries fall
+    // on block starts. A symbol followed by a zero run of ISOLATE or more
+    // gets a block of its own, so that such runs can be coded in a slice
+    // with their own zdiv (ordering padding produces them regularly).
+    const BLOCK: usize = 16;
+    const ISOLATE: u32 = 48;
+    const ZTAB: usize = 256;
+    let zrow = |r: u32| -> [u32; LANES] {
+        let mut row = [0u32; LANES];
+        if sym.alternating {
+            for s in 0..used {
+                row[s] = zcost(r, lane_z[s]);
+            }
+        }
+        row
+    };
+    // Per index, the weight bits of every lane (UNCODABLE if not codable or
+    // unused). Only indices that occur need a row.
+    let mut wlane: Vec<[u16; LANES]> = vec![[UNCODABLE; LANES]; 512];
+    for &(i, _) in &hist {
+        let row = &mut wlane[usize::from(i)];
+        for s in 0..used {
+            row[s] = lane_w[s].cost(i, ubits).min(u32::from(UNCODABLE)) as u16;
+        }
+    }
+    // Per short zero run, the zero-run bits of every lane.
+    let zlane: Vec<[u16; LANES]> = if sym.alternating {
+        (0..(max_run as usize + 1).min(ZTAB) as u32)
+            .map(|r| zrow(r).map(|c| c as u16))
+            .collect()
+    } else {
+        Vec::new()
+    };
+
+    // Forward pass over blocks. Costs are kept relative to the best lane
+    // (`base` holds the offset); `rel[b]` keeps each lane's relative cost
+    // after block b saturated to 255: the backtrack only needs to know
+    // whether it exceeds the switch cost (the lane started a new slice at
+    // block b + 1, coming from a best lane) and which lanes are best (0).
+    debug_assert!(switch_cost < 255);
+    let mut starts: Vec<usize> = Vec::with_capacity(n / BLOCK + 2);
+    let mut rel: Vec<[u8; LANES]> = Vec::with_capacity(n / BLOCK + 2);
+    let mut cost = [0u64; LANES];
+    let mut base = 0u64;
+    let sw = u64::from(switch_cost);
+    let mut i = 0;
+    while i < n {
+        // Block i..j; sums of short-run symbols in u16 lanes, long runs exact.
+        let mut acc = [0u16; LANES];
+        let mut exact = [0u64; LANES];
+        let mut j = i;
+        if !sym.alternating {
+            // No zero runs: plain sums of up to BLOCK weight rows.
+            let end = (i + BLOCK).min(n);
+            for &ix in &sym.idx[i..end] {
+                add_row(&mut acc, &wlane[usize::from(ix)]);
+            }
+            j = end;
+        }
+        while sym.alternating && j < n && j - i < BLOCK {
+            let r = sym.zruns[j + 1];
+            if r >= ISOLATE && j > i {
+                break;
+            }
+            add_row(&mut acc, &wlane[usize::from(sym.idx[j])]);
+            if let Some(z) = zlane.get(r as usize) {
+                add_row(&mut acc, z);
+            } else {
+                for (e, z) in exact.iter_mut().zip(zrow(r)) {
+                    *e += u64::from(z);
+                }
+            }
+            j += 1;
+            if r >= ISOLATE {
+                break;
+            }
+        }
+        if i == 0 && sym.alternating {
+            for (e, z) in exact.iter_mut().zip(zrow(sym.zruns[0])) {
+                *e += u64::from(z);
+            }
+        }
+        let mut t = [0u64; LANES];
+        for s in 0..LANES {
+            let prev = if i == 0 { sw } else { cost[s].min(sw) };
+            t[s] = prev + u64::from(acc[s]) + exact[s];
+        }
+        let m = t[..used].iter().copied().fold(u64::MAX, u64::min);
+        base += m;
+        let mut row = [u8::MAX; LANES];
+        for s in 0..used {
+            cost[s] = t[s] - m;
+            row[s] = cost[s].min(255) as u8;
+        }
+        for c in &mut cost[used..] {
+            *c = u64::from(u32::MAX);
+        }
+        starts.push(i);
+        rel.push(row);
+        i = j;
+    }
+    // Backtrack from the first best final lane.
+    let best = |row: &[u8; LANES]| row.iter().position(|&c| c == 0).unwrap_or(0);
+    let mut slices = Vec::new();
+    let nb = starts.len();
+    if nb > 0 {
+        let mut s = best(&rel[nb - 1]);
+        let mut end = n;
+        for b in (1..nb).rev() {
+            if u64::from(rel[b - 1][s]) > sw {
+                slices.push(SlicePlan {
+                    start: starts[b],
+                    end,
+                    wparam: lane_w[s],
+                    zdiv: lane_z[s] as u8,
+                });
+                end = starts[b];
+                s = best(&rel[b - 1]);
+            }
+        }
+        slices.push(SlicePlan {
+            start: 0,
+            end,
+            wparam: lane_w[s],
+            zdiv: lane_z[s] as u8,
+        });
+    }
+    slices.reverse();
+    debug_assert!(slices.iter().all(|s| sym.idx[s.start..s.end]
+        .iter()
+        .all(|&i| s.wparam.cost(i, ubits) < INF)));
+    let total = base;
+    // The first slice's switch cost stands for its header.
+    let bits = total + u64::from(SLICE_HEADER_BITS) - u64::from(switch_cost.min(total as u32));
+    (slices, bits)
+}
+

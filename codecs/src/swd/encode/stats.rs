@@ -1,0 +1,161 @@
+//! One pass over a weight sequence: value histogram, zero-run costs, long
+//! zero runs ("gaps") and zeros per block.
+
+use super::cost::zcost;
+
+/// Shortest zero run that may become a region of its own (a gap).
+pub(super) const GAP_MIN: usize = 64;
+/// Block size (weights) of the mode DP (a multiple of 64).
+pub(super) const REGION_BLOCK: usize = 2048;
+/// Zero runs shorter than this are counted, longer ones costed directly.
+const SHORT_RUNS: usize = 256;
+
+/// Index of a weight value in a 511-entry table.
+#[inline]
+pub(super) fn slot(v: i16) -> usize {
+    (v + 255) as usize
+}
+
+/// Statistics of a weight sequence.
+pub(super) struct Stats {
+    /// Count of each value, by [`slot`].
+    pub hist: Vec<u32>,
+    /// Zero-run bits for zdiv 0..=3 when the whole sequence is coded in
+    /// alternating mode (runs before every nonzero weight and the trailing run).
+    pub zbits: [u64; 4],
+    /// The same with every gap counted as an empty run (the gapped plan
+    /// ends a region there).
+    pub zbits_data: [u64; 4],
+    /// Zero runs of [`GAP_MIN`] or more: (start, end).
+    pub gaps: Vec<(usize, usize)>,
+    /// Number of zeros in the gaps.
+    pub gap_zeros: u64,
+    /// Number of zeros in each block of [`REGION_BLOCK`] weights.
+    pub block_zeros: Vec<u32>,
+}
+
+/// Accumulates zero-run costs: short runs counted, long ones costed.
+struct RunCosts {
+    short: [u32; SHORT_RUNS],
+    long: [u64; 4],
+}
+
+impl RunCosts {
+    fn new() -> Self {
+        Self {
+            short: [0; SHORT_RUNS],
+            long: [0; 4],
+        }
+    }
+
+    #[inline]
+    fn add(&mut self, run: u32) {
+        match self.short.get_mut(run as usize) {
+            Some(k) => *k += 1,
+            None => {
+                for (zd, c) in self.long.iter_mut().enumerate() {
+                    *c += u64::from(zcost(run, zd as u32));
+                }
+            }
+        }
+    }
+
+    fn total(&self, max_run: u32) -> [u64; 4] {
+        let mut c = self.long;
+        let top = (max_run as usize + 1).min(SHORT_RUNS);
+        for (r, &k) in self.short[..top].iter().enumerate() {
+            if k > 0 {
+                for (zd, ci) in c.iter_mut().enumerate() {
+                    *ci += u64::from(k) * u64::from(zcost(r as u32, zd as u32));
+                }
+            }
+        }
+        c
+    }
+}
+
+impl Stats {
+    /// Gathers the statistics of `weights` (values -255..=255).
+    pub(super) fn new(weights: &[i16]) -> Self {
+        let n = weights.len();
+        // Two interleaved histograms: repeated values (zeros) do not chain
+        // one counter's read-modify-write.
+        let mut h2 = vec![[0u32; 2]; 511];
+        let mut runs = RunCosts::new();
+        let mut gaps = Vec::new();
+        let mut gap_zeros = 0u64;
+        let mut block_zeros = vec![0u32; n.div_ceil(REGION_BLOCK)];
+        let mut max_run = 0u32;
+        // Zeros since the last nonzero weight.
+        let mut run = 0u32;
+        let mut record = |run: u32, end: usize, runs: &mut RunCosts| {
+            runs.add(run);
+            max_run = max_run.max(run);
+            if run as usize >= GAP_MIN {
+                gaps.push((end - run as usize, end));
+                gap_zeros += u64::from(run);
+            }
+        };
+        for (c, chunk) in weights.chunks(64).enumerate() {
+            let base = c * 64;
+            let mut nz = 0u64;
+            for (i, pair) in chunk.chunks(2).enumerate() {
+                for (j, &v) in pair.iter().enumerate() {
+                    h2[slot(v)][j] += 1;
+                    nz |= u64::from(v != 0) << (2 * i + j);
+                }
+            }
+            block_zeros[base / REGION_BLOCK] += chunk.len() as u32 - nz.count_ones();
+            // Runs end at every nonzero weight.
+            let mut pos = 0u32;
+            while nz != 0 {
+                let t = nz.trailing_zeros();
+                run += t - pos;
+                record(run, base + t as usize, &mut runs);
+                run = 0;
+                pos = t + 1;
+                nz &= nz - 1;
+            }
+            run += chunk.len() as u32 - pos;
+        }
+        record(run, n, &mut runs);
+        let zbits = runs.total(max_run);
+        // The gapped plan: every gap is an empty run.
+        let mut zbits_data = zbits;
+        for &(a, b) in &gaps {
+            for (zd, c) in zbits_data.iter_mut().enumerate() {
+                *c -= u64::from(zcost((b - a) as u32, zd as u32) - zcost(0, zd as u32));
+            }
+        }
+        Self {
+            hist: h2.iter().map(|h| h[0] + h[1]).collect(),
+            zbits,
+            zbits_data,
+            gaps,
+            gap_zeros,
+            block_zeros,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::swd::encode::cost::zdiv_costs;
+
+    #[test]
+    fn stats_match_a_direct_count() {
+        let mut w = vec![3i16, 0, 0, -4];
+        w.extend([0; 100]);
+        w.extend([5, 0, 7]);
+        w.extend([0; 70]);
+        let s = Stats::new(&w);
+        assert_eq!(s.hist[slot(0)], 2 + 100 + 1 + 70);
+        assert_eq!(s.hist[slot(-4)], 1);
+        assert_eq!(s.gaps, vec![(4, 104), (107, 177)]);
+        assert_eq!(s.gap_zeros, 170);
+        assert_eq!(s.block_zeros, vec![173]);
+        assert_eq!(s.zbits, zdiv_costs(&[0, 2, 100, 1, 70]));
+        assert_eq!(s.zbits_data, zdiv_costs(&[0, 2, 0, 1, 0]));
+    }
+}
