@@ -1,9 +1,12 @@
 //! Index mappings (palette, `dirofs`, `palbits`; TRM §3.9.5, §3.9.6) and
 //! the candidate mappings of a region, costed from its value histogram.
 
-use super::cost::{ALL_WPARAMS, INF, SLICE_HEADER_BITS};
+use super::cost::{zcost, SLICE_HEADER_BITS};
 use super::stats::slot;
-use crate::swd::{Palette, DIROFS_BITS, PALBITS_BITS, PALETTE_SIZE_MAX, PALSIZE_BITS, WEIGHT_INDEX_MAX};
+use crate::swd::{
+    Palette, DIROFS_BITS, PALBITS_BITS, PALETTE_SIZE_MAX, PALSIZE_BITS, WEIGHT_INDEX_MAX, WQ_MAX,
+    WQ_MAX_TRUNCATED,
+};
 
 /// `index_of` entry of a value without a weight index.
 pub(super) const NO_INDEX: u16 = u16::MAX;
@@ -102,6 +105,23 @@ impl Candidate {
     }
 }
 
+/// The count and code of a sort key.
+#[inline]
+fn unkey(key: u64) -> (u32, u16) {
+    (u32::MAX - (key >> 16) as u32, key as u16)
+}
+
+/// The weight value of a sign-magnitude code.
+#[inline]
+fn value_of(code: u16) -> i16 {
+    let m = (code >> 1) as i16;
+    if code & 1 == 1 {
+        -m
+    } else {
+        m
+    }
+}
+
 /// Appends the candidate index mappings of a region in one mode class to
 /// `out`, each with an additive estimate of the region's bits (single
 /// slice parameters). `hist` is the region's value histogram and
@@ -110,29 +130,21 @@ impl Candidate {
 /// Palettes hold the K most frequent values (K from 0, 2, 4, 8, 16, 32 and
 /// the number of distinct values), ties broken by smaller code; `dirofs` is
 /// the smallest code outside the palette (at most 31).
-pub(super) fn candidates(
+/// `keys` are the values to index as sort keys (count descending, then code).
+fn candidates_from_keys(
+    keys: &mut [u64],
     hist: &[u32],
     zero_run_bits: u64,
     alternating: bool,
     out: &mut Vec<Candidate>,
 ) {
-    // (count, code, value) of the values to index, most frequent first.
-    let mut present: Vec<(u32, u16, i16)> = hist
-        .iter()
-        .enumerate()
-        .filter(|&(s, &c)| c > 0 && !(alternating && s == slot(0)))
-        .map(|(s, &c)| {
-            let v = s as i16 - 255;
-            (c, code_of(v), v)
-        })
-        .collect();
-    if present.is_empty() {
+    if keys.is_empty() {
         if alternating && hist[slot(0)] > 0 {
             // All-zero region: one zero index, direct mode with dirofs 0
             // (§3.9.9), zero runs around it.
             let n = hist[slot(0)];
             let z = (0..4)
-                .map(|zd| u64::from(super::cost::zcost(n - 1, zd) + 1 + zd))
+                .map(|zd| u64::from(zcost(n - 1, zd) + 1 + zd))
                 .min()
                 .unwrap_or(0);
             out.push(Candidate {
@@ -147,15 +159,23 @@ pub(super) fn candidates(
         }
         return;
     }
-    present.sort_unstable_by_key(|&(c, code, _)| (std::cmp::Reverse(c), code));
-    let d = present.len();
+    // Only the order of the first 32 (the largest palette) matters.
+    if keys.len() > PALETTE_SIZE_MAX {
+        keys.select_nth_unstable(PALETTE_SIZE_MAX);
+        keys[..PALETTE_SIZE_MAX].sort_unstable();
+    } else {
+        keys.sort_unstable();
+    }
+    let d = keys.len();
+    let total: u64 = keys.iter().map(|&k| u64::from(unkey(k).0)).sum();
     // Suffix minimum and maximum of the codes: dirofs and the largest
     // direct index for a palette of the first k values.
     let mut suf_min = vec![u16::MAX; d + 1];
     let mut suf_max = vec![0u16; d + 1];
     for j in (0..d).rev() {
-        suf_min[j] = suf_min[j + 1].min(present[j].1);
-        suf_max[j] = suf_max[j + 1].max(present[j].1);
+        let code = keys[j] as u16;
+        suf_min[j] = suf_min[j + 1].min(code);
+        suf_max[j] = suf_max[j + 1].max(code);
     }
     let mut sizes = [0usize; 7];
     let mut ns = 1;
@@ -170,7 +190,6 @@ pub(super) fn candidates(
         ns += 1;
     }
     let zbits = if alternating { zero_run_bits } else { 0 };
-    let total: u64 = present.iter().map(|p| u64::from(p.0)).sum();
     for &k in &sizes[..ns] {
         let dirofs = if k == d {
             0
@@ -186,9 +205,9 @@ pub(super) fn candidates(
             continue;
         }
         let palette_bits = if k > 0 {
-            present[..k]
+            keys[..k]
                 .iter()
-                .map(|p| bit_length(u32::from(p.1)))
+                .map(|&key| bit_length(u32::from(key as u16)))
                 .max()
                 .unwrap_or(2)
                 .clamp(2, 9)
@@ -200,38 +219,48 @@ pub(super) fn candidates(
         } else {
             palette_bits
         };
-        // Bits of every weight parameter over the indices, plus wunary0
-        // positions of the non-truncated Golomb-Rice parameters.
-        let mut bits = [0u64; 13];
-        let mut pos = [0u64; 6];
-        for (j, &(c, code, _)) in present.iter().enumerate() {
+        // s[w] = sum of count * (idx >> w), t[w] = count of idx >= 1 << w:
+        // every Golomb-Rice cost follows from them (§3.9.7).
+        let mut s = [0u64; 7];
+        let mut t = [0u64; 6];
+        for (j, &key) in keys.iter().enumerate() {
+            let (c, code) = unkey(key);
             let idx = if j < k {
-                j as u16
+                j as u32
             } else {
-                k as u16 + code - dirofs
+                (k + usize::from(code - dirofs)) as u32
             };
             let c = u64::from(c);
-            for (p, b) in bits.iter_mut().enumerate() {
-                *b += c * u64::from(ALL_WPARAMS[p].cost(idx, ubits).min(INF));
+            for (w, sw) in s.iter_mut().enumerate() {
+                *sw += c * u64::from(idx >> w);
             }
-            for (wdiv, q) in pos.iter_mut().enumerate() {
-                *q += c * u64::from((idx >> wdiv) / 2 + 1);
+            for (w, tw) in t.iter_mut().enumerate() {
+                *tw += c * u64::from(idx >= 1 << w);
             }
         }
-        for (wdiv, &q) in pos.iter().enumerate() {
-            bits[wdiv] += q.next_multiple_of(12) - q;
-            // wtrunc: one position per index
-            bits[wdiv + 6] += total.next_multiple_of(12) - total;
+        let pad = |pos: u64| pos.next_multiple_of(12) - pos;
+        let mut wbits = u64::MAX;
+        for w in 0..6u32 {
+            let base = total * u64::from(1 + w);
+            if max_index >> w <= WQ_MAX {
+                // q + 1 + wdiv bits, (q >> 1) + 1 wunary0 positions
+                wbits = wbits.min(base + s[w as usize] + pad(s[w as usize + 1] + total));
+            }
+            if max_index >> w <= WQ_MAX_TRUNCATED {
+                wbits = wbits.min(base + t[w as usize] + pad(total));
+            }
         }
-        let wbits = bits.iter().copied().min().unwrap_or(u64::MAX);
-        if wbits >= u64::from(INF) {
+        if max_index >> ubits == 0 {
+            wbits = wbits.min(total * u64::from(ubits));
+        }
+        if wbits == u64::MAX {
             continue;
         }
         let header = DIROFS_BITS + PALSIZE_BITS + PALBITS_BITS + k as u32 * palette_bits;
         out.push(Candidate {
             estimate: wbits + zbits + u64::from(SLICE_HEADER_BITS + header),
             alternating,
-            entries: present[..k].iter().map(|p| p.2).collect(),
+            entries: keys[..k].iter().map(|&key| value_of(key as u16)).collect(),
             dirofs,
             palette_bits: palette_bits as u8,
         });
@@ -242,8 +271,17 @@ pub(super) fn candidates(
 /// best zero-run bits `zero_run_bits`.
 pub(super) fn all_candidates(hist: &[u32], zero_run_bits: u64) -> Vec<Candidate> {
     let mut cands = Vec::with_capacity(14);
-    candidates(hist, zero_run_bits, true, &mut cands);
-    candidates(hist, zero_run_bits, false, &mut cands);
+    let mut keys: Vec<u64> = Vec::with_capacity(64);
+    for (s, &c) in hist.iter().enumerate() {
+        if c > 0 && s != slot(0) {
+            keys.push(u64::from(u32::MAX - c) << 16 | u64::from(code_of(s as i16 - 255)));
+        }
+    }
+    candidates_from_keys(&mut keys, hist, zero_run_bits, true, &mut cands);
+    if hist[slot(0)] > 0 {
+        keys.push(u64::from(u32::MAX - hist[slot(0)]) << 16);
+    }
+    candidates_from_keys(&mut keys, hist, zero_run_bits, false, &mut cands);
     cands
 }
 

@@ -178,8 +178,8 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     let mut wlane: Vec<[u16; LANES]> = vec![[UNCODABLE; LANES]; 512];
     for &(i, _) in &hist {
         let row = &mut wlane[usize::from(i)];
-        for s in 0..used {
-            row[s] = lane_w[s].cost(i, ubits).min(u32::from(UNCODABLE)) as u16;
+        for (r, p) in row.iter_mut().zip(&lane_w[..used]) {
+            *r = p.cost(i, ubits).min(u32::from(UNCODABLE)) as u16;
         }
     }
     // Per short zero run, the zero-run bits of every lane.
@@ -199,20 +199,28 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     debug_assert!(switch_cost < 255);
     let mut starts: Vec<usize> = Vec::with_capacity(n / BLOCK + 2);
     let mut rel: Vec<[u8; LANES]> = Vec::with_capacity(n / BLOCK + 2);
-    let mut cost = [0u64; LANES];
+    // Relative cost of each lane after the previous block, saturated at
+    // 255 (above the switch cost: a lane that expensive restarts anyway).
+    let mut cost = [0u8; LANES];
+    // Unused lanes never become the best.
+    let mut unused = [u32::MAX; LANES];
+    for u in &mut unused[..used] {
+        *u = 0;
+    }
     let mut base = 0u64;
     let sw = u64::from(switch_cost);
     let mut i = 0;
     while i < n {
         // Block i..j; sums of short-run symbols in u16 lanes, long runs exact.
         let mut acc = [0u16; LANES];
-        let mut exact = [0u64; LANES];
+        let mut exact = [0u32; LANES];
+        let mut has_exact = false;
         let mut j = i;
         if !sym.alternating {
             // No zero runs: plain sums of up to BLOCK weight rows.
             let end = (i + BLOCK).min(n);
             for &ix in &sym.idx[i..end] {
-                add_row(&mut acc, &wlane[usize::from(ix)]);
+                add_row(&mut acc, &wlane[usize::from(ix) & 511]);
             }
             j = end;
         }
@@ -221,12 +229,13 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
             if r >= ISOLATE && j > i {
                 break;
             }
-            add_row(&mut acc, &wlane[usize::from(sym.idx[j])]);
+            add_row(&mut acc, &wlane[usize::from(sym.idx[j]) & 511]);
             if let Some(z) = zlane.get(r as usize) {
                 add_row(&mut acc, z);
             } else {
+                has_exact = true;
                 for (e, z) in exact.iter_mut().zip(zrow(r)) {
-                    *e += u64::from(z);
+                    *e = e.saturating_add(z);
                 }
             }
             j += 1;
@@ -235,27 +244,32 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
             }
         }
         if i == 0 && sym.alternating {
+            has_exact = true;
             for (e, z) in exact.iter_mut().zip(zrow(sym.zruns[0])) {
-                *e += u64::from(z);
+                *e = e.saturating_add(z);
             }
         }
-        let mut t = [0u64; LANES];
+        let mut t = [0u32; LANES];
         for s in 0..LANES {
-            let prev = if i == 0 { sw } else { cost[s].min(sw) };
-            t[s] = prev + u64::from(acc[s]) + exact[s];
+            let prev = if i == 0 {
+                switch_cost
+            } else {
+                u32::from(cost[s]).min(switch_cost)
+            };
+            t[s] = (prev + u32::from(acc[s])) | unused[s];
         }
-        let m = t[..used].iter().copied().fold(u64::MAX, u64::min);
-        base += m;
-        let mut row = [u8::MAX; LANES];
-        for s in 0..used {
-            cost[s] = t[s] - m;
-            row[s] = cost[s].min(255) as u8;
+        if has_exact {
+            for (ts, e) in t.iter_mut().zip(exact) {
+                *ts = ts.saturating_add(e);
+            }
         }
-        for c in &mut cost[used..] {
-            *c = u64::from(u32::MAX);
+        let m = t.iter().copied().fold(u32::MAX, u32::min);
+        base += u64::from(m);
+        for (c, &ts) in cost.iter_mut().zip(&t) {
+            *c = (ts - m).min(255) as u8;
         }
         starts.push(i);
-        rel.push(row);
+        rel.push(cost);
         i = j;
     }
     // Backtrack from the first best final lane.

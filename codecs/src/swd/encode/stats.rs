@@ -99,11 +99,16 @@ impl Stats {
         for (c, chunk) in weights.chunks(64).enumerate() {
             let base = c * 64;
             let mut nz = 0u64;
-            for (i, pair) in chunk.chunks(2).enumerate() {
-                for (j, &v) in pair.iter().enumerate() {
-                    h2[slot(v)][j] += 1;
-                    nz |= u64::from(v != 0) << (2 * i + j);
-                }
+            for (i, &v) in chunk.iter().enumerate() {
+                nz |= u64::from(v != 0) << i;
+            }
+            let mut pairs = chunk.chunks_exact(2);
+            for p in &mut pairs {
+                h2[slot(p[0])][0] += 1;
+                h2[slot(p[1])][1] += 1;
+            }
+            for &v in pairs.remainder() {
+                h2[slot(v)][0] += 1;
             }
             block_zeros[base / REGION_BLOCK] += chunk.len() as u32 - nz.count_ones();
             // Runs end at every nonzero weight.
