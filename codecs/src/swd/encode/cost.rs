@@ -98,6 +98,24 @@ impl WParam {
         }
     }
 
+    /// [`Self::cost`] saturated to `cap`.
+    #[inline]
+    pub(super) fn cost_capped(self, idx: u16, ubits: u32, cap: u16) -> u16 {
+        match self {
+            WParam::Unc => {
+                if u32::from(idx) >> ubits == 0 {
+                    ubits as u16
+                } else {
+                    cap
+                }
+            }
+            _ => match GR_BITS[self.ordinal()][usize::from(idx) & 511] {
+                255 => cap,
+                b => u16::from(b).min(cap),
+            },
+        }
+    }
+
     /// `wunary0` positions used by one index.
     #[inline]
     pub(super) fn positions(self, idx: u16) -> u32 {

@@ -82,6 +82,13 @@ fn emit_slice(
             w.write(u64::from(e), u32::from(p.palette_bits));
         }
     }
+    if !alternating && wparam == WParam::Unc {
+        // No zero runs and no unary parts: the chunks carry the indices
+        // in order, uncompressed_bits each.
+        let bits = palette.uncompressed_bits();
+        write_fields(w, idx.iter().map(|&i| u32::from(i)), bits);
+        return;
+    }
     let w_cnt = idx.len();
     let z_cnt = if alternating { zruns.len() } else { 0 };
     let zdiv = u32::from(zdiv);
@@ -178,16 +185,20 @@ fn emit_slice(
             wq_i += unc_per_chunk.min(w_cnt - wq_i);
         }
         if prev_w {
-            while wr_i < prev_wq_i {
-                w.write(u64::from(u32::from(idx[wr_i]) & wmask), wremain_bits);
-                wr_i += 1;
-            }
+            write_fields(
+                w,
+                idx[wr_i..prev_wq_i].iter().map(|&i| u32::from(i) & wmask),
+                wremain_bits,
+            );
+            wr_i = prev_wq_i;
         }
         if prev_z {
-            while zr_i < prev_zq_i {
-                w.write(u64::from(zruns[zr_i] & zmask), zdiv);
-                zr_i += 1;
-            }
+            write_fields(
+                w,
+                zruns[zr_i..prev_zq_i].iter().map(|&z| z & zmask),
+                zdiv,
+            );
+            zr_i = prev_zq_i;
         }
         prev_w = w_enable;
         prev_wq_i = wq_i;
@@ -197,4 +208,24 @@ fn emit_slice(
             break;
         }
     }
+}
+
+/// Writes `bits`-bit fields (each below `1 << bits`, `bits` <= 9),
+/// gathering them into 32-bit writes.
+#[inline]
+fn write_fields(w: &mut BitWriter, fields: impl Iterator<Item = u32>, bits: u32) {
+    if bits == 0 {
+        return;
+    }
+    let (mut acc, mut nacc) = (0u64, 0u32);
+    for f in fields {
+        acc |= u64::from(f) << nacc;
+        nacc += bits;
+        if nacc >= 32 {
+            w.write(acc, 32);
+            acc >>= 32;
+            nacc -= 32;
+        }
+    }
+    w.write(acc, nacc);
 }

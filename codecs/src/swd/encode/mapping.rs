@@ -64,6 +64,8 @@ pub(super) struct Candidate {
     /// Estimated bits of the region with one slice (header, palette,
     /// weight indices with their best parameter, zero runs).
     pub estimate: u64,
+    /// Weight index bits of the estimate.
+    wbits: u64,
     pub alternating: bool,
     /// Palette entries (values), most frequent first.
     entries: Vec<i16>,
@@ -151,6 +153,7 @@ fn candidates_from_keys(
                 estimate: u64::from(SLICE_HEADER_BITS + DIROFS_BITS + PALSIZE_BITS + PALBITS_BITS)
                     + 1
                     + z,
+                wbits: 1,
                 alternating,
                 entries: Vec::new(),
                 dirofs: 0,
@@ -190,7 +193,16 @@ fn candidates_from_keys(
         ns += 1;
     }
     let zbits = if alternating { zero_run_bits } else { 0 };
-    for &k in &sizes[..ns] {
+    // Direct mode and the largest palette first; the smaller palettes only
+    // if the largest one codes the weights in fewer bits than direct mode
+    // (before its header): where reordering the most frequent values does
+    // not pay, fewer of them will not either.
+    sizes[1..ns].reverse();
+    let mut direct_bits = None;
+    for (n, &k) in sizes[..ns].iter().enumerate() {
+        if n == 2 && direct_bits.is_some_and(|d| out.last().is_some_and(|c: &Candidate| c.wbits >= d)) {
+            break;
+        }
         let dirofs = if k == d {
             0
         } else {
@@ -256,8 +268,12 @@ fn candidates_from_keys(
         if wbits == u64::MAX {
             continue;
         }
+        if k == 0 {
+            direct_bits = Some(wbits);
+        }
         let header = DIROFS_BITS + PALSIZE_BITS + PALBITS_BITS + k as u32 * palette_bits;
         out.push(Candidate {
+            wbits,
             estimate: wbits + zbits + u64::from(SLICE_HEADER_BITS + header),
             alternating,
             entries: keys[..k].iter().map(|&key| value_of(key as u16)).collect(),

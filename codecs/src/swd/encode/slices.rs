@@ -179,7 +179,7 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     for &(i, _) in &hist {
         let row = &mut wlane[usize::from(i)];
         for (r, p) in row.iter_mut().zip(&lane_w[..used]) {
-            *r = p.cost(i, ubits).min(u32::from(UNCODABLE)) as u16;
+            *r = p.cost_capped(i, ubits, UNCODABLE);
         }
     }
     // Per short zero run, the zero-run bits of every lane.
