@@ -38,7 +38,7 @@ pub(super) const ALL_WPARAMS: [WParam; 13] = {
 
 /// `GR_BITS[p][idx]`: bits of weight index `idx` under the Golomb-Rice
 /// parameter `ALL_WPARAMS[p]` (p < 12), saturated to 255 when not codable.
-static GR_BITS: [[u8; 512]; 12] = {
+pub(super) static GR_BITS: [[u8; 512]; 12] = {
     let mut t = [[0u8; 512]; 12];
     let mut p = 0;
     while p < 12 {
@@ -116,16 +116,6 @@ impl WParam {
         }
     }
 
-    /// `wunary0` positions used by one index.
-    #[inline]
-    pub(super) fn positions(self, idx: u16) -> u32 {
-        match self {
-            WParam::Gr { wdiv, trunc: false } => (u32::from(idx) >> wdiv) / 2 + 1,
-            WParam::Gr { trunc: true, .. } => 1,
-            WParam::Unc => 0,
-        }
-    }
-
     pub(super) fn mode(self) -> WeightIndexMode {
         match self {
             WParam::Gr { wdiv, .. } => WeightIndexMode::GolombRice { wdiv },
@@ -156,22 +146,31 @@ pub(super) const EXPECTED_Z_PADDING: u32 = 5;
 /// (only parameters that can code every index), at most `n`. The cost
 /// includes the unused `wunary0` positions of a last chunk.
 pub(super) fn best_wparams(hist: &[(u16, u32)], ubits: u32, n: usize) -> Vec<(WParam, u64)> {
-    let mut costs: Vec<(WParam, u64)> = ALL_WPARAMS
-        .iter()
-        .filter_map(|&p| {
-            let mut c = 0u64;
-            let mut pos = 0u64;
-            for &(i, h) in hist {
-                let b = p.cost(i, ubits);
-                if b >= INF {
-                    return None;
-                }
-                c += u64::from(h) * u64::from(b);
-                pos += u64::from(h) * u64::from(p.positions(i));
-            }
-            Some((p, c + pos.next_multiple_of(12) - pos))
-        })
-        .collect();
+    let mut bits = [0u64; 13];
+    let mut pos = [0u64; 13];
+    let mut worst = [0u8; 13];
+    let mut max_idx = 0u16;
+    for &(i, h) in hist {
+        let h = u64::from(h);
+        let i = usize::from(i) & 511;
+        for p in 0..12 {
+            let b = GR_BITS[p][i];
+            worst[p] = worst[p].max(b);
+            bits[p] += h * u64::from(b);
+            pos[p] += h * if p < 6 { ((i >> p) / 2 + 1) as u64 } else { 1 };
+        }
+        max_idx = max_idx.max(i as u16);
+    }
+    let total: u64 = hist.iter().map(|&(_, h)| u64::from(h)).sum();
+    let mut costs: Vec<(WParam, u64)> = Vec::with_capacity(13);
+    for (p, &param) in ALL_WPARAMS.iter().enumerate().take(12) {
+        if worst[p] != 255 {
+            costs.push((param, bits[p] + pos[p].next_multiple_of(12) - pos[p]));
+        }
+    }
+    if u32::from(max_idx) >> ubits == 0 {
+        costs.push((WParam::Unc, total * u64::from(ubits)));
+    }
     costs.sort_by_key(|&(_, c)| c);
     costs.truncate(n);
     costs

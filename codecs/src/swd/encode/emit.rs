@@ -4,8 +4,8 @@ use super::cost::WParam;
 use super::slices::RegionPlan;
 use crate::bitwriter::BitWriter;
 use crate::swd::{
-    Palette, ZeroRunMode, DIROFS_BITS, PALBITS_BITS, PALSIZE_BITS, SLICELEN_M1_BITS,
-    SLICELEN_MAX, WDIV_BITS, WUNARY0_BITS, ZDIV_BITS,
+    Palette, ZeroRunMode, DIROFS_BITS, PALBITS_BITS, PALSIZE_BITS, SLICELEN_M1_BITS, SLICELEN_MAX,
+    WDIV_BITS, WUNARY0_BITS, ZDIV_BITS,
 };
 
 /// Writes a region's slices; returns the number of slices written.
@@ -193,11 +193,7 @@ fn emit_slice(
             wr_i = prev_wq_i;
         }
         if prev_z {
-            write_fields(
-                w,
-                zruns[zr_i..prev_zq_i].iter().map(|&z| z & zmask),
-                zdiv,
-            );
+            write_fields(w, zruns[zr_i..prev_zq_i].iter().map(|&z| z & zmask), zdiv);
             zr_i = prev_zq_i;
         }
         prev_w = w_enable;

@@ -25,8 +25,9 @@ fn bit_length(x: u32) -> u32 {
 #[derive(Clone, Debug)]
 pub(super) struct Mapping {
     pub palette: Palette,
-    /// 511 entries, by [`slot`]; [`NO_INDEX`] for values without an index.
-    pub index_of: Vec<u16>,
+    /// By [`slot`] (512 entries, the last unused); [`NO_INDEX`] for values
+    /// without an index.
+    pub index_of: Box<[u16; 512]>,
 }
 
 impl Mapping {
@@ -40,7 +41,7 @@ impl Mapping {
 
     /// The direct-mode mapping of an all-zero region: `dirofs` 0, zero is index 0.
     pub(super) fn zero() -> Self {
-        let mut index_of = vec![NO_INDEX; 511];
+        let mut index_of = Box::new([NO_INDEX; 512]);
         index_of[slot(0)] = 0;
         Self {
             palette: Palette::direct(0, 2),
@@ -53,7 +54,7 @@ impl Mapping {
     pub(super) fn fallback() -> Self {
         Self {
             palette: Palette::direct(0, 9),
-            index_of: (0..511).map(|s| code_of(s as i16 - 255)).collect(),
+            index_of: Box::new(std::array::from_fn(|s| code_of(s.min(510) as i16 - 255))),
         }
     }
 }
@@ -79,7 +80,7 @@ impl Candidate {
     /// region).
     pub(super) fn mapping(&self, hist: &[u32]) -> Mapping {
         let k = self.entries.len();
-        let mut index_of = vec![NO_INDEX; 511];
+        let mut index_of = Box::new([NO_INDEX; 512]);
         for (s, &c) in hist.iter().enumerate() {
             let v = s as i16 - 255;
             if c == 0 {
@@ -199,8 +200,13 @@ fn candidates_from_keys(
     // not pay, fewer of them will not either.
     sizes[1..ns].reverse();
     let mut direct_bits = None;
+    let mut idx: Vec<u32> = Vec::with_capacity(d);
+    let cnt: Vec<u64> = keys.iter().map(|&key| u64::from(unkey(key).0)).collect();
+    let codes: Vec<u32> = keys.iter().map(|&key| u32::from(key as u16)).collect();
     for (n, &k) in sizes[..ns].iter().enumerate() {
-        if n == 2 && direct_bits.is_some_and(|d| out.last().is_some_and(|c: &Candidate| c.wbits >= d)) {
+        if n == 2
+            && direct_bits.is_some_and(|d| out.last().is_some_and(|c: &Candidate| c.wbits >= d))
+        {
             break;
         }
         let dirofs = if k == d {
@@ -217,9 +223,9 @@ fn candidates_from_keys(
             continue;
         }
         let palette_bits = if k > 0 {
-            keys[..k]
+            codes[..k]
                 .iter()
-                .map(|&key| bit_length(u32::from(key as u16)))
+                .map(|&code| bit_length(code))
                 .max()
                 .unwrap_or(2)
                 .clamp(2, 9)
@@ -231,36 +237,83 @@ fn candidates_from_keys(
         } else {
             palette_bits
         };
-        // s[w] = sum of count * (idx >> w), t[w] = count of idx >= 1 << w:
-        // every Golomb-Rice cost follows from them (§3.9.7).
+        // Indices, and s[w] = sum of count * (idx >> w): every Golomb-Rice
+        // cost follows from them (§3.9.7). Without wtrunc the cost is
+        // convex in wdiv, so only a window around log2(mean index) is
+        // summed (all of 0..=5 if the best lies on the window's edge).
+        idx.clear();
         let mut s = [0u64; 7];
-        let mut t = [0u64; 6];
         for (j, &key) in keys.iter().enumerate() {
             let (c, code) = unkey(key);
-            let idx = if j < k {
-                j as u32
+            let i = if j < k {
+                j
             } else {
-                (k + usize::from(code - dirofs)) as u32
-            };
-            let c = u64::from(c);
-            for (w, sw) in s.iter_mut().enumerate() {
-                *sw += c * u64::from(idx >> w);
+                k + usize::from(code - dirofs)
+            } as u32;
+            idx.push(i);
+            s[0] += u64::from(c) * u64::from(i);
+        }
+        // Smallest wdiv whose quotients fit without / with wtrunc.
+        let w_min = (0..6u32).find(|&w| max_index >> w <= WQ_MAX).unwrap_or(6);
+        let w_trunc = (0..6u32).find(|&w| max_index >> w <= WQ_MAX_TRUNCATED);
+        let guess = bit_length((s[0] / total.max(1)) as u32).saturating_sub(2);
+        // s[w] for w in lo..lo + 4 in one pass (fixed-length inner loop).
+        let sum4 = |s: &mut [u64; 7], lo: usize| {
+            let mut acc = [0u64; 4];
+            for (&c, &i) in cnt.iter().zip(idx.iter()) {
+                for (d, a) in acc.iter_mut().enumerate() {
+                    *a += c * u64::from(i >> (lo + d));
+                }
             }
-            for (w, tw) in t.iter_mut().enumerate() {
-                *tw += c * u64::from(idx >= 1 << w);
+            for (d, a) in acc.iter().enumerate() {
+                if lo + d <= 6 {
+                    s[lo + d] = *a;
+                }
+            }
+        };
+        let pad = |pos: u64| pos.next_multiple_of(12) - pos;
+        let gr = |s: &[u64; 7], w: usize| {
+            // q + 1 + wdiv bits, (q >> 1) + 1 wunary0 positions
+            total * (1 + w as u64) + s[w] + pad(s[w + 1] + total)
+        };
+        let w_min = w_min as usize;
+        let mut wbits = u64::MAX;
+        if w_min <= 5 {
+            // Window lo..=lo + 2 (needs s up to lo + 3); slide while the
+            // minimum sits on an edge that can move.
+            let mut lo = (guess as usize).saturating_sub(1).clamp(w_min.min(3), 3);
+            let mut known = [false; 7];
+            known[0] = true;
+            loop {
+                if !(known[lo] && known[lo + 3]) {
+                    sum4(&mut s, lo);
+                    for k in &mut known[lo..(lo + 4).min(7)] {
+                        *k = true;
+                    }
+                }
+                let (best_w, best) = (lo.max(w_min)..=lo + 2)
+                    .map(|w| (w, gr(&s, w)))
+                    .min_by_key(|&(_, c)| c)
+                    .unwrap_or((lo, u64::MAX));
+                wbits = wbits.min(best);
+                if best_w == lo && lo > w_min {
+                    lo -= 1;
+                } else if best_w == lo + 2 && lo + 2 < 5 {
+                    lo += 1;
+                } else {
+                    break;
+                }
             }
         }
-        let pad = |pos: u64| pos.next_multiple_of(12) - pos;
-        let mut wbits = u64::MAX;
-        for w in 0..6u32 {
-            let base = total * u64::from(1 + w);
-            if max_index >> w <= WQ_MAX {
-                // q + 1 + wdiv bits, (q >> 1) + 1 wunary0 positions
-                wbits = wbits.min(base + s[w as usize] + pad(s[w as usize + 1] + total));
-            }
-            if max_index >> w <= WQ_MAX_TRUNCATED {
-                wbits = wbits.min(base + t[w as usize] + pad(total));
-            }
+        // With wtrunc the cost (1 + wdiv bits, one more for q >= 1) grows
+        // with wdiv: only the smallest codable wdiv counts.
+        if let Some(w) = w_trunc {
+            let ones: u64 = cnt
+                .iter()
+                .zip(idx.iter())
+                .map(|(&c, &i)| c * u64::from(i >> w != 0))
+                .sum();
+            wbits = wbits.min(total * (1 + u64::from(w)) + ones + pad(total));
         }
         if max_index >> ubits == 0 {
             wbits = wbits.min(total * u64::from(ubits));
@@ -300,4 +353,3 @@ pub(super) fn all_candidates(hist: &[u32], zero_run_bits: u64) -> Vec<Candidate>
     candidates_from_keys(&mut keys, hist, zero_run_bits, false, &mut cands);
     cands
 }
-

@@ -38,9 +38,9 @@ mod stats;
 use thiserror::Error;
 
 use crate::bitwriter::BitWriter;
+use crate::swd::{STREAM_ALIGN_BITS, ZDIV_BITS, ZDIV_END_OF_STREAM};
 use emit::emit_region;
 use regions::plan_regions;
-use crate::swd::{STREAM_ALIGN_BITS, ZDIV_BITS, ZDIV_END_OF_STREAM};
 
 /// Why a weight sequence could not be encoded.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
@@ -119,8 +119,8 @@ mod tests {
     use super::regions::{plan_mode_regions, plan_region, plan_regions, total_bits};
     use super::stats::Stats;
     use super::*;
-    use crate::swd::{Palette, WeightIndexMode};
     use crate::swd::decode::{decode, decode_traced};
+    use crate::swd::{Palette, WeightIndexMode};
 
     fn round_trip(w: &[i16]) -> Vec<u8> {
         let s = encode(w).unwrap();

@@ -3,11 +3,10 @@
 //! per-slice weight parameter and `zdiv`.
 
 use super::cost::{
-    best_wparams, zcost, WParam, ALL_WPARAMS, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, INF,
+    best_wparams, zcost, WParam, ALL_WPARAMS, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, GR_BITS, INF,
     SLICE_HEADER_BITS,
 };
 use super::mapping::Mapping;
-use super::stats::slot;
 
 /// The coded symbols of one region: weight indices and (alternating mode)
 /// zero runs. In alternating mode `zruns[0]` precedes the first index and
@@ -20,11 +19,12 @@ pub(super) struct Symbols {
 
 /// The symbols of `weights` under `mapping`.
 pub(super) fn symbols(weights: &[i16], mapping: &Mapping, alternating: bool) -> Symbols {
-    let map = &mapping.index_of;
+    let map: &[u16; 512] = &mapping.index_of;
+    let at = |v: i16| map[(i32::from(v) + 255) as usize & 511];
     if !alternating {
         return Symbols {
             alternating,
-            idx: weights.iter().map(|&v| map[slot(v)]).collect(),
+            idx: weights.iter().map(|&v| at(v)).collect(),
             zruns: Vec::new(),
         };
     }
@@ -36,7 +36,7 @@ pub(super) fn symbols(weights: &[i16], mapping: &Mapping, alternating: bool) -> 
     let mut k = 0usize;
     let mut run = 0u32;
     for &v in weights {
-        idx[k] = map[slot(v)];
+        idx[k] = at(v);
         zruns[k] = run;
         let nz = v != 0;
         run = if nz { 0 } else { run + 1 };
@@ -46,7 +46,7 @@ pub(super) fn symbols(weights: &[i16], mapping: &Mapping, alternating: bool) -> 
         // All-zero region: one zero weight coded as an index (§3.9.9).
         return Symbols {
             alternating,
-            idx: vec![map[slot(0)]],
+            idx: vec![at(0)],
             zruns: vec![0, (n as u32).saturating_sub(1)],
         };
     }
@@ -99,6 +99,24 @@ const ALT_WPARAMS: usize = LANES / 4;
 /// keeps such a lane, yet 16 of them plus zero runs fit in a `u16`.
 const UNCODABLE: u16 = 1024;
 
+/// Lane rows of the non-alternating lanes ([`ALL_WPARAMS`] order) for the
+/// Golomb-Rice parameters; the uncompressed lane (12) and the unused lanes
+/// are [`UNCODABLE`].
+static GR_LANE_ROWS: [[u16; LANES]; 512] = {
+    let mut t = [[UNCODABLE; LANES]; 512];
+    let mut idx = 0;
+    while idx < 512 {
+        let mut p = 0;
+        while p < 12 {
+            let b = GR_BITS[p][idx];
+            t[idx][p] = if b == 255 { UNCODABLE } else { b as u16 };
+            p += 1;
+        }
+        idx += 1;
+    }
+    t
+};
+
 /// Sparse histogram: (index, count) for every index that occurs.
 fn sparse_hist(idx: &[u16]) -> Vec<(u16, u32)> {
     let mut h = [0u32; 512];
@@ -146,6 +164,7 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         }
     } else {
         for &p in &ALL_WPARAMS {
+            debug_assert_eq!(p.ordinal(), used);
             lane_w[used] = p;
             used += 1;
         }
@@ -175,13 +194,23 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     };
     // Per index, the weight bits of every lane (UNCODABLE if not codable or
     // unused). Only indices that occur need a row.
-    let mut wlane: Vec<[u16; LANES]> = vec![[UNCODABLE; LANES]; 512];
-    for &(i, _) in &hist {
-        let row = &mut wlane[usize::from(i)];
-        for (r, p) in row.iter_mut().zip(&lane_w[..used]) {
-            *r = p.cost_capped(i, ubits, UNCODABLE);
+    let wlane: Vec<[u16; LANES]> = if sym.alternating {
+        let mut t = vec![[UNCODABLE; LANES]; 512];
+        for &(i, _) in &hist {
+            let row = &mut t[usize::from(i) & 511];
+            for (r, p) in row.iter_mut().zip(&lane_w[..used]) {
+                *r = p.cost_capped(i, ubits, UNCODABLE);
+            }
         }
-    }
+        t
+    } else {
+        // Lanes in ALL_WPARAMS order: the Golomb-Rice rows are static.
+        let mut t = GR_LANE_ROWS.to_vec();
+        for &(i, _) in &hist {
+            t[usize::from(i) & 511][12] = WParam::Unc.cost_capped(i, ubits, UNCODABLE);
+        }
+        t
+    };
     // Per short zero run, the zero-run bits of every lane.
     let zlane: Vec<[u16; LANES]> = if sym.alternating {
         (0..(max_run as usize + 1).min(ZTAB) as u32)
@@ -307,4 +336,3 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
     let bits = total + u64::from(SLICE_HEADER_BITS) - u64::from(switch_cost.min(total as u32));
     (slices, bits)
 }
-
