@@ -65,8 +65,6 @@ pub(super) struct Candidate {
     /// Estimated bits of the region with one slice (header, palette,
     /// weight indices with their best parameter, zero runs).
     pub estimate: u64,
-    /// Weight index bits of the estimate.
-    wbits: u64,
     pub alternating: bool,
     /// Palette entries (values), most frequent first.
     entries: Vec<i16>,
@@ -154,7 +152,6 @@ fn candidates_from_keys(
                 estimate: u64::from(SLICE_HEADER_BITS + DIROFS_BITS + PALSIZE_BITS + PALBITS_BITS)
                     + 1
                     + z,
-                wbits: 1,
                 alternating,
                 entries: Vec::new(),
                 dirofs: 0,
@@ -195,19 +192,29 @@ fn candidates_from_keys(
     }
     let zbits = if alternating { zero_run_bits } else { 0 };
     // Direct mode and the largest palette first; the smaller palettes only
-    // if the largest one codes the weights in fewer bits than direct mode
-    // (before its header): where reordering the most frequent values does
-    // not pay, fewer of them will not either.
+    // if the largest one saves more weight bits than a two-entry palette
+    // header costs: where reordering the most frequent values does not pay,
+    // fewer of them will not either.
     sizes[1..ns].reverse();
-    let mut direct_bits = None;
+    let (mut direct_bits, mut largest_bits) = (None, None);
     let mut idx: Vec<u32> = Vec::with_capacity(d);
     let cnt: Vec<u64> = keys.iter().map(|&key| u64::from(unkey(key).0)).collect();
     let codes: Vec<u32> = keys.iter().map(|&key| u32::from(key as u16)).collect();
     for (n, &k) in sizes[..ns].iter().enumerate() {
-        if n == 2
-            && direct_bits.is_some_and(|d| out.last().is_some_and(|c: &Candidate| c.wbits >= d))
-        {
-            break;
+        if n == 2 {
+            // The smallest palette's header: two entries.
+            let pb2 = codes[..2.min(d)]
+                .iter()
+                .map(|&c| bit_length(c))
+                .max()
+                .unwrap_or(2)
+                .clamp(2, 9);
+            let saving = direct_bits
+                .zip(largest_bits)
+                .map_or(0, |(d, l): (u64, u64)| d.saturating_sub(l));
+            if saving < 2 * u64::from(pb2) {
+                break;
+            }
         }
         let dirofs = if k == d {
             0
@@ -281,7 +288,7 @@ fn candidates_from_keys(
         if w_min <= 5 {
             // Window lo..=lo + 2 (needs s up to lo + 3); slide while the
             // minimum sits on an edge that can move.
-            let mut lo = (guess as usize).saturating_sub(1).clamp(w_min.min(3), 3);
+            let mut lo = (guess as usize).clamp(w_min.min(3), 3);
             let mut known = [false; 7];
             known[0] = true;
             loop {
@@ -323,10 +330,11 @@ fn candidates_from_keys(
         }
         if k == 0 {
             direct_bits = Some(wbits);
+        } else if n == 1 {
+            largest_bits = Some(wbits);
         }
         let header = DIROFS_BITS + PALSIZE_BITS + PALBITS_BITS + k as u32 * palette_bits;
         out.push(Candidate {
-            wbits,
             estimate: wbits + zbits + u64::from(SLICE_HEADER_BITS + header),
             alternating,
             entries: keys[..k].iter().map(|&key| value_of(key as u16)).collect(),
