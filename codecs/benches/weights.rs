@@ -5,10 +5,13 @@
 //! (`models/fixtures/weights-u85-256`; for Vela's FWD cases the SWD stream is
 //! compared with Vela's FWD stream), per Vela stream of synthetic realistic
 //! weights (`models/fixtures/swd-synthetic-u85-256`) and per synthetic weight
-//! distribution (no Vela stream: the ratio column is then bytes per weight),
-//! npuc's SWD stream bytes next to Vela's, the ratio, and the encode speed in
-//! MB of weights (one byte per weight) per second on one core; then runs
-//! criterion timings of the same encodes.
+//! distribution (no Vela stream: the ratio column is then bytes per weight;
+//! 2^20 weights, then small streams of 320 and 2048 weights), npuc's SWD
+//! stream bytes next to Vela's, the ratio, and the encode speed in MB of
+//! weights (one byte per weight) per second on one core: by the thread's CPU
+//! time (Linux `/proc/thread-self/schedstat`; unaffected by other processes
+//! on a busy machine) and by wall-clock time; then runs criterion timings of
+//! the same encodes.
 
 #[path = "../tests/common/mod.rs"]
 #[allow(unused_imports)]
@@ -101,16 +104,32 @@ fn synthetic(n: usize) -> Vec<(&'static str, Vec<i16>)> {
     out
 }
 
-/// Encode speed in MB of weights per second (one byte per weight).
-fn speed(w: &[i16]) -> f64 {
+/// CPU time of the calling thread in seconds (Linux `schedstat`), if known.
+fn thread_cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns / 1e9)
+}
+
+/// Encode speed in MB of weights per second (one byte per weight): by the
+/// thread's CPU time (one core, whatever else runs on the machine) where
+/// Linux reports it, and by wall-clock time.
+fn speed(w: &[i16]) -> (Option<f64>, f64) {
     let budget = Duration::from_millis(300);
+    let cpu0 = thread_cpu_seconds();
     let start = Instant::now();
     let mut iters = 0u32;
     while iters < 2 || start.elapsed() < budget {
         black_box(encode(black_box(w)).unwrap());
         iters += 1;
     }
-    w.len() as f64 * f64::from(iters) / start.elapsed().as_secs_f64() / 1e6
+    let wall = start.elapsed().as_secs_f64();
+    let mb = w.len() as f64 * f64::from(iters) / 1e6;
+    let cpu = cpu0
+        .zip(thread_cpu_seconds())
+        .map(|(a, b)| b - a)
+        .filter(|&t| t > 0.0);
+    (cpu.map(|t| mb / t), mb / wall)
 }
 
 fn golden_streams() -> Vec<(String, Vec<i16>, Option<usize>)> {
@@ -162,25 +181,27 @@ fn synthetic_vela_streams() -> Vec<(String, Vec<i16>, Option<usize>)> {
 fn table(rows: &[(String, Vec<i16>, Option<usize>)]) {
     println!();
     println!(
-        "{:40} {:>9} {:>10} {:>10} {:>7} {:>9}",
-        "case", "weights", "npuc SWD", "Vela", "ratio", "MB/s"
+        "{:40} {:>9} {:>10} {:>10} {:>7} {:>9} {:>9}",
+        "case", "weights", "npuc SWD", "Vela", "ratio", "MB/s cpu", "MB/s wall"
     );
     let (mut tn, mut tv) = (0usize, 0usize);
     for (name, w, vela) in rows {
         let bytes = encode(w).unwrap().len();
-        let mbs = speed(w);
+        let (cpu, wall) = speed(w);
+        let cpu = cpu.map_or("-".to_string(), |c| format!("{c:.1}"));
         match vela {
             Some(v) => {
                 tn += bytes;
                 tv += v;
                 println!(
-                    "{:40} {:>9} {:>10} {:>10} {:>7.3} {:>9.1}",
+                    "{:40} {:>9} {:>10} {:>10} {:>7.3} {:>9} {:>9.1}",
                     name,
                     w.len(),
                     bytes,
                     v,
                     bytes as f64 / *v as f64,
-                    mbs
+                    cpu,
+                    wall
                 );
             }
             None => {
@@ -188,13 +209,14 @@ fn table(rows: &[(String, Vec<i16>, Option<usize>)]) {
                     .map(|s| s.len().to_string())
                     .unwrap_or_default();
                 println!(
-                    "{:40} {:>9} {:>10} {:>10} {:>7.3} {:>9.1}   (FWD {fwd} B; ratio = bytes/weight)",
+                    "{:40} {:>9} {:>10} {:>10} {:>7.3} {:>9} {:>9.1}   (FWD {fwd} B; ratio = bytes/weight)",
                     name,
                     w.len(),
                     bytes,
                     "-",
                     bytes as f64 / w.len() as f64,
-                    mbs
+                    cpu,
+                    wall
                 );
             }
         }
@@ -221,6 +243,16 @@ fn main() {
         .map(|(n, w)| (n.to_string(), w, None))
         .collect();
     table(&synth);
+    // Small streams (depthwise and shallow layers): fixed costs per encode.
+    let small: Vec<(String, Vec<i16>, Option<usize>)> = [320usize, 2048]
+        .into_iter()
+        .flat_map(|n| {
+            synthetic(n)
+                .into_iter()
+                .map(move |(name, w)| (format!("{name} ({n})"), w, None))
+        })
+        .collect();
+    table(&small);
 
     let mut c = Criterion::default()
         .sample_size(10)

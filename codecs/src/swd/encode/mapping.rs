@@ -106,6 +106,10 @@ impl Candidate {
     }
 }
 
+/// Regions with fewer weights than this skip the smaller palettes when the
+/// largest does not pay (see [`candidates_from_keys`]).
+const EARLY_STOP_BELOW: u64 = 8192;
+
 /// The count and code of a sort key.
 #[inline]
 fn unkey(key: u64) -> (u32, u16) {
@@ -191,17 +195,18 @@ fn candidates_from_keys(
         ns += 1;
     }
     let zbits = if alternating { zero_run_bits } else { 0 };
-    // Direct mode and the largest palette first; the smaller palettes only
-    // if the largest one saves more weight bits than a two-entry palette
-    // header costs: where reordering the most frequent values does not pay,
-    // fewer of them will not either.
+    // Direct mode and the largest palette first. In a short region (where
+    // costing the candidates is a noticeable part of the encode) the
+    // smaller palettes follow only if the largest one saves more weight
+    // bits than a two-entry palette header costs: where reordering the most
+    // frequent values does not pay, fewer of them rarely do.
     sizes[1..ns].reverse();
     let (mut direct_bits, mut largest_bits) = (None, None);
     let mut idx: Vec<u32> = Vec::with_capacity(d);
     let cnt: Vec<u64> = keys.iter().map(|&key| u64::from(unkey(key).0)).collect();
     let codes: Vec<u32> = keys.iter().map(|&key| u32::from(key as u16)).collect();
     for (n, &k) in sizes[..ns].iter().enumerate() {
-        if n == 2 {
+        if n == 2 && total < EARLY_STOP_BELOW {
             // The smallest palette's header: two entries.
             let pb2 = codes[..2.min(d)]
                 .iter()
