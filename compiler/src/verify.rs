@@ -328,12 +328,16 @@ pub fn localise(
         else {
             continue;
         };
-        let mut words = model.command_stream[..=at].to_vec();
-        words.push(stop);
-        let (mem, _) = simulate(model, inputs, &words, sample)?;
         let Some(&(region, off, size)) = model.operators.get(k).map(|o| &o.ofm) else {
             continue;
         };
+        // A chained OFM is in no memory (and a stream may not stop inside a chain).
+        if region == compile::alloc::CHAINED {
+            continue;
+        }
+        let mut words = model.command_stream[..=at].to_vec();
+        words.push(stop);
+        let (mem, _) = simulate(model, inputs, &words, sample)?;
         let (off, size) = (off as usize, size as usize);
         let Some(actual) = mem.region(region).get(off..off + size) else {
             continue;

@@ -49,41 +49,51 @@ fn dedicated_sram_puts_intermediate_feature_maps_in_region_2() {
     };
     let m = compile(&g, &shared).unwrap();
     assert_eq!(m.fast_size, 0);
-    assert!(m.operators.iter().all(|o| o.ofm.0 == 1));
+    assert!(m
+        .operators
+        .iter()
+        .all(|o| o.ofm.0 == 1 || o.ofm.0 == npuc::compile::alloc::CHAINED));
 }
 
 #[test]
 fn weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel() {
     use npuc_backend::arch::Accelerator;
     use npuc_backend::isa::Command as C;
-    // On ethos-u85-2048 (four weight decoders) in DRAM_Mid / Dedicated_Sram_384KB: a 3x3
-    // convolution (16x16x64, ~4600 cycles), then a 3x3 stride-3 convolution whose 36 KiB of
-    // weights take ~3000 cycles to read from DRAM but ~1150 from SRAM. The second one's
-    // streams are copied into region 2 while the first runs, a DMA_WAIT precedes its kernel,
-    // and the result is bit-exact. The first one's streams are not staged (nothing to hide
-    // the DMA behind, and it is compute-bound).
+    // On ethos-u85-2048 (four weight decoders) in DRAM_Mid / Dedicated_Sram_384KB. The
+    // feature maps in region 2 peak at 64 KiB early (two 1x1 convolutions, 48 + 16 KiB), then
+    // shrink (max pool to 16x16x16, a 5x5 convolution to 16x16x64, ~3200 cycles); the last
+    // convolution (3x3 stride 3 to 5x5x32) has 23 KiB of streams that take ~2000 cycles to
+    // read from DRAM, ~1200 from SRAM. They are copied into region 2 below the
+    // peak while the convolution before it runs, a DMA_WAIT precedes its kernel, and the
+    // result is bit-exact. Nothing else is staged (no room beside the early peak).
     let mut rng = Rng(11);
-    let mut b = GraphBuilder::new("two_convs");
-    let mut x = b.input("x", DType::Int8, [1, 16, 16, 64]);
-    for (i, stride) in [(0, 1), (1, 3)] {
-        let k = 3;
-        let wt = b.const_i8(&format!("w{i}"), [64, k, k, 64], &rng.i8s(64 * k * k * 64));
-        let bt = b.const_i32(&format!("b{i}"), [64], &[0; 64]);
-        let attrs = if stride == 1 {
-            ConvAttrs {
-                pad: [1, 1, 1, 1],
-                ..ConvAttrs::default()
-            }
-        } else {
-            ConvAttrs {
-                stride: [3, 3],
-                ..ConvAttrs::default()
-            }
+    let mut b = GraphBuilder::new("staging");
+    let mut x = b.input("x", DType::Int8, [1, 32, 32, 16]);
+    let mut conv = |b: &mut GraphBuilder,
+                    x,
+                    i: usize,
+                    (k, s, pad, ic, oc): (usize, usize, usize, usize, usize)| {
+        let wt = b.const_i8(&format!("w{i}"), [oc, k, k, ic], &rng.i8s(oc * k * k * ic));
+        let bt = b.const_i32(&format!("b{i}"), [oc], &vec![0; oc]);
+        let attrs = ConvAttrs {
+            pad: [pad; 4],
+            stride: [s, s],
+            ..ConvAttrs::default()
         };
         let acc = b.op(&format!("conv{i}"), Op::Conv2d(attrs), &[x, wt, bt]);
-        let r = out_rescale(&mut rng, 64, 44, RescaleRounding::DoubleRound, 0);
-        x = b.op(&format!("rescale{i}"), Op::Rescale(r), &[acc]);
-    }
+        let r = out_rescale(&mut rng, oc, 44, RescaleRounding::DoubleRound, 0);
+        b.op(&format!("rescale{i}"), Op::Rescale(r), &[acc])
+    };
+    x = conv(&mut b, x, 0, (1, 1, 0, 16, 48));
+    x = conv(&mut b, x, 1, (1, 1, 0, 48, 16));
+    let pool = PoolAttrs {
+        kernel: [2, 2],
+        stride: [2, 2],
+        pad: [0; 4],
+    };
+    x = b.op("pool", Op::MaxPool2d(pool), &[x]);
+    x = conv(&mut b, x, 3, (5, 1, 2, 16, 64));
+    x = conv(&mut b, x, 4, (3, 3, 0, 64, 32));
     b.output(x);
     let g = b.finish().unwrap();
     let m = compile(&g, &Options::new(Accelerator::U85_2048)).unwrap();
@@ -107,10 +117,10 @@ fn weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel() {
     let convs: Vec<usize> = (0..cmds.len())
         .filter(|&i| matches!(cmds[i], C::OpConv(_)))
         .collect();
-    // Issued after the first kernel, waited for right before the second.
-    assert!(convs[0] < dma && dma < convs[1]);
-    assert!(matches!(cmds[convs[1] - 1], C::OpDmaWait(_)));
-    assert!(cmds[dma..convs[1]]
+    // Issued after the convolution before the last one, waited for right before the last.
+    assert!(convs[2] < dma && dma < convs[3]);
+    assert!(matches!(cmds[convs[3] - 1], C::OpDmaWait(_)));
+    assert!(cmds[dma..convs[3]]
         .iter()
         .any(|c| matches!(c, C::SetWeightRegion(r) if r.region == 2)));
     let inputs = random_inputs(&g, &mut Rng(5));
@@ -256,4 +266,50 @@ fn two_four_sparse_weights_run_sparse() {
     let dense = compile(&build(true), &Options::default()).unwrap();
     assert_eq!(sparsity(&dense), WeightSparsity::None);
     assert!(m.estimated_cycles() < dense.estimated_cycles());
+}
+
+#[test]
+fn an_ofm_read_only_by_the_next_elementwise_is_chained() {
+    use npuc_backend::isa::{ActivationStorage, Command as C};
+    // `network`: the depthwise convolution's OFM is read only by the ADD right after it, so it
+    // goes through chaining FIFO 0 (OFM storage chained, the ADD's operand chained) and takes
+    // no memory; nothing comes between the two kernel commands; bit-exact.
+    let g = network(&mut Rng(3));
+    let m = compile(&g, &Options::default()).unwrap();
+    let cmds: Vec<C> = decode_stream(&m.command_stream)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.command)
+        .collect();
+    let chained_ofm = cmds
+        .iter()
+        .position(|c| {
+            matches!(c, C::SetOfmPrecision(p) if p.activation_storage == ActivationStorage::Chained)
+        })
+        .expect("a chained OFM");
+    let kernel = |c: &C| {
+        matches!(
+            c,
+            C::OpConv(_) | C::OpDepthwise(_) | C::OpPool(_) | C::OpElementwise(_)
+        )
+    };
+    let producer = chained_ofm + cmds[chained_ofm..].iter().position(kernel).unwrap();
+    let consumer = producer + 1 + cmds[producer + 1..].iter().position(kernel).unwrap();
+    assert!(matches!(cmds[consumer], C::OpElementwise(_)));
+    assert!(cmds[producer + 1..consumer]
+        .iter()
+        .all(|c| !matches!(c, C::OpKernelWait(_) | C::OpDmaWait(_) | C::OpDmaStart(_))));
+    assert!(cmds[producer + 1..consumer].iter().any(|c| match c {
+        C::SetIfmPrecision(p) => p.activation_storage == ActivationStorage::Chained,
+        C::SetIfm2Precision(p) => p.activation_storage == ActivationStorage::Chained,
+        _ => false,
+    }));
+    assert!(m
+        .operators
+        .iter()
+        .any(|o| o.ofm.0 == npuc::compile::alloc::CHAINED));
+    let inputs = random_inputs(&g, &mut Rng(5));
+    let want = npuc_ir::run_outputs(&g, inputs.clone()).unwrap();
+    let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
+    assert_eq!(simulate(&m, &bytes)[0], want[0].to_le_bytes());
 }

@@ -22,6 +22,9 @@ use super::{REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 /// Alignment of every feature map.
 pub const ALIGN: u64 = 16;
 
+/// The "region" of a chained feature map: it goes through a chaining FIFO, no memory.
+pub const CHAINED: u8 = u8::MAX;
+
 /// Something to place: its size and the operations during which it is live (inclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Item {
@@ -120,12 +123,15 @@ pub fn buffer_item(l: &Lowered, i: usize) -> Item {
 }
 
 /// Places the buffers of a lowered graph. `fast`: the capacity of the fast area when the
-/// memory mode has one.
-pub fn allocate(l: &Lowered, fast: Option<u64>) -> Placement {
+/// memory mode has one; `chained`: buffers that live in a chaining FIFO (region [`CHAINED`]).
+pub fn allocate(l: &Lowered, fast: Option<u64>, chained: &[usize]) -> Placement {
     let n = l.buffers.len();
     let mut regions = vec![REGION_ARENA; n];
     for &c in l.constants.keys() {
         regions[c] = REGION_READ_ONLY;
+    }
+    for &c in chained {
+        regions[c] = CHAINED;
     }
     let item = |i: usize| buffer_item(l, i);
     let mut offsets = vec![0u64; n];

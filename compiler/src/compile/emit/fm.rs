@@ -7,6 +7,7 @@ pub(super) fn ifm_commands(
     fm: &Fm,
     (region, base): (u8, u64),
     upscale: IfmUpscaleMode,
+    activation_storage: ActivationStorage,
 ) {
     let (h, wd, c) = fm.shape;
     let (hi, lo) = addr(base);
@@ -18,7 +19,7 @@ pub(super) fn ifm_commands(
         activation_type: activation_type(fm),
         activation_precision: precision(fm),
         activation_format: ActivationFormat::Nhwc,
-        activation_storage: ActivationStorage::Tile2x2,
+        activation_storage,
     }));
     w.set(Command::SetIfmRegion(SetIfmRegion { region }));
     w.set(Command::SetIfmBase0(SetIfmBase0 {
@@ -58,7 +59,12 @@ pub(super) fn ifm_commands(
     w.set(Command::SetIfmUpscale(SetIfmUpscale { mode: upscale }));
 }
 
-pub(super) fn ifm2_commands(w: &mut Writer, fm: &Fm, (region, base): (u8, u64)) {
+pub(super) fn ifm2_commands(
+    w: &mut Writer,
+    fm: &Fm,
+    (region, base): (u8, u64),
+    activation_storage: ActivationStorage,
+) {
     let (h, wd, _) = fm.shape;
     let (hi, lo) = addr(base);
     let e = u64::from(fm.elem_bytes());
@@ -69,7 +75,7 @@ pub(super) fn ifm2_commands(w: &mut Writer, fm: &Fm, (region, base): (u8, u64)) 
         activation_type: activation_type(fm),
         activation_precision: precision(fm),
         activation_format: ActivationFormat::Nhwc,
-        activation_storage: ActivationStorage::Tile2x2,
+        activation_storage,
     }));
     w.set(Command::SetIfm2Region(SetIfm2Region { region }));
     w.set(Command::SetIfm2Base0(SetIfm2Base0 {
@@ -110,7 +116,12 @@ pub(super) fn broadcast(b: (bool, bool, bool)) -> BroadcastMode {
     BroadcastMode::from_raw(bits).unwrap_or(BroadcastMode::None)
 }
 
-pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, (region, base): (u8, u64)) {
+pub(super) fn ofm_commands(
+    w: &mut Writer,
+    op: &NpuOp,
+    (region, base): (u8, u64),
+    activation_storage: ActivationStorage,
+) {
     let (h, wd, c) = op.ofm.shape;
     let (hi, lo) = addr(base);
     let e = u64::from(op.ofm.elem_bytes());
@@ -128,7 +139,7 @@ pub(super) fn ofm_commands(w: &mut Writer, op: &NpuOp, (region, base): (u8, u64)
         scale_mode,
         activation_reverse: op.ofm.view.reverse,
         activation_transpose: op.ofm.view.transpose,
-        activation_storage: ActivationStorage::Tile2x2,
+        activation_storage,
     }));
     w.set(Command::SetOfmRegion(SetOfmRegion { region }));
     w.set(Command::SetOfmBase0(SetOfmBase0 {

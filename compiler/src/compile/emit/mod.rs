@@ -1,6 +1,7 @@
 //! Register command stream generation.
 //!
-//! 1. The feature maps are placed ([`super::alloc`]).
+//! 1. [`chain`]: an OFM read only by the next operation, an ELEMENTWISE, goes through a
+//!    chaining FIFO; the other feature maps are placed ([`super::alloc`]).
 //! 2. [`plan`]: each operation's microblock, OFM block and weight order are chosen by the
 //!    target's cost model among the candidates it offers, and its weight and scale streams are
 //!    encoded for that choice; the streams of each operation form one block in region 0.
@@ -23,6 +24,7 @@ use npuc_backend::isa::*;
 use npuc_codecs::ordering::WeightOrder as CodecOrder;
 use std::collections::BTreeMap;
 
+mod chain;
 mod dma;
 mod fm;
 mod kernel;
@@ -65,6 +67,13 @@ impl Writer {
 
     fn op(&mut self, c: Command) {
         self.commands.push(c);
+    }
+
+    /// Forgets the last value of these registers, so the next `set` writes them again.
+    fn forget(&mut self, opcodes: &[Opcode]) {
+        for o in opcodes {
+            self.state.remove(o);
+        }
     }
 }
 
@@ -135,9 +144,10 @@ fn activation_type(fm: &Fm) -> ActivationType {
 /// A byte range of one region: (region, start, end).
 type Range = (u8, u64, u64);
 
-/// Region and byte range of a feature map's buffer (`None`: a read-only constant).
+/// Region and byte range of a feature map's buffer (`None`: a read-only constant or a
+/// chained feature map, which is in no memory).
 fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<Range> {
-    if l.constants.contains_key(&fm.buffer) {
+    if l.constants.contains_key(&fm.buffer) || p.regions[fm.buffer] == super::alloc::CHAINED {
         return None;
     }
     let off = p.offsets[fm.buffer];
@@ -154,18 +164,40 @@ fn locate(fm: &Fm, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) ->
     (p.regions[fm.buffer], p.offsets[fm.buffer] + fm.view.offset)
 }
 
-/// Where an operation's feature maps are: IFM, IFM2, OFM as (region, address).
+/// Where an operation's feature maps are: IFM, IFM2, OFM as (region, address) and storage
+/// (a chained feature map is in chaining FIFO 0, TRM 3.6.4).
 struct Locs {
     ifm: (u8, u64),
     ifm2: Option<(u8, u64)>,
     ofm: (u8, u64),
+    storage: [ActivationStorage; 3],
 }
 
 fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -> Locs {
+    let chained = |f: &Fm| p.regions.get(f.buffer) == Some(&super::alloc::CHAINED);
+    let at = |f: &Fm| {
+        if chained(f) {
+            (0, 0)
+        } else {
+            locate(f, p, l, consts)
+        }
+    };
+    let storage = |f: Option<&Fm>| {
+        if f.is_some_and(chained) {
+            ActivationStorage::Chained
+        } else {
+            ActivationStorage::Tile2x2
+        }
+    };
     Locs {
-        ifm: locate(&op.ifm, p, l, consts),
-        ifm2: op.ifm2.as_ref().map(|f| locate(f, p, l, consts)),
-        ofm: locate(&op.ofm, p, l, consts),
+        ifm: at(&op.ifm),
+        ifm2: op.ifm2.as_ref().map(at),
+        ofm: at(&op.ofm),
+        storage: [
+            storage(Some(&op.ifm)),
+            storage(op.ifm2.as_ref()),
+            storage(Some(&op.ofm)),
+        ],
     }
 }
 
@@ -210,14 +242,14 @@ fn op_commands(
         round_mode: op.round,
         scale,
     }));
-    ifm_commands(w, &op.ifm, at.ifm, op.upscale);
+    ifm_commands(w, &op.ifm, at.ifm, op.upscale, at.storage[0]);
     kernel_commands(w, op, order);
     if let Kernel::Resize(rp) = &op.kernel {
         resize::resize_commands(w, rp, (block.ofm_block.0, block.ofm_block.1));
     }
-    ofm_commands(w, op, at.ofm);
+    ofm_commands(w, op, at.ofm, at.storage[2]);
     if let (Some(ifm2), Some(loc2)) = (&op.ifm2, at.ifm2) {
-        ifm2_commands(w, ifm2, loc2);
+        ifm2_commands(w, ifm2, loc2, at.storage[1]);
         w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
             broadcast_mode: broadcast(op.ifm.broadcast),
         }));
@@ -310,9 +342,29 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             )));
         }
     }
-    let mut placement = super::alloc::allocate(l, target.fast_storage());
-    let plans = plan::plan(target, l, &placement)?;
-    let staged = staging::stage(target, l, &plans, &mut placement);
+    let chains = chain::find(l);
+    let chained_lowered;
+    let l = if chains.iter().any(Option::is_some) {
+        let mut c = l.clone();
+        chain::extend_lifetimes(&mut c, &chains);
+        chained_lowered = c;
+        &chained_lowered
+    } else {
+        l
+    };
+    let skip: Vec<usize> = (0..l.ops.len())
+        .filter(|&k| chains[k].is_some())
+        .map(|k| l.ops[k].ofm.buffer)
+        .collect();
+    let placement = super::alloc::allocate(l, target.fast_storage(), &skip);
+    let mut plans = plan::plan(target, l, &placement)?;
+    // A consumer runs with its producer's block and microblock.
+    for k in 0..l.ops.len() {
+        if chains[k].is_some() {
+            plans[k + 1].block = plans[k].block;
+        }
+    }
+    let staged = staging::stage(target, l, &plans, &placement);
     let p = &placement;
     let mut w = Writer::default();
     // Region 0: each operation's stream block, then constants and LUTs as first used.
@@ -395,26 +447,42 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         });
         let at = locs(op, p, l, &consts);
         let (cmd, kernel_name) = op_commands(&mut w, op, &plan.block, streams, &at, act);
-        // Hazards against the previous operation (at most two kernels are outstanding).
-        let reads: Vec<Range> = std::iter::once(&op.ifm)
-            .chain(op.ifm2.as_ref())
-            .filter_map(|fm| range(fm, p, l))
-            .collect();
-        let write = range(&op.ofm, p, l).expect("OFM not a constant");
-        if let Some((preads, pwrite)) = &prev {
-            let raw = reads.iter().any(|&r| overlaps(r, *pwrite));
-            let war = preads.iter().any(|&r| overlaps(r, write));
-            let waw = overlaps(write, *pwrite);
-            if raw || war || waw {
-                w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+        // Hazards against the previous operation (at most two kernels are outstanding); a
+        // chain counts as one operation: the producer checks the pair's accesses (nothing may
+        // come between the two), the consumer none.
+        let consumer = index > 0 && chains[index - 1].is_some();
+        if !consumer {
+            let pair: &[&NpuOp] = if chains[index].is_some() {
+                &[op, &l.ops[index + 1]]
+            } else {
+                &[op]
+            };
+            let reads: Vec<Range> = pair
+                .iter()
+                .flat_map(|o| std::iter::once(&o.ifm).chain(o.ifm2.as_ref()))
+                .filter_map(|fm| range(fm, p, l))
+                .collect();
+            let last = pair[pair.len() - 1];
+            let write = range(&last.ofm, p, l).expect("OFM in memory");
+            if let Some((preads, pwrite)) = &prev {
+                let raw = reads.iter().any(|&r| overlaps(r, *pwrite));
+                let war = preads.iter().any(|&r| overlaps(r, write));
+                let waw = overlaps(write, *pwrite);
+                if raw || war || waw {
+                    w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+                }
             }
+            prev = Some((reads, write));
         }
-        prev = Some((reads, write));
         if lut_dma || staged[index].is_some() {
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
         }
         w.op(cmd);
-        if index + 1 < l.ops.len() {
+        if chains[index].is_some() || consumer {
+            // TRM 3.6.4: the next operation writes its IFM/IFM2 state again.
+            w.forget(&chain::IFM_STATE);
+        }
+        if index + 1 < l.ops.len() && chains[index].is_none() {
             stage_dma(&mut w, index + 1);
         }
         operators.push(OperatorInfo {

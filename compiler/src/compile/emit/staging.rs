@@ -8,7 +8,8 @@
 //! model says it pays: the operation's cycles with its streams in the staging memory, plus the
 //! part of the DMA's cycles the previous operation does not hide, must be below its cycles
 //! reading region 0; and when a buffer fits ([`alloc::fit`]) beside the feature maps of that
-//! region within its capacity.
+//! region, below their high-water mark (staging never raises the peak memory use) and within
+//! the region's capacity.
 
 use super::plan::{estimate, OpPlan};
 use super::*;
@@ -19,7 +20,7 @@ pub(super) fn stage(
     target: &dyn Target,
     l: &Lowered,
     plans: &[OpPlan],
-    p: &mut Placement,
+    p: &Placement,
 ) -> Vec<Option<(u8, u64)>> {
     let mut out = vec![None; l.ops.len()];
     let Some((region, capacity)) = target.staging() else {
@@ -29,6 +30,14 @@ pub(super) fn stage(
         .filter(|&i| p.regions[i] == region)
         .map(|i| (alloc::buffer_item(l, i), p.offsets[i]))
         .collect();
+    // Staging never raises the memory's high-water mark: buffers go only where the feature
+    // maps leave room below it.
+    let fm_size = if region == crate::compile::REGION_FAST {
+        p.fast_size
+    } else {
+        p.arena_size
+    };
+    let capacity = capacity.min(fm_size);
     let none = BTreeMap::new();
     let mut prev_cycles = 0u64;
     for (k, (op, plan)) in l.ops.iter().zip(plans).enumerate() {
@@ -54,12 +63,6 @@ pub(super) fn stage(
             Some(off) => {
                 occupied.push((item, off));
                 out[k] = Some((region, off));
-                let end = (off + enc.size()).next_multiple_of(alloc::ALIGN);
-                if region == crate::compile::REGION_FAST {
-                    p.fast_size = p.fast_size.max(end);
-                } else {
-                    p.arena_size = p.arena_size.max(end);
-                }
                 prev_cycles = staged;
             }
             None => prev_cycles = plan.cycles,
