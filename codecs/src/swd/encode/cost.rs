@@ -3,7 +3,7 @@
 
 use crate::swd::{
     WeightIndexMode, SLICELEN_M1_BITS, WDIV_BITS, WDIV_MAX_GOLOMB_RICE, WEIGHT_INDEX_MAX, WQ_MAX,
-    ZDIV_BITS,
+    WQ_MAX_TRUNCATED, ZDIV_BITS,
 };
 
 /// Cost of a symbol that cannot be coded.
@@ -146,32 +146,44 @@ pub(super) const EXPECTED_Z_PADDING: u32 = 5;
 /// (only parameters that can code every index), at most `n`. The cost
 /// includes the unused `wunary0` positions of a last chunk.
 pub(super) fn best_wparams(hist: &[(u16, u32)], ubits: u32, n: usize) -> Vec<(WParam, u64)> {
-    let mut bits = [0u64; 13];
-    let mut pos = [0u64; 13];
-    let mut worst = [0u8; 13];
-    let mut max_idx = 0u16;
+    // s[w] = sum of count * (idx >> w), t[w] = count of idx >= 1 << w.
+    let mut s = [0u64; 7];
+    let mut t = [0u64; 6];
+    let (mut total, mut max_idx) = (0u64, 0u32);
     for &(i, h) in hist {
-        let h = u64::from(h);
-        let i = usize::from(i) & 511;
-        for p in 0..12 {
-            let b = GR_BITS[p][i];
-            worst[p] = worst[p].max(b);
-            bits[p] += h * u64::from(b);
-            pos[p] += h * if p < 6 { ((i >> p) / 2 + 1) as u64 } else { 1 };
+        let (h, i) = (u64::from(h), u32::from(i));
+        for (w, sw) in s.iter_mut().enumerate() {
+            *sw += h * u64::from(i >> w);
         }
-        max_idx = max_idx.max(i as u16);
+        for (w, tw) in t.iter_mut().enumerate() {
+            *tw += h * u64::from(i >> w != 0);
+        }
+        total += h;
+        max_idx = max_idx.max(i);
     }
-    let total: u64 = hist.iter().map(|&(_, h)| u64::from(h)).sum();
+    let pad = |pos: u64| pos.next_multiple_of(12) - pos;
     let mut costs: Vec<(WParam, u64)> = Vec::with_capacity(13);
-    for (p, &param) in ALL_WPARAMS.iter().enumerate().take(12) {
-        if worst[p] != 255 {
-            costs.push((param, bits[p] + pos[p].next_multiple_of(12) - pos[p]));
+    for wdiv in 0..=WDIV_MAX_GOLOMB_RICE {
+        let w = usize::from(wdiv);
+        let base = total * (1 + w as u64);
+        if max_idx >> w <= WQ_MAX {
+            // q + 1 + wdiv bits, (q >> 1) + 1 wunary0 positions
+            let trunc = false;
+            costs.push((
+                WParam::Gr { wdiv, trunc },
+                base + s[w] + pad(s[w + 1] + total),
+            ));
+        }
+        if max_idx >> w <= WQ_MAX_TRUNCATED {
+            let trunc = true;
+            costs.push((WParam::Gr { wdiv, trunc }, base + t[w] + pad(total)));
         }
     }
-    if u32::from(max_idx) >> ubits == 0 {
+    if max_idx >> ubits == 0 {
         costs.push((WParam::Unc, total * u64::from(ubits)));
     }
-    costs.sort_by_key(|&(_, c)| c);
+    // Stable: ties keep the ALL_WPARAMS order.
+    costs.sort_by_key(|&(p, c)| (c, p.ordinal()));
     costs.truncate(n);
     costs
 }

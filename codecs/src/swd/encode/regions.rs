@@ -5,7 +5,7 @@ use super::cost::{
     best_wparams, zdiv_costs, WParam, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, SLICE_HEADER_BITS,
 };
 use super::mapping::{all_candidates, Candidate, Mapping};
-use super::slices::{plan_with, RegionPlan, SlicePlan, Symbols};
+use super::slices::{plan_slices_with, plan_with, symbols, Lanes, RegionPlan, SlicePlan, Symbols};
 use super::stats::{slot, Stats, REGION_BLOCK};
 use crate::swd::{ZeroRunMode, WUNARY0_BITS};
 
@@ -95,15 +95,39 @@ fn plan_gapped(weights: &[i16], stats: &Stats) -> Option<Vec<Region>> {
     hist[slot(0)] -= stats.gap_zeros as u32;
     let best_z = stats.zbits_data.iter().copied().min().unwrap_or(0);
     let cands = all_candidates(&hist, best_z);
-    let cand = cands.iter().min_by_key(|c| c.estimate);
-    let data_mapping = cand.map(|c| c.mapping(&hist));
+    let cand = cands.iter().min_by_key(|c| c.estimate)?;
+    let data_mapping = cand.mapping(&hist);
+    let alternating = cand.alternating;
+    // Symbols of every data segment, then one set of lanes for all.
+    let syms: Vec<Option<Symbols>> = segments
+        .iter()
+        .map(|&(a, b, gap)| (!gap).then(|| symbols(&weights[a..b], &data_mapping, alternating)))
+        .collect();
+    let mut idx_hist = [0u32; 512];
+    let mut max_run = 0;
+    for sym in syms.iter().flatten() {
+        for &i in &sym.idx {
+            idx_hist[usize::from(i) & 511] += 1;
+        }
+        max_run = max_run.max(sym.zruns.iter().copied().max().unwrap_or(0));
+    }
+    let idx_hist: Vec<(u16, u32)> = (0..512u16).zip(idx_hist).filter(|&(_, c)| c > 0).collect();
+    let ubits = data_mapping.palette.uncompressed_bits();
+    let lanes = Lanes::new(&idx_hist, ubits, alternating, max_run);
     let zero = Mapping::zero();
     let mut regions = Vec::with_capacity(segments.len());
-    for (a, b, gap) in segments {
-        let plan = if gap {
-            zero_region_plan(&zero, b - a)
-        } else {
-            plan_with(&weights[a..b], data_mapping.clone()?, cand?.alternating)
+    for (&(a, b, _), sym) in segments.iter().zip(syms) {
+        let plan = match sym {
+            None => zero_region_plan(&zero, b - a),
+            Some(sym) => {
+                let (slices, bits) = plan_slices_with(&sym, &lanes);
+                RegionPlan {
+                    bits: bits + u64::from(data_mapping.header_bits()),
+                    mapping: data_mapping.clone(),
+                    sym,
+                    slices,
+                }
+            }
         };
         regions.push(Region {
             start: a,
@@ -198,7 +222,9 @@ pub(super) fn plan_mode_regions(weights: &[i16], stats: &Stats) -> Vec<Region> {
         }]
     };
     let nb = stats.block_zeros.len();
-    if nb < 2 {
+    // A split of fewer than four blocks rarely pays for the extra header
+    // and palette; skip the costing.
+    if nb < 4 {
         return whole(single);
     }
     let (Some(alt), Some(non)) = (best_of(&cands, true), best_of(&cands, false)) else {

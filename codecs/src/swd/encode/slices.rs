@@ -118,7 +118,7 @@ static GR_LANE_ROWS: [[u16; LANES]; 512] = {
 };
 
 /// Sparse histogram: (index, count) for every index that occurs.
-fn sparse_hist(idx: &[u16]) -> Vec<(u16, u32)> {
+pub(super) fn sparse_hist(idx: &[u16]) -> Vec<(u16, u32)> {
     let mut h = [0u32; 512];
     for &i in idx {
         h[usize::from(i) & 511] += 1;
@@ -138,37 +138,130 @@ fn add_row(acc: &mut [u16; LANES], row: &[u16; LANES]) {
     }
 }
 
-/// Dynamic programme over the symbols choosing slice boundaries and
-/// per-slice (weight parameter, zdiv). Returns the slices and the estimated
-/// bits of the region without its palette extension.
-///
-/// Lanes: in non-alternating mode every weight parameter (13), so that a
-/// stretch of small indices (e.g. the zero padding of the ordering) gets a
-/// slice with `wdiv` 0 or `wtrunc` even where that parameter cannot code
-/// the rest of the region; in alternating mode the best [`ALT_WPARAMS`]
-/// parameters of the region, each with every `zdiv`.
-pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
-    let n = sym.idx.len();
-    let hist = sparse_hist(&sym.idx);
-    let max_run = sym.zruns.iter().copied().max().unwrap_or(0);
-    let mut lane_w = [WParam::Unc; LANES];
-    let mut lane_z = [0u32; LANES];
-    let mut used = 0;
-    if sym.alternating {
-        for (p, _) in best_wparams(&hist, ubits, ALT_WPARAMS) {
-            for z in 0..4 {
+/// The DP runs over blocks of up to BLOCK symbols: slice boundaries fall
+/// on block starts. A symbol followed by a zero run of ISOLATE or more gets
+/// a block of its own, so that such runs can be coded in a slice with their
+/// own zdiv (ordering padding produces them regularly).
+const BLOCK: usize = 16;
+const ISOLATE: u32 = 48;
+/// Zero runs below this have a precomputed lane row.
+const ZTAB: usize = 256;
+
+/// The lanes of the slice DP for one mode class and mapping, with their
+/// per-index and per-zero-run bit rows. Built once and shared by every
+/// region coded with the same mapping.
+pub(super) struct Lanes {
+    alternating: bool,
+    ubits: u32,
+    used: usize,
+    lane_w: [WParam; LANES],
+    lane_z: [u32; LANES],
+    /// Alternating mode: a row per weight index (only indices that occur
+    /// are filled). Non-alternating mode uses [`GR_LANE_ROWS`].
+    rows: Vec<[u16; LANES]>,
+    /// Alternating mode: a row per zero run below [`ZTAB`] up to the
+    /// longest run.
+    zlane: Vec<[u16; LANES]>,
+}
+
+impl Lanes {
+    /// Lanes for symbols with index histogram `hist` and longest zero run
+    /// `max_run`: in non-alternating mode every weight parameter (13), so
+    /// that a stretch of small indices (e.g. the zero padding of the
+    /// ordering) gets a slice with `wdiv` 0 or `wtrunc` even where that
+    /// parameter cannot code the rest of the region; in alternating mode
+    /// the best [`ALT_WPARAMS`] parameters, each with every `zdiv`.
+    pub(super) fn new(hist: &[(u16, u32)], ubits: u32, alternating: bool, max_run: u32) -> Self {
+        let mut lane_w = [WParam::Unc; LANES];
+        let mut lane_z = [0u32; LANES];
+        let mut used = 0;
+        if alternating {
+            for (p, _) in best_wparams(hist, ubits, ALT_WPARAMS) {
+                for z in 0..4 {
+                    lane_w[used] = p;
+                    lane_z[used] = z;
+                    used += 1;
+                }
+            }
+        } else {
+            for &p in &ALL_WPARAMS {
+                debug_assert_eq!(p.ordinal(), used);
                 lane_w[used] = p;
-                lane_z[used] = z;
                 used += 1;
             }
         }
-    } else {
-        for &p in &ALL_WPARAMS {
-            debug_assert_eq!(p.ordinal(), used);
-            lane_w[used] = p;
-            used += 1;
+        let mut lanes = Self {
+            alternating,
+            ubits,
+            used,
+            lane_w,
+            lane_z,
+            rows: Vec::new(),
+            zlane: Vec::new(),
+        };
+        if alternating {
+            // Each lane's column in the static Golomb-Rice rows (the
+            // uncompressed lane and unused lanes are filled apart).
+            let mut col = [usize::MAX; LANES];
+            for (c, p) in col.iter_mut().zip(&lane_w[..used]) {
+                if *p != WParam::Unc {
+                    *c = p.ordinal();
+                }
+            }
+            let mut t = vec![[0u16; LANES]; 512];
+            for &(i, _) in hist {
+                let i = usize::from(i) & 511;
+                let gr = &GR_LANE_ROWS[i];
+                let unc = WParam::Unc.cost_capped(i as u16, ubits, UNCODABLE);
+                for (r, &c) in t[i].iter_mut().zip(&col) {
+                    *r = if c < 12 { gr[c] } else { unc };
+                }
+                for r in &mut t[i][used..] {
+                    *r = UNCODABLE;
+                }
+            }
+            lanes.rows = t;
+            // Lanes are (weight parameter, zdiv 0..=3) in groups of four.
+            debug_assert!((0..used).all(|s| lane_z[s] == (s % 4) as u32));
+            lanes.zlane = (0..(max_run as usize + 1).min(ZTAB) as u16)
+                .map(|r| {
+                    let z = [r + 1, (r >> 1) + 2, (r >> 2) + 3, (r >> 3) + 4];
+                    std::array::from_fn(|s| if s < used { z[s % 4] } else { 0 })
+                })
+                .collect();
         }
+        lanes
     }
+
+    /// Zero-run bits of a run in every lane.
+    fn zrow(&self, r: u32) -> [u32; LANES] {
+        let mut row = [0u32; LANES];
+        if self.alternating {
+            for s in 0..self.used {
+                row[s] = zcost(r, self.lane_z[s]);
+            }
+        }
+        row
+    }
+}
+
+/// Dynamic programme over the symbols choosing slice boundaries and
+/// per-slice (weight parameter, zdiv). Returns the slices and the estimated
+/// bits of the region without its palette extension.
+pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
+    let hist = sparse_hist(&sym.idx);
+    let max_run = sym.zruns.iter().copied().max().unwrap_or(0);
+    plan_slices_with(sym, &Lanes::new(&hist, ubits, sym.alternating, max_run))
+}
+
+/// [`plan_slices`] with given lanes (which must cover every index and run).
+pub(super) fn plan_slices_with(sym: &Symbols, lanes: &Lanes) -> (Vec<SlicePlan>, u64) {
+    debug_assert_eq!(sym.alternating, lanes.alternating);
+    let n = sym.idx.len();
+    let (used, ubits) = (lanes.used, lanes.ubits);
+    let (lane_w, lane_z) = (&lanes.lane_w, &lanes.lane_z);
+    let zrow = |r: u32| lanes.zrow(r);
+    let zlane = &lanes.zlane;
     let switch_cost = SLICE_HEADER_BITS
         + EXPECTED_W_PADDING
         + if sym.alternating {
@@ -176,50 +269,15 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         } else {
             0
         };
-    // The DP runs over blocks of up to BLOCK symbols: slice boundaries fall
-    // on block starts. A symbol followed by a zero run of ISOLATE or more
-    // gets a block of its own, so that such runs can be coded in a slice
-    // with their own zdiv (ordering padding produces them regularly).
-    const BLOCK: usize = 16;
-    const ISOLATE: u32 = 48;
-    const ZTAB: usize = 256;
-    let zrow = |r: u32| -> [u32; LANES] {
-        let mut row = [0u32; LANES];
-        if sym.alternating {
-            for s in 0..used {
-                row[s] = zcost(r, lane_z[s]);
-            }
-        }
-        row
-    };
-    // Per index, the weight bits of every lane (UNCODABLE if not codable or
-    // unused). Only indices that occur need a row.
-    let wlane: Vec<[u16; LANES]> = if sym.alternating {
-        let mut t = vec![[UNCODABLE; LANES]; 512];
-        for &(i, _) in &hist {
-            let row = &mut t[usize::from(i) & 511];
-            for (r, p) in row.iter_mut().zip(&lane_w[..used]) {
-                *r = p.cost_capped(i, ubits, UNCODABLE);
-            }
-        }
-        t
+    // Rows of the indices; in non-alternating mode the lanes are in
+    // ALL_WPARAMS order and the static Golomb-Rice rows serve, the
+    // uncompressed lane is summed per block.
+    let wlane: &[[u16; LANES]] = if sym.alternating {
+        &lanes.rows
     } else {
-        // Lanes in ALL_WPARAMS order: the Golomb-Rice rows are static.
-        let mut t = GR_LANE_ROWS.to_vec();
-        for &(i, _) in &hist {
-            t[usize::from(i) & 511][12] = WParam::Unc.cost_capped(i, ubits, UNCODABLE);
-        }
-        t
+        &GR_LANE_ROWS
     };
-    // Per short zero run, the zero-run bits of every lane.
-    let zlane: Vec<[u16; LANES]> = if sym.alternating {
-        (0..(max_run as usize + 1).min(ZTAB) as u32)
-            .map(|r| zrow(r).map(|c| c as u16))
-            .collect()
-    } else {
-        Vec::new()
-    };
-
+    let unc_lane = WParam::Unc.ordinal();
     // Forward pass over blocks. Costs are kept relative to the best lane
     // (`base` holds the offset); `rel[b]` keeps each lane's relative cost
     // after block b saturated to 255: the backtrack only needs to know
@@ -248,9 +306,16 @@ pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
         if !sym.alternating {
             // No zero runs: plain sums of up to BLOCK weight rows.
             let end = (i + BLOCK).min(n);
+            let mut any = 0u16;
             for &ix in &sym.idx[i..end] {
                 add_row(&mut acc, &wlane[usize::from(ix) & 511]);
+                any |= ix;
             }
+            acc[unc_lane] = if u32::from(any) >> ubits == 0 {
+                ((end - i) as u32 * ubits) as u16
+            } else {
+                UNCODABLE
+            };
             j = end;
         }
         while sym.alternating && j < n && j - i < BLOCK {
