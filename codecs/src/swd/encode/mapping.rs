@@ -65,6 +65,8 @@ pub(super) struct Candidate {
     /// Estimated bits of the region with one slice (header, palette,
     /// weight indices with their best parameter, zero runs).
     pub estimate: u64,
+    /// Zero-run bits in the estimate (alternating mode).
+    zbits: u64,
     pub alternating: bool,
     /// Palette entries (values), most frequent first.
     entries: Vec<i16>,
@@ -73,6 +75,16 @@ pub(super) struct Candidate {
 }
 
 impl Candidate {
+    /// The same candidate with other zero-run bits (its region's weights
+    /// differ only in zeros).
+    pub(super) fn with_zero_run_bits(&self, zbits: u64) -> Self {
+        Self {
+            estimate: self.estimate - self.zbits + zbits,
+            zbits,
+            ..self.clone()
+        }
+    }
+
     /// The mapping, with an index for every value of `hist` it can code
     /// (zero is not indexed in alternating mode, except for an all-zero
     /// region).
@@ -156,6 +168,7 @@ fn candidates_from_keys(
                 estimate: u64::from(SLICE_HEADER_BITS + DIROFS_BITS + PALSIZE_BITS + PALBITS_BITS)
                     + 1
                     + z,
+                zbits: z,
                 alternating,
                 entries: Vec::new(),
                 dirofs: 0,
@@ -341,6 +354,7 @@ fn candidates_from_keys(
         let header = DIROFS_BITS + PALSIZE_BITS + PALBITS_BITS + k as u32 * palette_bits;
         out.push(Candidate {
             estimate: wbits + zbits + u64::from(SLICE_HEADER_BITS + header),
+            zbits,
             alternating,
             entries: keys[..k].iter().map(|&key| value_of(key as u16)).collect(),
             dirofs,
@@ -353,16 +367,33 @@ fn candidates_from_keys(
 /// best zero-run bits `zero_run_bits`.
 pub(super) fn all_candidates(hist: &[u32], zero_run_bits: u64) -> Vec<Candidate> {
     let mut cands = Vec::with_capacity(14);
-    let mut keys: Vec<u64> = Vec::with_capacity(64);
-    for (s, &c) in hist.iter().enumerate() {
-        if c > 0 && s != slot(0) {
-            keys.push(u64::from(u32::MAX - c) << 16 | u64::from(code_of(s as i16 - 255)));
-        }
-    }
+    let mut keys = nonzero_keys(hist);
     candidates_from_keys(&mut keys, hist, zero_run_bits, true, &mut cands);
     if hist[slot(0)] > 0 {
         keys.push(u64::from(u32::MAX - hist[slot(0)]) << 16);
     }
     candidates_from_keys(&mut keys, hist, zero_run_bits, false, &mut cands);
     cands
+}
+
+/// The non-alternating candidates of a region with histogram `hist`.
+pub(super) fn non_alternating_candidates(hist: &[u32]) -> Vec<Candidate> {
+    let mut cands = Vec::with_capacity(7);
+    let mut keys = nonzero_keys(hist);
+    if hist[slot(0)] > 0 {
+        keys.push(u64::from(u32::MAX - hist[slot(0)]) << 16);
+    }
+    candidates_from_keys(&mut keys, hist, 0, false, &mut cands);
+    cands
+}
+
+/// Sort keys of the nonzero values of `hist`.
+fn nonzero_keys(hist: &[u32]) -> Vec<u64> {
+    let mut keys: Vec<u64> = Vec::with_capacity(64);
+    for (s, &c) in hist.iter().enumerate() {
+        if c > 0 && s != slot(0) {
+            keys.push(u64::from(u32::MAX - c) << 16 | u64::from(code_of(s as i16 - 255)));
+        }
+    }
+    keys
 }

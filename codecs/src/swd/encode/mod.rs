@@ -252,7 +252,10 @@ mod tests {
                 assert_eq!((p.entries.len(), p.dirofs), (0, 0));
             }
         }
-        let single = plan_mode_regions(&w, &Stats::new(&w));
+        let stats = Stats::new(&w);
+        let best_z = stats.zbits.iter().copied().min().unwrap_or(0);
+        let cands = super::mapping::all_candidates(&stats.hist, best_z);
+        let single = plan_mode_regions(&w, &stats, &cands);
         assert!(total_bits(&plan_regions(&w)) < total_bits(&single));
     }
 

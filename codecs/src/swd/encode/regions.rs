@@ -4,7 +4,7 @@
 use super::cost::{
     best_wparams, zdiv_costs, WParam, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, SLICE_HEADER_BITS,
 };
-use super::mapping::{all_candidates, Candidate, Mapping};
+use super::mapping::{all_candidates, non_alternating_candidates, Candidate, Mapping};
 use super::slices::{plan_slices_with, plan_with, symbols, Lanes, RegionPlan, SlicePlan, Symbols};
 use super::stats::{slot, Stats, REGION_BLOCK};
 use crate::swd::{ZeroRunMode, WUNARY0_BITS};
@@ -28,8 +28,10 @@ pub(super) fn plan_regions(weights: &[i16]) -> Vec<Region> {
         return Vec::new();
     }
     let stats = Stats::new(weights);
-    let whole = plan_mode_regions(weights, &stats);
-    match plan_gapped(weights, &stats) {
+    let best_z = stats.zbits.iter().copied().min().unwrap_or(0);
+    let cands = all_candidates(&stats.hist, best_z);
+    let whole = plan_mode_regions(weights, &stats, &cands);
+    match plan_gapped(weights, &stats, &cands) {
         Some(g) if total_bits(&g) < total_bits(&whole) => g,
         _ => whole,
     }
@@ -74,7 +76,11 @@ pub(super) fn plan_region(weights: &[i16]) -> RegionPlan {
 /// weights between gaps are coded with one index mapping chosen for them
 /// alone (so zero, if it only occurs in the gaps, takes no palette entry).
 /// `None` if there is no gap.
-fn plan_gapped(weights: &[i16], stats: &Stats) -> Option<Vec<Region>> {
+///
+/// `whole` are the candidates of the whole stream: their alternating ones
+/// serve the data too (zero is not indexed in alternating mode), with the
+/// zero-run bits of the data.
+fn plan_gapped(weights: &[i16], stats: &Stats, whole: &[Candidate]) -> Option<Vec<Region>> {
     if stats.gaps.is_empty() {
         return None;
     }
@@ -94,7 +100,13 @@ fn plan_gapped(weights: &[i16], stats: &Stats) -> Option<Vec<Region>> {
     let mut hist = stats.hist.clone();
     hist[slot(0)] -= stats.gap_zeros as u32;
     let best_z = stats.zbits_data.iter().copied().min().unwrap_or(0);
-    let cands = all_candidates(&hist, best_z);
+    let mut cands = non_alternating_candidates(&hist);
+    cands.extend(
+        whole
+            .iter()
+            .filter(|c| c.alternating)
+            .map(|c| c.with_zero_run_bits(best_z)),
+    );
     let cand = cands.iter().min_by_key(|c| c.estimate)?;
     let data_mapping = cand.mapping(&hist);
     let alternating = cand.alternating;
@@ -209,11 +221,13 @@ fn class_bits(c: &Candidate, hist: &[u32]) -> Option<(f64, f64)> {
 /// If it proposes more than one region, each region is planned on its own
 /// (with its own palette) and the split is kept only if its planned size
 /// beats the single-region plan.
-pub(super) fn plan_mode_regions(weights: &[i16], stats: &Stats) -> Vec<Region> {
+pub(super) fn plan_mode_regions(
+    weights: &[i16],
+    stats: &Stats,
+    cands: &[Candidate],
+) -> Vec<Region> {
     let hist = &stats.hist;
-    let best_z = stats.zbits.iter().copied().min().unwrap_or(0);
-    let cands = all_candidates(hist, best_z);
-    let single = plan_region_from(weights, hist, &cands);
+    let single = plan_region_from(weights, hist, cands);
     let whole = |plan| {
         vec![Region {
             start: 0,
@@ -227,7 +241,7 @@ pub(super) fn plan_mode_regions(weights: &[i16], stats: &Stats) -> Vec<Region> {
     if nb < 4 {
         return whole(single);
     }
-    let (Some(alt), Some(non)) = (best_of(&cands, true), best_of(&cands, false)) else {
+    let (Some(alt), Some(non)) = (best_of(cands, true), best_of(cands, false)) else {
         return whole(single);
     };
     let (Some((alt_nz, _)), Some((non_nz, non_zero))) =
