@@ -1,6 +1,9 @@
 //! SWD encoder benchmark: stream size against Vela's golden streams and
 //! encode speed.
 //!
+//! The tables print before the criterion runs; `cargo bench -p npuc-codecs
+//! --bench weights -- nomatch` prints only the tables.
+//!
 //! `cargo bench -p npuc-codecs --bench weights` prints, per golden case
 //! (`models/fixtures/weights-u85-256`; for Vela's FWD cases the SWD stream is
 //! compared with Vela's FWD stream), per Vela stream of synthetic realistic

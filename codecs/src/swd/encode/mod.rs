@@ -4,21 +4,29 @@
 //! [`crate::ordering`]) into a stream the TRM decoder accepts, choosing the
 //! coding to minimise its size:
 //!
-//! 1. **Regions.** The sequence is cut into regions, each starting with a
-//!    `newpal` slice that sets the zero-run mode class (alternating or not)
-//!    and the index mapping (palette, `dirofs`, `palbits`). A dynamic
-//!    programme over blocks of 2048 weights decides where switching between
-//!    alternating and non-alternating mode pays for a new header and
-//!    palette, with per-block costs from bit tables; a split is kept only if
-//!    its planned size beats a single region.
-//! 2. **Index mapping.** Per region, candidate mappings are direct coding and
-//!    palettes of the most frequent values (by frequency rank, so frequent
-//!    values get small indices); each is costed exactly from the value
-//!    histogram with its best weight parameters.
-//! 3. **Slices.** Inside a region a second dynamic programme over the coded
-//!    symbols (weight indices and, in alternating mode, zero runs) picks the
-//!    slice boundaries and per-slice `wdiv`, `wtrunc` and `zdiv`, a new slice
-//!    costing its 23-bit header plus the expected chunk padding.
+//! 1. **Statistics** (`stats`): one pass gives the value histogram, the
+//!    zero-run bits for each `zdiv`, the long zero runs ("gaps", e.g. the
+//!    ordering's padding) and the zeros per block.
+//! 2. **Regions** (`regions`). The sequence is cut into regions, each
+//!    starting with a `newpal` slice that sets the zero-run mode class
+//!    (alternating or not) and the index mapping (palette, `dirofs`,
+//!    `palbits`). Two plans compete: one without gap regions (one region,
+//!    or, in long streams, regions where a DP over blocks of 2048 weights
+//!    finds that switching between alternating and non-alternating mode pays
+//!    for a header and palette) and, if the stream has zero runs of 64 or
+//!    more, one where each such run is an all-zero direct-mode region and
+//!    the weights between them share a mapping chosen for them alone.
+//! 3. **Index mapping** (`mapping`). Candidate mappings are direct coding
+//!    and palettes of the most frequent values (by frequency rank, so
+//!    frequent values get small indices); each is costed from the value
+//!    histogram with its best weight parameter.
+//! 4. **Slices** (`slices`). Inside a region a dynamic programme over the
+//!    coded symbols (weight indices and, in alternating mode, zero runs)
+//!    picks the slice boundaries and per-slice `wdiv`, `wtrunc` and `zdiv`
+//!    over 16 lanes, a new slice costing its 23-bit header plus the expected
+//!    chunk padding.
+//! 5. **Emission** (`emit`) writes the slices chunk by chunk as the TRM
+//!    parser reads them.
 //!
 //! Bit costs are exact per symbol: a Golomb-Rice index with quotient `q`
 //! costs `q + 1 + wdiv` bits (`wtrunc`: 1 bit for `q == 0`, else 2, plus

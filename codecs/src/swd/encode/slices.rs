@@ -237,8 +237,8 @@ impl Lanes {
     fn zrow(&self, r: u32) -> [u32; LANES] {
         let mut row = [0u32; LANES];
         if self.alternating {
-            for s in 0..self.used {
-                row[s] = zcost(r, self.lane_z[s]);
+            for (c, &z) in row.iter_mut().zip(&self.lane_z[..self.used]) {
+                *c = zcost(r, z);
             }
         }
         row
