@@ -8,18 +8,20 @@
 //!   `lut[256 + (x >> 7)]` and adds `round(slope * (x & 0x7f) / 128)`. That lookup is
 //!   exactly TOSA's `TABLE` (`i16` → `i32`, `base * 128 + slope * fraction`) followed by a
 //!   rounding division by 128, so it lowers to [`Op::Table`] + [`Op::Rescale`] whenever every
-//!   slope fits `i16` (TOSA's requirement).
+//!   slope fits `i16` (TOSA's requirement); otherwise to a GATHER from a 65536-entry table
+//!   holding the kernel's output for every `i16` input.
 //! * **sigmoid table** (LOGISTIC, TANH): the input is first scaled to `3 * 4096` units per 1.0
 //!   (an `i16` multiplier and a rounding right shift, or `3 << shift` for power-of-two input
 //!   scales), then the magnitude indexes TFLite's 256-entry table of `sigmoid(i / 24)` in Q0.16 with
 //!   9 (LOGISTIC) or 8 (TANH, `tanh(x) = 2 sigmoid(2x) - 1`) fraction bits of linear
-//!   interpolation; the sign is folded back with fixed rounding offsets.
-//! * **requantization** (ABS, LEAKY_RELU): `MultiplyByQuantizedMultiplier` per sign.
-//!
-//! Whatever cannot be a TOSA table (the sigmoid-table kernels, the requantizations and tables
-//! with a slope outside `i16`) is lowered to a GATHER from a 65536-entry table that holds the
-//! kernel's output for every `i16` input, computed here with the kernel's arithmetic (exact
-//! by construction, like the int8 TABLEs).
+//!   interpolation; the sign is folded back with fixed rounding offsets. No TOSA operator
+//!   interpolates with 8 or 9 fraction bits, so the scaling is a RESCALE to `i32`, clamped
+//!   where the kernel saturates, and the rest a GATHER from the kernel's value for each scaled
+//!   input (computed here with the kernel's arithmetic).
+//! * **requantization** (ABS, LEAKY_RELU): `MultiplyByQuantizedMultiplier` per sign, i.e. a
+//!   double-rounding RESCALE: ABS is `RESCALE(ABS(widened x))`, LEAKY_RELU is
+//!   `SELECT(x >= 0, RESCALE(x, identity), RESCALE(x, alpha))` (a GATHER table if a multiplier
+//!   does not fit the RESCALE's value window).
 
 use super::arith::quantize_multiplier;
 use super::ctx::{IrT, OpCx, R};
@@ -80,15 +82,25 @@ fn sigmoid_input_scaling(input_scale: f32, tanh: bool) -> (i32, i32) {
     (m as i32, ls)
 }
 
-/// TFLite's int16 LOGISTIC (`tanh == false`) or TANH for one input value.
-fn sigmoid16(x: i32, multiplier: i32, left_shift: i32, tanh: bool) -> i16 {
+/// The scaled input `v` of TFLite's int16 LOGISTIC / TANH: `(x * m + 2^(s-1)) >> s` as
+/// `(multiplier, shift)` of the equivalent single-rounding RESCALE (shift at least 16, so
+/// that every `i16` input is inside TOSA's value window `|x| < 2^(shift-1)`).
+fn sigmoid_rescale(multiplier: i32, left_shift: i32) -> (i32, i32) {
     let (m, s) = if multiplier == 0 {
         (3 << left_shift, 0)
     } else {
         (multiplier, left_shift)
     };
-    let round = if s > 0 { 1 << (s - 1) } else { 0 };
-    let v = (x * m + round) >> s;
+    // (x * m + 2^(s-1)) >> s == (x * m * 2^k + 2^(s+k-1)) >> (s + k); for s == 0 the added
+    // 2^(k-1) is below the kept bits.
+    let k = (16 - s).max(0);
+    (m << k, s + k)
+}
+
+/// TFLite's int16 LOGISTIC (`tanh == false`) or TANH of the scaled input `v`: the magnitude
+/// indexes the sigmoid table with 9 (LOGISTIC) or 8 (TANH) fraction bits; the sign is folded
+/// back with fixed rounding offsets. Constant for `|v| >= 255 << fraction bits`.
+fn sigmoid_of(v: i32, tanh: bool) -> i16 {
     let a = v.unsigned_abs();
     let frac_bits = if tanh { 8 } else { 9 };
     let uh = a >> frac_bits;
@@ -117,6 +129,18 @@ fn sigmoid16(x: i32, multiplier: i32, left_shift: i32, tanh: bool) -> i16 {
         };
         (r >> 10) as i16
     }
+}
+
+/// TFLite's int16 LOGISTIC (`tanh == false`) or TANH for one input value.
+#[cfg(test)]
+fn sigmoid16(x: i32, multiplier: i32, left_shift: i32, tanh: bool) -> i16 {
+    let (m, s) = if multiplier == 0 {
+        (3 << left_shift, 0)
+    } else {
+        (multiplier, left_shift)
+    };
+    let round = if s > 0 { 1 << (s - 1) } else { 0 };
+    sigmoid_of((x * m + round) >> s, tanh)
 }
 
 /// TFLite's `LUTPopulate<int16_t>`: 513 entries over the whole input range, computed in the
@@ -219,23 +243,122 @@ fn emit_lut513(cx: &mut OpCx<'_, '_>, lut: Vec<i16>) -> R<()> {
 /// Emits `y = table[x + 32768]` for the `i16` input 0 as a GATHER from a 65536-entry table.
 pub(crate) fn emit_gather16(cx: &mut OpCx<'_, '_>, table: Vec<i16>) -> R<()> {
     debug_assert_eq!(table.len(), 65536);
-    let xs = OpCx::shape(cx.tin(0)?)?;
-    let rank = xs.len();
-    let n: usize = xs.iter().product();
     let x = cx.input(0)?;
     let w = cx.widen_i32(x, 0)?;
-    let off = cx.constant("offset", vec![1; rank.max(1)], TensorData::I32(vec![32768]))?;
-    let w = if rank == 0 {
-        cx.reshape(w, vec![1])?
-    } else {
-        w
-    };
-    let idx = cx.emit("index", Op::Add, &[w, off])?;
-    let idx = cx.reshape(idx, vec![1, n])?;
-    let tab = cx.constant("lut65536", vec![1, 65536, 1], TensorData::I16(table))?;
-    let y = cx.emit("lookup", Op::Gather, &[tab, idx])?;
-    let y = cx.reshape(y, xs)?;
+    let y = gather_i16(cx, w, -32768, table)?;
     cx.bind_output(0, y)
+}
+
+/// `table[v - lo]` for the `i32` tensor `v` (whose values are in `lo..lo + table.len()`) as a
+/// GATHER from a constant `[1, K, 1]` table, in `v`'s shape.
+fn gather_i16(cx: &mut OpCx<'_, '_>, v: IrT, lo: i64, table: Vec<i16>) -> R<IrT> {
+    let vs = cx.ty(v).shape.0;
+    let n: usize = vs.iter().product();
+    let v = if vs.is_empty() {
+        cx.reshape(v, vec![1])?
+    } else {
+        v
+    };
+    let rank = vs.len().max(1);
+    let off = cx.constant("offset", vec![1; rank], TensorData::I32(vec![-lo as i32]))?;
+    let idx = cx.emit("index", Op::Add, &[v, off])?;
+    let idx = cx.reshape(idx, vec![1, n])?;
+    let k = table.len();
+    let tab = cx.constant(&format!("lut{k}"), vec![1, k, 1], TensorData::I16(table))?;
+    let y = cx.emit("lookup", Op::Gather, &[tab, idx])?;
+    cx.reshape(y, vs)
+}
+
+/// TFLite's int16 LOGISTIC / TANH for input 0: the input scaling as a RESCALE to `i32`, clamped
+/// where the kernel saturates, then a GATHER from the kernel's value for each scaled input
+/// (a function of the scaled value only, so the NPU's tanh/sigmoid LUT modes can take it).
+fn emit_sigmoid(cx: &mut OpCx<'_, '_>, multiplier: i32, left_shift: i32, tanh: bool) -> R<()> {
+    let x = cx.input(0)?;
+    let (m, s) = sigmoid_rescale(multiplier, left_shift);
+    let v = cx.rescale(
+        x,
+        DType::Int32,
+        vec![m],
+        vec![s],
+        true,
+        RescaleRounding::SingleRound,
+        0,
+        0,
+    )?;
+    let limit = 255i64 << if tanh { 8 } else { 9 };
+    let v = cx.clamp(v, -limit, limit)?;
+    let table = (-limit..=limit)
+        .map(|v| sigmoid_of(v as i32, tanh))
+        .collect();
+    let y = gather_i16(cx, v, -limit, table)?;
+    cx.bind_output(0, y)
+}
+
+/// TFLite's int16 ABS with requantization `real` (`None`: the scales are equal, a clamp): the
+/// magnitude of the widened input, then `MultiplyByQuantizedMultiplier` (a double-rounding
+/// RESCALE, saturating to `i16`). `None` if the RESCALE cannot hold `real` for every input.
+fn emit_abs(cx: &mut OpCx<'_, '_>, real: Option<f64>) -> R<Option<()>> {
+    let (m, shift) = match real {
+        None => (1 << 30, 30),
+        Some(r) => {
+            let (m, s) = quantize_multiplier(r).ok_or("abs multiplier out of range")?;
+            (m, 31 - s)
+        }
+    };
+    // |x| <= 32768 must lie inside the RESCALE's value window |v| < 2^(shift-1).
+    if !(17..=62).contains(&shift) {
+        return Ok(None);
+    }
+    let x = cx.input(0)?;
+    let w = cx.widen_i32(x, 0)?;
+    let a = cx.emit("abs", Op::Abs, &[w])?;
+    let y = cx.rescale(
+        a,
+        DType::Int16,
+        vec![m],
+        vec![shift],
+        true,
+        RescaleRounding::DoubleRound,
+        0,
+        0,
+    )?;
+    cx.bind_output(0, y)?;
+    Ok(Some(()))
+}
+
+/// TFLite's int16 LEAKY_RELU: `x >= 0 ? MBQM(x, identity) : MBQM(x, alpha)` as
+/// `SELECT(x >= 0, RESCALE(x), RESCALE(x))` (double rounding, saturating to `i16`). `None` if
+/// a RESCALE cannot hold its multiplier for every input.
+fn emit_leaky_relu(cx: &mut OpCx<'_, '_>, r_id: f64, r_alpha: f64) -> R<Option<()>> {
+    let mut params = Vec::new();
+    for r in [r_id, r_alpha] {
+        let (m, s) = quantize_multiplier(r).ok_or("leaky relu multiplier out of range")?;
+        // Every i16 value must lie inside the RESCALE's value window |v| < 2^(shift-1).
+        if !(16..=62).contains(&(31 - s)) {
+            return Ok(None);
+        }
+        params.push((m, 31 - s));
+    }
+    let x = cx.input(0)?;
+    let rank = cx.ty(x).shape.0.len();
+    let zero = cx.constant("zero", vec![1; rank], TensorData::I16(vec![0]))?;
+    let c = cx.emit("non_negative", Op::GreaterEqual, &[x, zero])?;
+    let mut branch = Vec::new();
+    for (m, s) in params {
+        branch.push(cx.rescale(
+            x,
+            DType::Int16,
+            vec![m],
+            vec![s],
+            true,
+            RescaleRounding::DoubleRound,
+            0,
+            0,
+        )?);
+    }
+    let y = cx.emit("select", Op::Select, &[c, branch[0], branch[1]])?;
+    cx.bind_output(0, y)?;
+    Ok(Some(()))
 }
 
 /// Lowers the int16 unary operators (input and output `i16`, zero points 0).
@@ -266,8 +389,7 @@ pub(crate) fn unary16(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
             if m > 32767 {
                 return Err("int16 input scale too large".into());
             }
-            let full = per_value(&|x| Ok(i64::from(sigmoid16(x, m, s, tanh))))?;
-            emit_gather16(cx, full)
+            emit_sigmoid(cx, m, s, tanh)
         }
         B::EXP => emit_lut513(cx, lut_populate_i16(si, zi, so, zo, f32::exp)),
         B::LOG => {
@@ -288,6 +410,9 @@ pub(crate) fn unary16(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
         B::ABS => {
             let rescale = si != so;
             let real = f64::from(si / so);
+            if emit_abs(cx, rescale.then_some(real))?.is_some() {
+                return Ok(());
+            }
             let full = per_value(&|x| {
                 let v = i64::from(x.abs());
                 if rescale {
@@ -305,6 +430,9 @@ pub(crate) fn unary16(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
             let r_alpha = f64::from(si * o.alpha / so);
             let r_id = f64::from(si / so);
             quantize_multiplier(r_alpha).ok_or("alpha multiplier out of range")?;
+            if emit_leaky_relu(cx, r_id, r_alpha)?.is_some() {
+                return Ok(());
+            }
             let full = per_value(&|x| {
                 if x >= 0 {
                     mbqm(i64::from(x), r_id)

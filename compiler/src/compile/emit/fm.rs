@@ -59,6 +59,16 @@ pub(super) fn ifm_commands(
     w.set(Command::SetIfmUpscale(SetIfmUpscale { mode: upscale }));
 }
 
+/// IFM2_PRECISION for `fm`'s element type (a unary operation that reads it: `lrelu`).
+pub(super) fn ifm2_precision(w: &mut Writer, fm: &Fm) {
+    w.set(Command::SetIfm2Precision(SetIfm2Precision {
+        activation_type: activation_type(fm),
+        activation_precision: precision(fm),
+        activation_format: ActivationFormat::Nhwc,
+        activation_storage: ActivationStorage::Tile2x2,
+    }));
+}
+
 pub(super) fn ifm2_commands(
     w: &mut Writer,
     fm: &Fm,

@@ -1,17 +1,23 @@
-//! Loading lookup tables into the LUT RAM (TRM 2.6.2, 3.10.4 NPU_OP_DMA_START).
+//! Loading lookup tables into the LUT RAM (TRM 2.6.2, 3.6.7, 3.10.4 NPU_OP_DMA_START).
 //!
-//! The 2048-byte LUT RAM holds eight 256-byte `lut_s8_s8` tables (`table` 0..7 of
-//! NPU_SET_ACTIVATION). Each distinct table is stored once in the read-only region; before an
-//! operation that needs a table not resident in a slot, a DMA copies it from region 0 into the
-//! least recently used slot, and NPU_OP_DMA_WAIT 0 precedes the operation's kernel command.
-//! The slot the previous operations use is never the least recently used one (eight slots,
-//! at most two kernels outstanding), so a DMA never overwrites a table still being read.
+//! The 2048-byte LUT RAM is managed as eight 256-byte slots. An 8-bit table (`lut_s8_s8`)
+//! takes one slot (`table` 0..7 of NPU_SET_ACTIVATION); a 16-bit table (`lut_s16_s16`,
+//! `lut_s16_s32`, `lut_tanh`, `lut_sigmoid`: 512 base/slope pairs, `table` 0) takes all
+//! eight. Each distinct table is stored once in the read-only region; before an operation
+//! whose table is not resident, a DMA copies it from region 0 into the least recently used
+//! slot (or the whole RAM), and NPU_OP_DMA_WAIT 0 precedes the operation's kernel command.
+//!
+//! At most two kernel operations are outstanding when a command is issued (TRM 3.10.8), so
+//! a DMA must not overwrite slots the previous two operations read: an 8-bit table normally
+//! goes to a slot neither of them used (eight slots, least recently used); when the slots to
+//! overwrite were used by the previous operation NPU_OP_KERNEL_WAIT 0 precedes the DMA, when
+//! only by the one before it NPU_OP_KERNEL_WAIT 1.
 
 use super::*;
 use crate::compile::lower::Lut;
 
-/// Bytes of one `lut_s8_s8` table slot.
-const SLOT_BYTES: u64 = 256;
+/// Bytes of one slot (one `lut_s8_s8` table).
+const SLOT_BYTES: usize = 256;
 /// Slots in the 2048-byte LUT RAM.
 const SLOTS: usize = 8;
 
@@ -20,36 +26,79 @@ const SLOTS: usize = 8;
 pub(super) struct LutSlots {
     /// Read-only offset of each distinct table.
     stored: BTreeMap<Vec<u8>, u64>,
-    /// Per slot: the table it holds and when it was last used.
-    slots: [Option<(Vec<u8>, usize)>; SLOTS],
+    /// Per slot: the table whose part it holds (first slot, table bytes) and when it was
+    /// last used.
+    slots: [Option<(usize, Vec<u8>, usize)>; SLOTS],
+    /// Slot masks read by the previous operation and the one before it.
+    recent: [u8; 2],
     clock: usize,
 }
 
 impl LutSlots {
-    /// Makes `lut` resident (emitting the DMA if needed); returns the slot index and whether
-    /// a DMA was started (the caller waits for it before the kernel command).
-    pub(super) fn load(&mut self, w: &mut Writer, ro: &mut Vec<u8>, lut: &Lut) -> (u8, bool) {
+    /// Records the table (if any) of the next operation: makes it resident (emitting the DMA
+    /// and any wait it needs) and returns the table number and whether a DMA was started (the
+    /// caller waits for it before the kernel command).
+    pub(super) fn next_op(
+        &mut self,
+        w: &mut Writer,
+        ro: &mut Vec<u8>,
+        lut: Option<&Lut>,
+    ) -> (u8, bool) {
+        let (table, mask, dma) = match lut {
+            Some(lut) => self.load(w, ro, lut),
+            None => (0, 0, false),
+        };
+        self.recent = [mask, self.recent[0]];
+        (table, dma)
+    }
+
+    fn load(&mut self, w: &mut Writer, ro: &mut Vec<u8>, lut: &Lut) -> (u8, u8, bool) {
         self.clock += 1;
-        if let Some(i) = self
-            .slots
-            .iter()
-            .position(|s| s.as_ref().is_some_and(|(d, _)| *d == lut.data))
-        {
-            self.slots[i].as_mut().expect("resident").1 = self.clock;
-            return (i as u8, false);
+        let n = lut.data.len().div_ceil(SLOT_BYTES).clamp(1, SLOTS);
+        let resident = (0..=SLOTS - n).step_by(n).find(|&first| {
+            (first..first + n).all(|i| {
+                self.slots[i]
+                    .as_ref()
+                    .is_some_and(|(f, d, _)| *f == first && *d == lut.data)
+            })
+        });
+        let first = match resident {
+            Some(first) => first,
+            None => {
+                // The least recently used aligned group of n slots (all of RAM for n = 8).
+                let first = (0..=SLOTS - n)
+                    .step_by(n)
+                    .min_by_key(|&f| {
+                        (f..f + n)
+                            .map(|i| self.slots[i].as_ref().map_or(0, |s| s.2))
+                            .max()
+                    })
+                    .expect("at least one group");
+                let mask = group_mask(first, n);
+                if self.recent[0] & mask != 0 {
+                    w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+                } else if self.recent[1] & mask != 0 {
+                    w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+                }
+                self.dma(w, ro, lut, first);
+                first
+            }
+        };
+        for s in &mut self.slots[first..first + n] {
+            *s = Some((first, lut.data.clone(), self.clock));
         }
+        (first as u8, group_mask(first, n), resident.is_none())
+    }
+
+    fn dma(&mut self, w: &mut Writer, ro: &mut Vec<u8>, lut: &Lut, first: usize) {
         let src = *self.stored.entry(lut.data.clone()).or_insert_with(|| {
             align16(ro);
             let at = ro.len() as u64;
             ro.extend_from_slice(&lut.data);
             at
         });
-        let slot = (0..SLOTS)
-            .min_by_key(|&i| self.slots[i].as_ref().map_or(0, |(_, t)| *t))
-            .expect("eight slots");
-        self.slots[slot] = Some((lut.data.clone(), self.clock));
         let (shi, slo) = addr(src);
-        let (dhi, dlo) = addr(slot as u64 * SLOT_BYTES);
+        let (dhi, dlo) = addr((first * SLOT_BYTES) as u64);
         let (lhi, llo) = addr(lut.data.len() as u64);
         w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
             region: REGION_READ_ONLY,
@@ -75,6 +124,10 @@ impl LutSlots {
             addr_lo: llo,
         }));
         w.op(Command::OpDmaStart(OpDmaStart {}));
-        (slot as u8, true)
     }
+}
+
+/// The slots `first..first + n` as a bit mask.
+fn group_mask(first: usize, n: usize) -> u8 {
+    (((1u16 << n) - 1) << first) as u8
 }

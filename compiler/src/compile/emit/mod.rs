@@ -261,6 +261,10 @@ fn op_commands(
         w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
             broadcast_mode: broadcast(op.ifm.broadcast),
         }));
+        if op.kernel == Kernel::Elementwise(ElementwiseMode::Lrelu) {
+            // scale_b (lrelu's negative half) acts per IFM2_PRECISION (TRM 3.6.6).
+            fm::ifm2_precision(w, &op.ifm);
+        }
     }
     if let Some(s) = op.ifm_scale {
         w.set(Command::SetIfmScale(SetIfmScale {
@@ -433,13 +437,12 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             continue;
         }
         let plan = &plans[index];
-        let (act, lut_dma) = match l.luts.get(&index) {
-            Some(t) => {
-                let (slot, dma) = luts.load(&mut w, &mut ro, t);
-                ((t.function, slot), dma)
-            }
-            None => ((ActivationFunction::LutNone, 0), false),
-        };
+        let lut = l.luts.get(&index);
+        let (table, lut_dma) = luts.next_op(&mut w, &mut ro, lut);
+        let act = (
+            lut.map_or(ActivationFunction::LutNone, |t| t.function),
+            table,
+        );
         let layout = plan.enc.as_ref().map(|e| e.layout());
         let streams = layout.as_ref().map(|layout| match staged[index] {
             Some((region, base)) => (layout, region, base),

@@ -9,7 +9,10 @@ mod compare;
 mod constant;
 mod conv;
 mod elementwise;
+mod irfn;
 mod logical;
+mod lookup;
+mod lut16;
 mod matmul;
 mod movement;
 mod pool;
@@ -20,6 +23,7 @@ mod scatter;
 mod select;
 mod table;
 mod tconv;
+mod unary;
 
 pub use table::Lut;
 
@@ -531,6 +535,8 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             cx.constant_buffer(t);
         }
     }
+    cx.prefuse_lookups(&order);
+    cx.prefuse_lrelu(&order);
     let mut deferred = Vec::new();
     for o in order {
         if cx.fused.contains(&o) {
@@ -551,6 +557,9 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::ArgMax(_) => cx.lower_argmax(o)?,
             Op::Resize(_) => cx.lower_resize(o)?,
             Op::Table(_) => cx.lower_table(o)?,
+            Op::Gather if cx.lookup(o).is_some() => cx.lower_lookup(o)?,
+            Op::Abs => cx.lower_abs(o)?,
+            Op::Select if cx.is_lrelu(o) => cx.lower_lrelu(o)?,
             Op::Concat(_)
             | Op::Slice(_)
             | Op::Pad(_)
