@@ -186,15 +186,22 @@ fn candidates_from_keys(
     }
     let d = keys.len();
     let total: u64 = keys.iter().map(|&k| u64::from(unkey(k).0)).sum();
-    // Suffix minimum and maximum of the codes: dirofs and the largest
-    // direct index for a palette of the first k values.
-    let mut suf_min = vec![u16::MAX; d + 1];
-    let mut suf_max = vec![0u16; d + 1];
-    for j in (0..d).rev() {
-        let code = keys[j] as u16;
-        suf_min[j] = suf_min[j + 1].min(code);
-        suf_max[j] = suf_max[j + 1].max(code);
-    }
+    // Minimum and maximum code of keys[k..] (dirofs and the largest direct
+    // index for a palette of the first k values): the tail beyond the
+    // largest palette once, then each k up to it.
+    let head = d.min(PALETTE_SIZE_MAX);
+    let tail = keys[head..]
+        .iter()
+        .fold((u16::MAX, 0u16), |(lo, hi), &key| {
+            let c = key as u16;
+            (lo.min(c), hi.max(c))
+        });
+    let suffix = |k: usize| {
+        keys[k.min(head)..head].iter().fold(tail, |(lo, hi), &key| {
+            let c = key as u16;
+            (lo.min(c), hi.max(c))
+        })
+    };
     let mut sizes = [0usize; 7];
     let mut ns = 1;
     for k in [2usize, 4, 8, 16, 32] {
@@ -237,12 +244,12 @@ fn candidates_from_keys(
         let dirofs = if k == d {
             0
         } else {
-            suf_min[k].min((1 << DIROFS_BITS) - 1)
+            suffix(k).0.min((1 << DIROFS_BITS) - 1)
         };
         let max_index = if k == d {
             k as u32 - 1
         } else {
-            (k + usize::from(suf_max[k] - dirofs)) as u32
+            (k + usize::from(suffix(k).1 - dirofs)) as u32
         };
         if max_index > u32::from(WEIGHT_INDEX_MAX) {
             continue;
@@ -389,11 +396,13 @@ pub(super) fn non_alternating_candidates(hist: &[u32]) -> Vec<Candidate> {
 
 /// Sort keys of the nonzero values of `hist`.
 fn nonzero_keys(hist: &[u32]) -> Vec<u64> {
-    let mut keys: Vec<u64> = Vec::with_capacity(64);
+    // Branch-free: every slot writes its key, only present values advance.
+    let mut keys = vec![0u64; hist.len() + 1];
+    let mut n = 0;
     for (s, &c) in hist.iter().enumerate() {
-        if c > 0 && s != slot(0) {
-            keys.push(u64::from(u32::MAX - c) << 16 | u64::from(code_of(s as i16 - 255)));
-        }
+        keys[n] = u64::from(u32::MAX - c) << 16 | u64::from(code_of(s as i16 - 255));
+        n += usize::from(c > 0 && s != slot(0));
     }
+    keys.truncate(n);
     keys
 }
