@@ -111,3 +111,80 @@ fn reduce_any_all_of_booleans() {
         }
     }
 }
+
+/// TFLite's int16 RESIZE_BILINEAR (x2, half-pixel centres): RESIZE (i48) -> identity RESCALE to
+/// i32 -> `acc + (acc >> 31)` -> RESCALE dividing by 16 (half away from zero) -> i16.
+fn resize_bilinear_16x8(_rng: &mut Rng) -> npuc_ir::Graph {
+    use npuc_ir::*;
+    let mut b = GraphBuilder::new("resize_bilinear_16x8");
+    let x = b.input("x", DType::Int16, [1, 4, 5, 4]);
+    let attrs = ResizeAttrs {
+        mode: ResizeMode::Bilinear,
+        scale: [4, 2, 4, 2],
+        offset: [-1, -1],
+        border: [1, 1],
+    };
+    let acc = b.op("resize", Op::Resize(attrs), &[x]);
+    let rescale = |out, multiplier: i32, shift: i8, scale32| {
+        Op::Rescale(RescaleAttrs {
+            output_dtype: out,
+            multiplier: vec![multiplier],
+            shift: vec![shift],
+            scale32,
+            rounding: RescaleRounding::SingleRound,
+            per_channel: false,
+            input_zp: 0,
+            output_zp: 0,
+            input_unsigned: false,
+            output_unsigned: false,
+        })
+    };
+    let acc = b.op("narrow", rescale(DType::Int32, 4, 2, false), &[acc]);
+    let c31 = b.const_i32("c31", [1, 1, 1, 1], &[31]);
+    let ars = ArithmeticRightShiftAttrs { round: false };
+    let sign = b.op("sign", Op::ArithmeticRightShift(ars), &[acc, c31]);
+    let adj = b.op("adjust", Op::Add, &[acc, sign]);
+    let y = b.op("rescale", rescale(DType::Int16, 1 << 27, 31, true), &[adj]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// 16-bit bilinear RESIZE by 4/3 in both axes in the TOSA form: RESIZE (i48) -> RESCALE by
+/// 1/32 (16-bit multiplier, single rounding) -> i16.
+fn resize_bilinear_16_tosa(_rng: &mut Rng) -> npuc_ir::Graph {
+    use npuc_ir::*;
+    let mut b = GraphBuilder::new("resize_bilinear_16_tosa");
+    let x = b.input("x", DType::Int16, [1, 6, 9, 3]);
+    let attrs = ResizeAttrs {
+        mode: ResizeMode::Bilinear,
+        scale: [8, 6, 4, 3],
+        offset: [0, 0],
+        border: [(8 - 1) * 6 - (6 - 1) * 8, (12 - 1) * 3 - (9 - 1) * 4],
+    };
+    let acc = b.op("resize", Op::Resize(attrs), &[x]);
+    let r = RescaleAttrs {
+        output_dtype: DType::Int16,
+        multiplier: vec![1 << 14],
+        shift: vec![19],
+        scale32: false,
+        rounding: RescaleRounding::SingleRound,
+        per_channel: false,
+        input_zp: 0,
+        output_zp: 0,
+        input_unsigned: false,
+        output_unsigned: false,
+    };
+    let y = b.op("rescale", Op::Rescale(r), &[acc]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+#[test]
+fn resize_bilinear_16x8_tflite_form() {
+    check("resize_bilinear_16x8", resize_bilinear_16x8);
+}
+
+#[test]
+fn resize_bilinear_16_bit_tosa_form() {
+    check("resize_bilinear_16_tosa", resize_bilinear_16_tosa);
+}

@@ -12,7 +12,10 @@
 //!   symmetric.
 //! * Bilinear in the TOSA form: RESIZE (i32) -> RESCALE by `2^a >> s` with single rounding
 //!   (half up): the same shift in round mode natural.
-//! * Nearest neighbour (i8 -> i8): the picked value, OFM_SCALE shift 16.
+//! * Nearest neighbour (i8 -> i8, i16 -> i16): the picked value, OFM_SCALE shift 16.
+//!
+//! 16-bit inputs sum in i48 (TFLite's int16 form narrows the sum to i32 with an identity
+//! RESCALE before the same tail; it is fused) and run with ACC_FORMAT i48.
 
 use super::*;
 use npuc_ir::ResizeMode;
@@ -79,15 +82,36 @@ impl<'g> Ctx<'g> {
         matches!(self.node(r).op, Op::Rescale(_)).then_some((ars, add, r))
     }
 
+    /// The sole consumer of `acc` if it is a RESCALE to i32 that keeps every value (a power
+    /// of two multiplier and the same shift, zero points 0) and `|acc| <= bound < 2^31`.
+    fn exact_narrowing(&self, acc: TensorId, bound: u64) -> Option<OpId> {
+        let c = self.sole_consumer(acc)?;
+        let Op::Rescale(r) = &self.node(c).op else {
+            return None;
+        };
+        let identity = r.multiplier.len() == 1
+            && r.shift[0] < 31
+            && i64::from(r.multiplier[0]) == 1i64 << r.shift[0];
+        (identity
+            && r.output_dtype == DType::Int32
+            && r.input_zp == 0
+            && r.output_zp == 0
+            && !r.input_unsigned
+            && bound < 1 << 31)
+            .then_some(c)
+    }
+
     pub(super) fn lower_resize(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let Op::Resize(a) = &node.op else {
             unreachable!("lower_resize on another op")
         };
         let x = node.inputs()[0];
-        if self.dtype(x) != DType::Int8 {
-            return Err(unsupported(node, "RESIZE of i8 feature maps only"));
+        if !matches!(self.dtype(x), DType::Int8 | DType::Int16) {
+            return Err(unsupported(node, "RESIZE of i8 or i16 feature maps only"));
         }
+        // The largest |IFM value|: the bilinear sum is at most that times ny * nx.
+        let vmax = -self.dtype(x).min_value() as u64;
         let [yn, yd, xn, xd] = a.scale;
         let (y, ky) = reduce_axis(yn, yd, a.offset[0]);
         let (xa, kx) = reduce_axis(xn, xd, a.offset[1]);
@@ -99,13 +123,21 @@ impl<'g> Ctx<'g> {
                 (t, act, 0, 16u32, RoundModeOfm::Natural, m)
             }
             ResizeMode::Bilinear => {
+                // A 16-bit resize sums in i48; TFLite's int16 form narrows it to i32 first
+                // (an exact identity RESCALE, fused: the NPU keeps the sum in the accumulator).
+                let mut acc_t = node.outputs()[0];
+                let mut narrow = vec![];
+                if let Some(c) = self.exact_narrowing(acc_t, vmax * (yn * xn) as u64) {
+                    narrow.push(c);
+                    acc_t = self.node(c).outputs()[0];
+                }
                 // TFLite: acc + (acc >> 31) -> RESCALE (half away from zero); TOSA: RESCALE
                 // directly (single rounding: half up).
-                let (extra, rop, round) = match self.bilinear_tail(node.outputs()[0]) {
+                let (extra, rop, round) = match self.bilinear_tail(acc_t) {
                     Some((ars, add, r)) => (vec![ars, add], r, RoundModeOfm::Symmetric),
                     None => {
                         let r = self
-                            .sole_consumer(node.outputs()[0])
+                            .sole_consumer(acc_t)
                             .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)))
                             .ok_or_else(|| {
                                 unsupported(
@@ -134,7 +166,7 @@ impl<'g> Ctx<'g> {
                 if !(0..=47).contains(&k) {
                     return Err(unsupported(rnode, "bilinear RESIZE rescale shift"));
                 }
-                for f in extra.into_iter().chain([rop]) {
+                for f in narrow.into_iter().chain(extra).chain([rop]) {
                     self.fused.insert(f);
                     names.push(self.node(f).name.clone());
                 }
@@ -164,8 +196,8 @@ impl<'g> Ctx<'g> {
                 "RESIZE scale/offset outside the NPU's ranges",
             ));
         };
-        // The accumulator (|v| <= 128 times ny * nx) shifted left by 16 must fit the format.
-        let bound = (128u64 * u64::from(y.n) * u64::from(xa.n)) << 16;
+        // The accumulator (|v| <= vmax times ny * nx) shifted left by 16 must fit the format.
+        let bound = (vmax * u64::from(y.n) * u64::from(xa.n)) << 16;
         let acc = if bound < 1 << 31 {
             AccFormat::I32
         } else {
