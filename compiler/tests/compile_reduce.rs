@@ -188,3 +188,53 @@ fn resize_bilinear_16x8_tflite_form() {
 fn resize_bilinear_16_bit_tosa_form() {
     check("resize_bilinear_16_tosa", resize_bilinear_16_tosa);
 }
+
+/// AVG_POOL2D above 8x8 on an i16 feature map (a unit-weight DEPTHWISE with the 32-bit
+/// accumulator and a per-channel division, decision L6).
+fn avgpool16(
+    name: &str,
+    shape: [usize; 4],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    rounding: npuc_ir::AvgPoolRounding,
+) -> npuc_ir::Graph {
+    use npuc_ir::*;
+    let mut b = GraphBuilder::new(name);
+    let x = b.input("x", DType::Int16, shape);
+    let attrs = AvgPool2dAttrs {
+        kernel,
+        stride,
+        pad: [0; 4],
+        input_zp: 0,
+        output_zp: 0,
+        rounding,
+    };
+    let y = b.op("avgpool", Op::AvgPool2d(attrs), &[x]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// ds_cnn_16x8's global pool: 25x5, TFLite rounding.
+fn avgpool16_25x5_tflite(_rng: &mut Rng) -> npuc_ir::Graph {
+    let r = npuc_ir::AvgPoolRounding::Tflite;
+    avgpool16("avgpool16_25x5", [1, 25, 5, 64], [25, 5], [25, 5], r)
+}
+
+/// 10x4 stride 2: an even window, so exact halves occur and must round away from zero.
+fn avgpool16_10x4_s2_tflite(_rng: &mut Rng) -> npuc_ir::Graph {
+    let r = npuc_ir::AvgPoolRounding::Tflite;
+    avgpool16("avgpool16_10x4_s2", [1, 14, 9, 24], [10, 4], [2, 2], r)
+}
+
+/// 9x12 stride 1x3, TOSA rounding.
+fn avgpool16_9x12_tosa(_rng: &mut Rng) -> npuc_ir::Graph {
+    let r = npuc_ir::AvgPoolRounding::Tosa;
+    avgpool16("avgpool16_9x12", [1, 10, 12, 8], [9, 12], [1, 3], r)
+}
+
+#[test]
+fn avgpool16_large_windows() {
+    check("avgpool16_25x5_tflite", avgpool16_25x5_tflite);
+    check("avgpool16_10x4_s2_tflite", avgpool16_10x4_s2_tflite);
+    check("avgpool16_9x12_tosa", avgpool16_9x12_tosa);
+}

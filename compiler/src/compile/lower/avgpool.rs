@@ -8,10 +8,14 @@
 //! * TFLite rounding (`sum / count` rounded half away from zero): multiplier
 //!   `M = floor(2^s / count) + 1` with `s = 30 + ceil(log2(count))` and natural rounding.
 //!   `M / 2^s` exceeds `1 / count` by less than `2^-s`, so `|sum| * M / 2^s` exceeds
-//!   `|sum| / count` by less than `|sum| / 2^s < 1 / (2 * count)` (|sum| < 2^29): an exact half
-//!   moves strictly away from zero (rounded away from zero, as TFLite does) and any other
-//!   quotient, at least `1 / (2 * count)` from a half, keeps its nearest integer.
+//!   `|sum| / count` by less than `|sum| / 2^s < 1 / (2 * count)` (while
+//!   `2 * max|sum| * count < 2^s`, i.e. always for i8 inputs, windows below 2^14 for i16): an
+//!   exact half moves strictly away from zero (rounded away from zero, as TFLite does) and any
+//!   other quotient, at least `1 / (2 * count)` from a half, keeps its nearest integer.
 //!   (Decision L6 in docs/decisions.md.)
+//!
+//! 16-bit inputs use the same 32-bit accumulator (the window sum of `|x| <= 32768` fits it for
+//! windows below 65536 taps), as the int16 fully-connected does (decision L1).
 
 use super::*;
 use npuc_ir::quant::reciprocal_scale;
@@ -49,10 +53,26 @@ impl<'g> Ctx<'g> {
             ));
         }
         let x = node.inputs()[0];
-        if self.dtype(x) != DType::Int8 {
+        if !matches!(self.dtype(x), DType::Int8 | DType::Int16) {
             return Err(unsupported(
                 node,
-                "average pool kernels above 8x8 on i8 feature maps only",
+                "average pool kernels above 8x8 on i8/i16 feature maps only",
+            ));
+        }
+        // The largest |x - zp|: the window sum must stay inside the 32-bit accumulator, and
+        // for TFLite rounding inside the bound of the division's analysis.
+        let span = {
+            let dt = self.dtype(x);
+            (dt.max_value() - a.input_zp).max(a.input_zp - dt.min_value()) as u64
+        };
+        let count = (a.kernel[0] * a.kernel[1]) as u64;
+        let sum_fits = span * count < 1 << 31;
+        let exact = a.rounding != AvgPoolRounding::Tflite
+            || 2 * span * count * count < 1 << (30 + ceil_log2(count));
+        if !sum_fits || !exact {
+            return Err(unsupported(
+                node,
+                "average pool window too large for its input range",
             ));
         }
         let mut names = vec![node.name.clone()];
@@ -95,6 +115,11 @@ impl<'g> Ctx<'g> {
         });
         Ok(())
     }
+}
+
+/// `ceil(log2(v))` for `v >= 1`.
+fn ceil_log2(v: u64) -> u32 {
+    64 - (v.max(1) - 1).leading_zeros()
 }
 
 /// The stride of a window operation, 1 along an axis with a single output (where the stride
