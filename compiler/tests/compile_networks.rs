@@ -1,8 +1,7 @@
-//! Whole corpus networks up to their classifier head: every network whose only unsupported
-//! part is the final SOFTMAX (or the first SOFTMAX) is cut at the SOFTMAX input (the input of
-//! its REDUCE_MAX), and the rest — convolutions, residual ADDs, MEAN / large AVG_POOL heads,
-//! RESIZE, CONCAT, LUT activations, fully connected layers — must compile and run bit-exactly
-//! like the reference interpreter.
+//! Whole corpus networks — convolutions, residual ADDs, MEAN / large AVG_POOL heads, RESIZE,
+//! CONCAT, LUT activations, fully connected layers, SQUARED_DIFFERENCE and the int8 SOFTMAX
+//! head (i32 elementwise chains, the exp table as an s8_s32 LUT) — must compile and run
+//! bit-exactly like the reference interpreter.
 //!
 //! CI runs every network on one configuration (ethos-u85-256, alternating Dedicated_Sram_384KB and
 //! Sram_Only); the sweep over all five (each in its memory mode, `compile_common::options`) is
@@ -13,7 +12,7 @@ mod compile_common;
 use compile_common::*;
 use npuc::compile::{compile, Options};
 use npuc_backend::arch::Accelerator;
-use npuc_ir::{Graph, Op};
+use npuc_ir::Graph;
 use std::path::PathBuf;
 
 const NETWORKS: &[&str] = &[
@@ -26,6 +25,7 @@ const NETWORKS: &[&str] = &[
     "ds_cnn",
     "unet_small",
     "efficientnet_se",
+    "transformer_encoder",
 ];
 
 fn load(name: &str) -> Graph {
@@ -37,42 +37,8 @@ fn load(name: &str) -> Graph {
     npuc_frontend_tflite::lower::lower(&model).unwrap().graph
 }
 
-/// Cuts `g` at the input of its first REDUCE_MAX (the SOFTMAX's maximum): that tensor becomes
-/// the only output and every operator it does not depend on is removed.
-fn cut_before_softmax(mut g: Graph) -> Graph {
-    let order = g.topo_order().unwrap();
-    let cut = order
-        .iter()
-        .find(|&&o| matches!(g.op(o).unwrap().op, Op::ReduceMax(_)))
-        .map(|&o| g.op(o).unwrap().inputs()[0])
-        .expect("a SOFTMAX (REDUCE_MAX)");
-    g.set_outputs(vec![cut]).unwrap();
-    loop {
-        let dead: Vec<_> = g
-            .op_ids()
-            .filter(|&o| {
-                g.op(o)
-                    .unwrap()
-                    .outputs()
-                    .iter()
-                    .all(|&t| g.consumers(t).is_empty() && !g.outputs().contains(&t))
-            })
-            .collect();
-        if dead.is_empty() {
-            break;
-        }
-        for o in dead {
-            let node = g.remove_op(o).unwrap();
-            for t in node.outputs().iter().chain(node.inputs()) {
-                let _ = g.remove_tensor(*t);
-            }
-        }
-    }
-    g
-}
-
 fn check_network(name: &str, configs: &[Options]) {
-    let g = cut_before_softmax(load(name));
+    let g = load(name);
     for options in configs {
         let accel = options.accelerator;
         let m = compile(&g, options).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
@@ -101,7 +67,7 @@ fn check_network(name: &str, configs: &[Options]) {
 /// In CI every other network runs in Sram_Only (Flash_High) instead of the default
 /// Dedicated_Sram_384KB (feature maps in region 2), so both kinds of memory mode are covered.
 #[test]
-fn networks_up_to_the_softmax_on_u85_256() {
+fn whole_networks_on_u85_256() {
     for (i, name) in NETWORKS.iter().enumerate() {
         let options = if i % 2 == 0 {
             options(Accelerator::U85_256)
@@ -118,7 +84,7 @@ fn networks_up_to_the_softmax_on_u85_256() {
 
 #[test]
 #[ignore = "all five configurations: cargo test -p npuc --test compile_networks -- --ignored"]
-fn networks_up_to_the_softmax_on_all_configurations() {
+fn whole_networks_on_all_configurations() {
     for name in NETWORKS {
         let all: Vec<Options> = Accelerator::ALL.into_iter().map(options).collect();
         check_network(name, &all);

@@ -121,6 +121,34 @@ pub(super) fn ifm2_commands(
     }));
 }
 
+/// The registers of a scalar IFM (OP_SCALAR; no memory is read, storage none).
+pub(super) fn ifm_scalar_commands(w: &mut Writer, fm: &Fm, value: i32) {
+    w.set(Command::SetIfmPrecision(SetIfmPrecision {
+        activation_type: activation_type(fm),
+        activation_precision: precision(fm),
+        activation_format: ActivationFormat::Nhwc,
+        activation_storage: ActivationStorage::None,
+    }));
+    w.set(Command::SetIfmZeroPoint(SetIfmZeroPoint {
+        zero_point: zp16(fm.zero_point),
+    }));
+    w.set(Command::SetOpScalar(SetOpScalar { scalar: value }));
+}
+
+/// The registers of a scalar IFM2.
+pub(super) fn ifm2_scalar_commands(w: &mut Writer, fm: &Fm, value: i32) {
+    w.set(Command::SetIfm2Precision(SetIfm2Precision {
+        activation_type: activation_type(fm),
+        activation_precision: precision(fm),
+        activation_format: ActivationFormat::Nhwc,
+        activation_storage: ActivationStorage::None,
+    }));
+    w.set(Command::SetIfm2ZeroPoint(SetIfm2ZeroPoint {
+        zero_point: zp16(fm.zero_point),
+    }));
+    w.set(Command::SetOpScalar(SetOpScalar { scalar: value }));
+}
+
 pub(super) fn broadcast(b: (bool, bool, bool)) -> BroadcastMode {
     let bits = u32::from(b.0) | (u32::from(b.1) << 1) | (u32::from(b.2) << 2);
     BroadcastMode::from_raw(bits).unwrap_or(BroadcastMode::None)

@@ -1,9 +1,10 @@
 //! Loading lookup tables into the LUT RAM (TRM 2.6.2, 3.6.7, 3.10.4 NPU_OP_DMA_START).
 //!
 //! The 2048-byte LUT RAM is managed as eight 256-byte slots. An 8-bit table (`lut_s8_s8`)
-//! takes one slot (`table` 0..7 of NPU_SET_ACTIVATION); a 16-bit table (`lut_s16_s16`,
-//! `lut_s16_s32`, `lut_tanh`, `lut_sigmoid`: 512 base/slope pairs, `table` 0) takes all
-//! eight. Each distinct table is stored once in the read-only region; before an operation
+//! takes one slot (`table` 0..7 of NPU_SET_ACTIVATION); an 8-bit index into 32-bit values
+//! (`lut_s8_s32`, 1024 bytes) four aligned slots (`table` 0..1); a 16-bit table
+//! (`lut_s16_s16`, `lut_s16_s32`, `lut_tanh`, `lut_sigmoid`: 512 base/slope pairs, `table`
+//! 0) all eight. Each distinct table is stored once in the read-only region; before an operation
 //! whose table is not resident, a DMA copies it from region 0 into the least recently used
 //! slot (or the whole RAM), and NPU_OP_DMA_WAIT 0 precedes the operation's kernel command.
 //!
@@ -87,7 +88,8 @@ impl LutSlots {
         for s in &mut self.slots[first..first + n] {
             *s = Some((first, lut.data.clone(), self.clock));
         }
-        (first as u8, group_mask(first, n), resident.is_none())
+        // `table` counts in units of the table's size (TRM 3.6.7: `lut[T*256 + index]`).
+        ((first / n) as u8, group_mask(first, n), resident.is_none())
     }
 
     fn dma(&mut self, w: &mut Writer, ro: &mut Vec<u8>, lut: &Lut, first: usize) {

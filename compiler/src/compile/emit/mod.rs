@@ -17,7 +17,7 @@
 //!    NPU_OP_STOP.
 
 use super::alloc::Placement;
-use super::lower::{Fm, Kernel, Lowered, NpuOp, Requant};
+use super::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
 use super::{CompileError, OperatorInfo, REGION_READ_ONLY};
 use crate::arch_interface::{BlockConfig, KernelKind, OpGeometry, Target};
 use npuc_backend::isa::*;
@@ -165,15 +165,36 @@ fn locate(fm: &Fm, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) ->
 }
 
 /// Where an operation's feature maps are: IFM, IFM2, OFM as (region, address) and storage
-/// (a chained feature map is in chaining FIFO 0, TRM 3.6.4).
+/// (a chained feature map is in chaining FIFO 0, TRM 3.6.4), and its scalar operand (which
+/// reads no memory).
 struct Locs {
     ifm: (u8, u64),
     ifm2: Option<(u8, u64)>,
     ofm: (u8, u64),
     storage: [ActivationStorage; 3],
+    scalar: Option<ScalarOperand>,
 }
 
+/// CLIP range and ACTIVATION_MIN/MAX of activation bounds: 16-bit bounds clamp (`b16`);
+/// bounds at or beyond the i32 range mean no clamp (`none`).
+fn clip(act: (i64, i64)) -> Option<(ActivationClipRange, i64, i64)> {
+    let b16 = |v: i64| (-32768..=32767).contains(&v);
+    if b16(act.0) && b16(act.1) {
+        Some((ActivationClipRange::B16, act.0, act.1))
+    } else if act.0 <= i64::from(i32::MIN) && act.1 >= i64::from(i32::MAX) {
+        Some((ActivationClipRange::None, -32768, 32767))
+    } else {
+        None
+    }
+}
+
+/// The locations of `op`, an element of `l.ops`.
 fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -> Locs {
+    let scalar = l
+        .scalars
+        .iter()
+        .find(|(&i, _)| std::ptr::eq(&l.ops[i], op))
+        .map(|(_, &s)| s);
     let chained = |f: &Fm| p.regions.get(f.buffer) == Some(&super::alloc::CHAINED);
     let at = |f: &Fm| {
         if chained(f) {
@@ -198,6 +219,7 @@ fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -
             storage(op.ifm2.as_ref()),
             storage(Some(&op.ofm)),
         ],
+        scalar,
     }
 }
 
@@ -242,19 +264,34 @@ fn op_commands(
         round_mode: op.round,
         scale,
     }));
-    ifm_commands(w, &op.ifm, at.ifm, op.upscale, at.storage[0]);
+    let scalar = at.scalar;
+    match scalar {
+        Some(s) if !s.ifm2 => fm::ifm_scalar_commands(w, &op.ifm, s.value),
+        _ => ifm_commands(w, &op.ifm, at.ifm, op.upscale, at.storage[0]),
+    }
     kernel_commands(w, op, order);
     if let Kernel::Resize(rp) = &op.kernel {
         resize::resize_commands(w, rp, (block.ofm_block.0, block.ofm_block.1));
     }
     ofm_commands(w, op, at.ofm, at.storage[2]);
+    // A scalar operand: OP_SCALAR with broadcast mode scalar.
+    let mode = |fm: &Fm, is_scalar: bool| {
+        if is_scalar {
+            BroadcastMode::Scalar
+        } else {
+            broadcast(fm.broadcast)
+        }
+    };
     if let (Some(ifm2), Some(loc2)) = (&op.ifm2, at.ifm2) {
-        ifm2_commands(w, ifm2, loc2, at.storage[1]);
+        match scalar {
+            Some(s) if s.ifm2 => fm::ifm2_scalar_commands(w, ifm2, s.value),
+            _ => ifm2_commands(w, ifm2, loc2, at.storage[1]),
+        }
         w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
-            broadcast_mode: broadcast(op.ifm.broadcast),
+            broadcast_mode: mode(&op.ifm, scalar.is_some_and(|s| !s.ifm2)),
         }));
         w.set(Command::SetIfm2Broadcast(SetIfm2Broadcast {
-            broadcast_mode: broadcast(ifm2.broadcast),
+            broadcast_mode: mode(ifm2, scalar.is_some_and(|s| s.ifm2)),
         }));
     } else if matches!(op.kernel, Kernel::Elementwise(_)) {
         // A unary elementwise operation still reads IFM_BROADCAST.
@@ -282,16 +319,18 @@ fn op_commands(
             scale: s.scale,
         }));
     }
+    // Bounds are checked by `emit` before any command is written.
+    let (clip_range, lo, hi) = clip(op.act).unwrap_or((ActivationClipRange::B16, 0, 0));
     w.set(Command::SetActivation(SetActivation {
         activation_function,
         table,
-        activation_clip_range: ActivationClipRange::B16,
+        activation_clip_range: clip_range,
     }));
     w.set(Command::SetActivationMin(SetActivationMin {
-        clip_boundary: zp16(op.act.0),
+        clip_boundary: zp16(lo),
     }));
     w.set(Command::SetActivationMax(SetActivationMax {
-        clip_boundary: zp16(op.act.1),
+        clip_boundary: zp16(hi),
     }));
     let (bh, bw, bd) = block.ofm_block;
     w.set(Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 {
@@ -343,6 +382,12 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             return Err(CompileError::Stream(format!(
                 "{}: the output is a constant buffer",
                 op.name
+            )));
+        }
+        if clip(op.act).is_none() {
+            return Err(CompileError::Stream(format!(
+                "{}: activation bounds {:?} are neither 16-bit nor absent",
+                op.name, op.act
             )));
         }
     }

@@ -1,234 +1,528 @@
-//! ADD, SUB and MUL between RESCALEs as NPU elementwise operations.
+//! Binary and unary elementwise operators as one NPU ELEMENTWISE operation each (TRM 3.10.6):
+//! ADD, SUB, MUL, MAXIMUM/MINIMUM (i32), INTDIV, the shifts, the bitwise operators, ABS and
+//! CLZ, on i8, i16 or i32 feature maps; and CLAMP of an i32 tensor.
+//!
+//! Operands (see [`super::operand`]): a constant with one value is an OP_SCALAR (on IFM2 for
+//! commutative operators, otherwise on the side it is on); ADD/SUB/MAXIMUM/MINIMUM read
+//! i8/i16 tensors rescaled to i32 through IFM/IFM2_SCALE; MUL reads exact widenings of i8/i16
+//! tensors with their zero point; anything else is read as it is (i32 as b32; IFM and IFM2
+//! must have the same precision, so a folded operand next to an i32 one is lowered on its
+//! own first).
+//!
+//! The output stage (semantics.md §5-§7):
+//! * add/sub/min/max/abs/clz/bitwise and 8/16-bit mul rescale with OFM_SCALE (`global`), so
+//!   a following per-tensor RESCALE fuses as the OFM scale, zero point and saturation;
+//! * mul of b32 operands is `shift_only`: the TOSA shift is the OFM shift with natural
+//!   rounding on the exact 64-bit product, which is TOSA's `(a*b + 2^(s-1)) >> s`;
+//! * shr / shl / lshr skip the rescale (shr rounds with the OFM round mode: natural for
+//!   `round`, truncate-to-lower otherwise) and div needs unit scales; only an identity
+//!   RESCALE (multiplier `2^shift`) fuses into them, as zero point and saturation;
+//! * without a fused RESCALE the clip range is `none` (the 16-bit ACTIVATION_MIN/MAX cannot
+//!   bound an i32; write_ofm's truncation is the IR's wrap for narrow shifts); a following
+//!   CLAMP fuses when its bounds fit 16 bits (clip range b16).
+//!
+//! CLAMP of an i32 tensor: one 1x1 max pool with the clamp as activation when both bounds
+//! fit 16 bits, otherwise MAX with the lower bound and MIN with the upper bound as scalars
+//! (decision L17).
 
+use super::operand::Folded;
 use super::*;
 
-impl<'g> Ctx<'g> {
-    /// The producer of `t` if `t` only feeds one operator and is not a graph output.
-    pub(super) fn fusable_producer(&self, t: TensorId) -> Option<(OpId, &'g OpNode)> {
-        self.sole_consumer(t)?;
-        let p = self.g.producer(t)?;
-        Some((p, self.node(p)))
-    }
+/// The activation bounds meaning "no clamp" (clip range none).
+pub(crate) const NO_CLIP: (i64, i64) = (i32::MIN as i64, i32::MAX as i64);
 
-    /// An exact per-tensor RESCALE of an i8 or i16 tensor to i32 (multiplier `2^shift`):
-    /// returns the input and the zero point.
-    pub(super) fn widen(&self, t: TensorId) -> Option<(OpId, TensorId, i64)> {
-        let (p, pnode) = self.fusable_producer(t)?;
-        let Op::Rescale(r) = &pnode.op else {
-            return None;
+/// Whether `act` can be programmed: both bounds within 16 bits (clip range b16) or no clamp.
+pub(crate) fn act_representable(act: (i64, i64)) -> bool {
+    let b16 = |v: i64| (-32768..=32767).contains(&v);
+    (b16(act.0) && b16(act.1)) || (act.0 <= NO_CLIP.0 && act.1 >= NO_CLIP.1)
+}
+
+/// The NPU output stage of an elementwise mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// OFM_SCALE scale and shift (`global`): a RESCALE after it fuses.
+    Global,
+    /// `shift_only` (b32 mul) or no rescale (shifts), or unit scales required (div): only an
+    /// identity RESCALE fuses.
+    Fixed,
+}
+
+struct Spec {
+    mode: ElementwiseMode,
+    unary: bool,
+    commutative: bool,
+    /// Operands may be rescale chains folded into IFM/IFM2_SCALE.
+    scaled: bool,
+    /// OFM shift of the operation itself (MUL's TOSA shift).
+    shift: u8,
+    round: RoundModeOfm,
+}
+
+impl Spec {
+    fn of(op: &Op) -> Option<Spec> {
+        use ElementwiseMode as M;
+        let s = |mode, commutative, scaled| Spec {
+            mode,
+            unary: false,
+            commutative,
+            scaled,
+            shift: 0,
+            round: RoundModeOfm::Natural,
         };
-        let x = pnode.inputs()[0];
-        let exact = r.multiplier.len() == 1
-            && r.shift[0] < 31
-            && i64::from(r.multiplier[0]) == 1i64 << r.shift[0];
-        (exact
-            && r.output_dtype == DType::Int32
-            && matches!(self.dtype(x), DType::Int8 | DType::Int16)
-            && !r.input_unsigned
-            && r.output_zp == 0)
-            .then_some((p, x, r.input_zp))
+        let u = |mode| Spec {
+            unary: true,
+            ..s(mode, false, false)
+        };
+        Some(match op {
+            Op::Add => s(M::Add, true, true),
+            Op::Sub => s(M::Sub, false, true),
+            Op::Maximum => s(M::Max, true, true),
+            Op::Minimum => s(M::Min, true, true),
+            Op::Mul(m) => Spec {
+                shift: m.shift,
+                ..s(M::Mul, true, false)
+            },
+            Op::IntDiv => s(M::Div, false, false),
+            Op::ArithmeticRightShift(a) => Spec {
+                round: if a.round {
+                    RoundModeOfm::Natural
+                } else {
+                    RoundModeOfm::TruncateToLower
+                },
+                ..s(M::Shr, false, false)
+            },
+            Op::LogicalLeftShift => s(M::Shl, false, false),
+            Op::LogicalRightShift => s(M::Lshr, false, false),
+            Op::BitwiseAnd => s(M::And, true, false),
+            Op::BitwiseOr => s(M::Or, true, false),
+            Op::BitwiseXor => s(M::Xor, true, false),
+            Op::Abs => u(M::Abs),
+            Op::Clz => u(M::Clz),
+            Op::BitwiseNot => u(M::Not),
+            _ => return None,
+        })
+    }
+}
+
+/// One operand as the operation reads it.
+#[derive(Debug, Clone)]
+enum Opnd {
+    Scalar(i64),
+    Fold(Folded),
+    Tensor(TensorId),
+}
+
+const IDENTITY: InputScale = InputScale {
+    scale: 1,
+    shift: 0,
+    dbl_rnd: 0,
+    round: RoundModeIfm::DoubleSymmetric,
+};
+
+impl<'g> Ctx<'g> {
+    fn opnd_dtype(&self, o: &Opnd) -> Option<DType> {
+        match o {
+            Opnd::Scalar(_) => None,
+            Opnd::Fold(f) => Some(self.dtype(f.x)),
+            Opnd::Tensor(t) => Some(self.dtype(*t)),
+        }
     }
 
-    /// An elementwise operand; the forms accepted are
-    /// * i8 -> RESCALE(i32, multiplier M, shift S) (any rounding),
-    /// * i8 -> exact RESCALE(i32, zero point) -> LOGICAL_LEFT_SHIFT(k) -> RESCALE(M, S) (the
-    ///   TFLite ADD/SUB scheme; the left shift becomes the IFM_SCALE dbl_rnd field),
-    /// * (MUL only) i8 -> exact RESCALE(i32, zero point), or an i8 tensor directly.
-    pub(super) fn operand(
-        &mut self,
-        node: &OpNode,
-        t: TensorId,
-        names: &mut Vec<String>,
-    ) -> Result<(TensorId, i64, Option<InputScale>), CompileError> {
-        let is_mul = matches!(node.op, Op::Mul(_));
-        if is_mul {
-            if let Some((p, x, zp)) = self.widen(t) {
-                self.fused.insert(p);
-                names.push(self.node(p).name.clone());
-                return Ok((x, zp, None));
+    /// The operand `t` of an operation of kind `spec` (nothing fused yet).
+    fn classify(&self, spec: &Spec, t: TensorId) -> Opnd {
+        if let Some(v) = self.scalar_value(t).filter(|v| DType::Int32.contains(*v)) {
+            return Opnd::Scalar(v);
+        }
+        if spec.scaled {
+            if let Some(f) = self.fold_operand(t) {
+                return Opnd::Fold(f);
             }
-            if matches!(self.dtype(t), DType::Int8 | DType::Int16) {
-                return Ok((t, 0, None));
-            }
-        } else if let Some((p, pnode)) = self.fusable_producer(t) {
-            if let Op::Rescale(r) = &pnode.op {
-                let u = pnode.inputs()[0];
-                let simple = r.output_dtype == DType::Int32
-                    && r.multiplier.len() == 1
-                    && !r.input_unsigned
-                    && r.output_zp == 0
-                    && (0..=63).contains(&r.shift[0])
-                    && r.multiplier[0] >= 0;
-                // Optional LOGICAL_LEFT_SHIFT by a constant after an exact widening.
-                let mut chain = None;
-                if simple && r.input_zp == 0 && self.dtype(u) == DType::Int32 {
-                    if let Some((lp, lnode)) = self.fusable_producer(u) {
-                        if matches!(lnode.op, Op::LogicalLeftShift) {
-                            let k = self
-                                .const_data(lnode.inputs()[1])
-                                .map(|d| d.to_i64_vec())
-                                .filter(|v| !v.is_empty() && v.iter().all(|&k| k == v[0]))
-                                .map(|v| v[0]);
-                            if let (Some(k), Some((wp, x, zp))) = (k, self.widen(lnode.inputs()[0]))
-                            {
-                                if (0..=30).contains(&k) && k <= i64::from(r.shift[0]) {
-                                    chain = Some((vec![wp, lp], x, zp, k as u8));
-                                }
-                            }
-                        }
-                    }
-                }
-                let narrow = matches!(self.dtype(u), DType::Int8 | DType::Int16);
-                let direct = (simple && narrow).then(|| (vec![], u, r.input_zp, 0u8));
-                if let Some((extra, x, zp, k)) = chain.or(direct) {
-                    let shift = r.shift[0] as u8 - k;
-                    // The NPU does not saturate the scaled input; make sure the IR would not
-                    // (neither in the left shift nor in the rescale).
-                    let xt = self.dtype(x);
-                    let span = i128::from((xt.max_value() - zp).max(zp - xt.min_value()) + 1);
-                    let m = i128::from(r.multiplier[0]);
-                    if (span * m) >> shift >= 1 << 31 || span << k >= 1 << 31 {
-                        return Err(unsupported(pnode, "input rescale could saturate"));
-                    }
-                    let round = if r.scale32 && r.rounding == RescaleRounding::DoubleRound {
-                        RoundModeIfm::DoubleSymmetric
-                    } else {
-                        RoundModeIfm::Natural
-                    };
-                    for e in extra {
-                        self.fused.insert(e);
-                        names.push(self.node(e).name.clone());
-                    }
-                    self.fused.insert(p);
-                    names.push(pnode.name.clone());
-                    let s = InputScale {
-                        scale: r.multiplier[0] as u32,
-                        shift,
-                        dbl_rnd: k,
-                        round,
-                    };
-                    return Ok((x, zp, Some(s)));
-                }
+        } else if spec.mode == ElementwiseMode::Mul {
+            // An exact widening with its zero point (16-bit zero points must be 0).
+            if let Some((p, x, zp)) = self
+                .widen(t)
+                .filter(|w| self.dtype(w.1) == DType::Int8 || w.2 == 0)
+            {
+                return Opnd::Fold(Folded {
+                    ops: vec![p],
+                    x,
+                    zp,
+                    scale: IDENTITY,
+                });
             }
         }
-        Err(unsupported(
-            node,
-            "operands must be i8/i16 tensors rescaled to i32 by a per-tensor RESCALE",
-        ))
+        Opnd::Tensor(t)
+    }
+
+    /// Undoes a fold: the operand is read as the i32 tensor it produces.
+    fn unfold(o: &mut Opnd, t: TensorId) {
+        if matches!(o, Opnd::Fold(_)) {
+            *o = Opnd::Tensor(t);
+        }
+    }
+
+    /// The feature map of an operand tensor (lowering a deferred producer first).
+    fn tensor_fm(&mut self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
+        self.materialize(t)?;
+        if self.const_data(t).is_some() {
+            self.constant_buffer(t);
+        }
+        if !self.lowered.tensor_buffer.contains_key(&t) && self.is_constant(t) {
+            let mut fm = self.constant_fm(node, t, self.dtype(t))?;
+            fm.zero_point = zp;
+            return Ok(fm);
+        }
+        self.fm(node, t, false, zp)
     }
 
     pub(super) fn lower_elementwise(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
-        let mode = match &node.op {
-            Op::Add => ElementwiseMode::Add,
-            Op::Sub => ElementwiseMode::Sub,
-            Op::Mul(m) if m.shift == 0 => ElementwiseMode::Mul,
-            Op::Mul(_) => return Err(unsupported(node, "MUL with a shift")),
-            _ => unreachable!("lower_elementwise on another op"),
-        };
-        if self.dtype(node.outputs()[0]) != DType::Int32 {
-            return Err(unsupported(
-                node,
-                "only the i32 form between RESCALEs is supported",
-            ));
+        let spec = Spec::of(&node.op)
+            .ok_or_else(|| unsupported(node, "operator not in the NPU slice yet"))?;
+        if matches!(node.op, Op::Mul(_)) && self.dtype(node.outputs()[0]) != DType::Int32 {
+            return Err(unsupported(node, "MUL into a type other than i32"));
         }
-        let mut names = Vec::new();
-        let (a, azp, ascale) = self.operand(node, node.inputs()[0], &mut names)?;
-        let (b, bzp, bscale) = self.operand(node, node.inputs()[1], &mut names)?;
-        names.push(node.name.clone());
-        let (ascale, bscale) = if mode == ElementwiseMode::Mul {
-            let exact = |s: Option<InputScale>| {
-                s.is_none_or(|s| s.shift < 32 && u64::from(s.scale) == 1u64 << s.shift)
-            };
-            if !exact(ascale) || !exact(bscale) {
-                return Err(unsupported(
-                    node,
-                    "MUL operands with a non-identity input rescale",
-                ));
+        let inputs: Vec<TensorId> = node.inputs()[..if spec.unary { 1 } else { 2 }].to_vec();
+        let mut ops: Vec<Opnd> = inputs.iter().map(|&t| self.classify(&spec, t)).collect();
+        // Two scalars: the first one is read from memory.
+        if ops.iter().all(|o| matches!(o, Opnd::Scalar(_))) {
+            ops[0] = Opnd::Tensor(inputs[0]);
+        }
+        // IFM and IFM2 precisions must agree: read folded operands as i32 otherwise.
+        if !spec.unary {
+            let (a, b) = (self.opnd_dtype(&ops[0]), self.opnd_dtype(&ops[1]));
+            if a.is_some() && b.is_some() && a != b {
+                for (o, &t) in ops.iter_mut().zip(&inputs) {
+                    Self::unfold(o, t);
+                }
             }
-            let one = InputScale {
-                dbl_rnd: 0,
-                scale: 1,
-                shift: 0,
-                round: RoundModeIfm::DoubleSymmetric,
+            // A scalar next to a folded operand passes scale_b unscaled: it must fit 16 bits.
+            let small = |o: &Opnd| match o {
+                Opnd::Scalar(v) => (-32768..=32767).contains(v),
+                _ => true,
             };
-            (Some(one), Some(one))
-        } else {
-            (ascale, bscale)
+            if !ops.iter().all(small) {
+                for (o, &t) in ops.iter_mut().zip(&inputs) {
+                    Self::unfold(o, t);
+                }
+            }
+        }
+        let dtypes: Vec<Option<DType>> = ops.iter().map(|o| self.opnd_dtype(o)).collect();
+        if let [Some(a), Some(b)] = dtypes[..] {
+            if a != b {
+                return Err(unsupported(node, "operands of different element types"));
+            }
+        }
+        let in_dtype = dtypes
+            .iter()
+            .flatten()
+            .next()
+            .copied()
+            .unwrap_or(DType::Int32);
+        let mut names = Vec::new();
+        // Read every operand: fuse the folds, lower deferred producers.
+        let mut fms: Vec<(Option<Fm>, InputScale, Option<i64>)> = Vec::new();
+        for o in &ops {
+            fms.push(match o {
+                Opnd::Scalar(v) => (None, IDENTITY, Some(*v)),
+                Opnd::Fold(f) => {
+                    self.commit(f, &mut names);
+                    (Some(self.fm(node, f.x, false, f.zp)?), f.scale, None)
+                }
+                Opnd::Tensor(t) => (Some(self.tensor_fm(node, *t, 0)?), IDENTITY, None),
+            });
+        }
+        names.push(node.name.clone());
+        // Mul of 8/16-bit operands rescales with OFM_SCALE; of b32 operands shift-only.
+        let narrow = in_dtype != DType::Int32;
+        let stage = match spec.mode {
+            ElementwiseMode::Mul if narrow && spec.shift == 0 => Stage::Global,
+            ElementwiseMode::Mul
+            | ElementwiseMode::Div
+            | ElementwiseMode::Shr
+            | ElementwiseMode::Shl
+            | ElementwiseMode::Lshr => Stage::Fixed,
+            _ => Stage::Global,
         };
-        let acc_t = node.outputs()[0];
-        let rescale_op = self
-            .sole_consumer(acc_t)
-            .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)))
-            .ok_or_else(|| unsupported(node, "the i32 result must feed exactly one RESCALE"))?;
-        let rnode = self.node(rescale_op);
-        let Op::Rescale(r) = &rnode.op else {
-            unreachable!()
-        };
-        self.check_rescale_out(rnode, r)?;
-        if r.multiplier.len() != 1 {
-            return Err(unsupported(
-                rnode,
-                "per-channel rescale after an elementwise op",
-            ));
+        let y = node.outputs()[0];
+        let out = self.output_stage(node, y, stage, &mut names)?;
+        if spec.mode == ElementwiseMode::Div && out.zp != 0 {
+            return Err(unsupported(node, "INTDIV with an output zero point"));
         }
-        self.fused.insert(rescale_op);
-        names.push(rnode.name.clone());
-        let (out_t, act) = self.fuse_clamp(rnode.outputs()[0], &mut names);
-        let mut ifm = self.fm(node, a, false, azp)?;
-        let mut ifm2 = self.fm(node, b, false, bzp)?;
-        if ifm.dtype != ifm2.dtype {
-            return Err(unsupported(node, "operands of different element types"));
-        }
-        // The scaling unit takes 16-bit operands (after the zero point).
-        if ifm.dtype == DType::Int16 && (azp != 0 || bzp != 0) {
-            return Err(unsupported(node, "i16 operands with a nonzero zero point"));
-        }
-        let ofm = self.ofm(node, out_t, false, r.output_zp)?;
-        if self.dims(a).len() != self.dims(out_t).len() {
+        if self.dims(out.t).len() != self.dims(y).len() {
             return Err(unsupported(
                 node,
                 "operand rank differs from the output rank",
             ));
         }
-        for fm in [&mut ifm, &mut ifm2] {
-            let (h, w, c) = fm.shape;
-            let (oh, ow, oc) = ofm.shape;
-            fm.broadcast = (h != oh, w != ow, c != oc);
-            if (fm.broadcast.0 && h != 1)
-                || (fm.broadcast.1 && w != 1)
-                || (fm.broadcast.2 && c != 1)
-            {
-                return Err(unsupported(node, "operand shape does not broadcast"));
-            }
+        let ofm = self.ofm(node, out.t, false, out.zp)?;
+        let mut sides = Vec::new();
+        for ((fm, scale, scalar), &t) in fms.into_iter().zip(&inputs) {
+            let fm = match fm {
+                Some(mut fm) => {
+                    if self.dims(t).len() != self.dims(y).len() {
+                        return Err(unsupported(
+                            node,
+                            "operand rank differs from the output rank",
+                        ));
+                    }
+                    let (h, w, c) = fm.shape;
+                    let (oh, ow, oc) = ofm.shape;
+                    fm.broadcast = (h != oh, w != ow, c != oc);
+                    if (fm.broadcast.0 && h != 1)
+                        || (fm.broadcast.1 && w != 1)
+                        || (fm.broadcast.2 && c != 1)
+                    {
+                        return Err(unsupported(node, "operand shape does not broadcast"));
+                    }
+                    fm
+                }
+                // A scalar operand reads no memory: its feature map only carries the type.
+                None => Fm {
+                    buffer: ofm.buffer,
+                    shape: (1, 1, 1),
+                    zero_point: 0,
+                    dtype: in_dtype,
+                    broadcast: (true, true, true),
+                    view: View::default(),
+                },
+            };
+            sides.push((fm, scale, scalar));
+        }
+        if spec.commutative && sides.len() == 2 && sides[0].2.is_some() {
+            sides.swap(0, 1);
+        }
+        let scalar = sides.iter().enumerate().find_map(|(i, s)| {
+            s.2.map(|v| ScalarOperand {
+                ifm2: i == 1,
+                value: v as i32,
+            })
+        });
+        let (ifm, ifm_scale, _) = sides[0];
+        let ifm2 = sides.get(1).map(|s| (s.0, s.1));
+        let requant = match out.requant {
+            Some((scale, shift)) => Requant::Global { scale, shift },
+            None => Requant::Global {
+                scale: 1,
+                shift: spec.shift,
+            },
+        };
+        let idx = self.lowered.ops.len();
+        if let Some(s) = scalar {
+            self.lowered.scalars.insert(idx, s);
         }
         self.push(NpuOp {
-            name: rnode.name.clone(),
+            name: out.name,
             fused: names,
-            kernel: Kernel::Elementwise(mode),
+            kernel: Kernel::Elementwise(spec.mode),
             ifm,
-            ifm2: Some(ifm2),
+            ifm2: ifm2.map(|s| s.0),
             ofm,
             kernel_size: (1, 1),
             stride: (1, 1),
             dilation: (1, 1),
             pad: [0; 4],
             weights: None,
-            requant: Requant::Global {
-                scale: r.multiplier[0] as u32,
-                shift: r.shift[0] as u8,
-            },
-            round: rescale_round(r),
-            ifm_scale: ascale,
-            ifm2_scale: bscale,
-            act,
-            acc: if ifm.dtype == DType::Int16 {
+            requant,
+            round: out.round.unwrap_or(spec.round),
+            ifm_scale: Some(ifm_scale),
+            ifm2_scale: ifm2.map(|s| s.1),
+            act: out.act,
+            acc: if in_dtype == DType::Int16 {
                 AccFormat::I48
             } else {
                 AccFormat::I32
             },
             upscale: IfmUpscaleMode::None,
         });
+        Ok(())
+    }
+}
+
+/// The fused output stage of an operation.
+pub(super) struct OutStage {
+    /// The tensor the operation writes.
+    pub t: TensorId,
+    /// Name of the last fused operator.
+    pub name: String,
+    /// OFM zero point.
+    pub zp: i64,
+    /// Activation bounds.
+    pub act: (i64, i64),
+    /// OFM_SCALE (scale, shift) of a fused RESCALE (`Stage::Global` only).
+    pub requant: Option<(u32, u8)>,
+    /// Round mode of a fused RESCALE.
+    pub round: Option<RoundModeOfm>,
+}
+
+impl<'g> Ctx<'g> {
+    /// A per-tensor RESCALE of an i32 value the NPU output stage can do: signed, input zero
+    /// point 0, to i8/i16 (zero point -128..127) or i32 (zero point 0).
+    pub(super) fn output_rescale_ok(&self, r: &RescaleAttrs) -> bool {
+        let zp_ok = match r.output_dtype {
+            DType::Int8 | DType::Int16 => (-128..=127).contains(&r.output_zp),
+            DType::Int32 => r.output_zp == 0,
+            _ => false,
+        };
+        zp_ok
+            && r.multiplier.len() == 1
+            && !r.input_unsigned
+            && !r.output_unsigned
+            && r.input_zp == 0
+            && (0..=63).contains(&r.shift[0])
+            && r.multiplier[0] >= 0
+    }
+
+    /// [`Ctx::output_stage`] of an operation that rescales with OFM_SCALE.
+    pub(super) fn output_stage_global(
+        &mut self,
+        node: &OpNode,
+        y: TensorId,
+        names: &mut Vec<String>,
+    ) -> Result<OutStage, CompileError> {
+        self.output_stage(node, y, Stage::Global, names)
+    }
+
+    /// The output of an operation producing `y` (an i32 result for i32 operators): a
+    /// following RESCALE fused as the stage allows, then a following CLAMP if its bounds can
+    /// be programmed.
+    fn output_stage(
+        &mut self,
+        node: &OpNode,
+        y: TensorId,
+        stage: Stage,
+        names: &mut Vec<String>,
+    ) -> Result<OutStage, CompileError> {
+        let mut out = OutStage {
+            t: y,
+            name: node.name.clone(),
+            zp: 0,
+            act: NO_CLIP,
+            requant: None,
+            round: None,
+        };
+        let rescale = self
+            .sole_consumer(y)
+            .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)));
+        if let Some(c) = rescale {
+            let rnode = self.node(c);
+            let Op::Rescale(r) = &rnode.op else {
+                unreachable!()
+            };
+            let m = r.multiplier[0];
+            let identity = m > 0 && m.count_ones() == 1 && m.trailing_zeros() as i8 == r.shift[0];
+            if self.output_rescale_ok(r) && (stage == Stage::Global || identity) {
+                self.fused.insert(c);
+                names.push(rnode.name.clone());
+                out.t = rnode.outputs()[0];
+                out.name = rnode.name.clone();
+                out.zp = r.output_zp;
+                if stage == Stage::Global {
+                    out.requant = Some((m as u32, r.shift[0] as u8));
+                    out.round = Some(rescale_round(r));
+                }
+                out.act = match r.output_dtype {
+                    DType::Int32 => NO_CLIP,
+                    d => (d.min_value(), d.max_value()),
+                };
+            }
+        }
+        // A following CLAMP.
+        if let Some(c) = self.sole_consumer(out.t) {
+            if let Op::Clamp(a) = &self.node(c).op {
+                let act = (a.min.max(out.act.0), a.max.min(out.act.1));
+                if act_representable(act) {
+                    self.fused.insert(c);
+                    names.push(self.node(c).name.clone());
+                    out.t = self.node(c).outputs()[0];
+                    out.name = self.node(c).name.clone();
+                    out.act = act;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// CLAMP of an i32 tensor (see the module documentation).
+    pub(super) fn lower_clamp_i32(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let Op::Clamp(a) = &node.op else {
+            unreachable!("lower_clamp_i32 on another op")
+        };
+        let x = node.inputs()[0];
+        let y = node.outputs()[0];
+        let (lo, hi) = (a.min.max(NO_CLIP.0), a.max.min(NO_CLIP.1));
+        let ifm = self.tensor_fm(node, x, 0)?;
+        let names = vec![node.name.clone()];
+        let copy = |ifm: Fm, ofm: Fm, act| NpuOp {
+            name: node.name.clone(),
+            fused: names.clone(),
+            kernel: Kernel::Pool(PoolingMode::Max),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: (1, 1),
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: None,
+            requant: Requant::Global { scale: 1, shift: 0 },
+            round: RoundModeOfm::Natural,
+            ifm_scale: None,
+            ifm2_scale: None,
+            act,
+            acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
+        };
+        let steps: Vec<(ElementwiseMode, i64)> = [
+            (ElementwiseMode::Max, lo, lo > NO_CLIP.0),
+            (ElementwiseMode::Min, hi, hi < NO_CLIP.1),
+        ]
+        .into_iter()
+        .filter(|s| s.2)
+        .map(|s| (s.0, s.1))
+        .collect();
+        if act_representable((lo, hi)) || steps.is_empty() {
+            let ofm = self.ofm(node, y, false, 0)?;
+            self.push(copy(ifm, ofm, (lo, hi)));
+            return Ok(());
+        }
+        // max(x, lo) then min(., hi), each with a scalar bound.
+        let mut src = ifm;
+        for (i, &(mode, bound)) in steps.iter().enumerate() {
+            let idx = self.lowered.ops.len();
+            let ofm = if i + 1 == steps.len() {
+                self.ofm(node, y, false, 0)?
+            } else {
+                let buffer = self.temp_buffer(y, idx);
+                Fm { buffer, ..src }
+            };
+            let ofm = Fm {
+                broadcast: (false, false, false),
+                view: View::default(),
+                ..ofm
+            };
+            self.lowered.scalars.insert(
+                idx,
+                ScalarOperand {
+                    ifm2: true,
+                    value: bound as i32,
+                },
+            );
+            let scalar_fm = Fm {
+                shape: (1, 1, 1),
+                broadcast: (true, true, true),
+                ..ofm
+            };
+            self.push(NpuOp {
+                kernel: Kernel::Elementwise(mode),
+                ifm2: Some(scalar_fm),
+                ifm_scale: Some(IDENTITY),
+                ifm2_scale: Some(IDENTITY),
+                ..copy(src, ofm, NO_CLIP)
+            });
+            src = ofm;
+        }
         Ok(())
     }
 }

@@ -9,13 +9,16 @@ mod compare;
 mod constant;
 mod conv;
 mod elementwise;
+mod gather;
 mod irfn;
 mod logical;
 mod lookup;
 mod lut16;
 mod matmul;
 mod movement;
+mod operand;
 mod pool;
+mod range;
 mod reduce;
 mod rescale;
 mod resize;
@@ -63,9 +66,9 @@ pub struct Fm {
     pub buffer: usize,
     /// Height, width, depth of the tensor.
     pub shape: (u32, u32, u32),
-    /// Zero point.
+    /// Zero point (0 for i32).
     pub zero_point: i64,
-    /// Element type (int8 in this slice).
+    /// Element type (i8, i16 or i32; bool bytes for comparisons).
     pub dtype: DType,
     /// Broadcast along height, width, depth (elementwise inputs).
     pub broadcast: (bool, bool, bool),
@@ -201,6 +204,17 @@ pub struct NpuOp {
     pub upscale: IfmUpscaleMode,
 }
 
+/// An elementwise operand that is one value for every element: NPU_SET_OP_SCALAR with
+/// IFM_BROADCAST or IFM2_BROADCAST `scalar` (TRM 3.10.6). The operation's `ifm` / `ifm2`
+/// then only carries the operand's element type and zero point; no memory is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScalarOperand {
+    /// The scalar is IFM2 (`false`: IFM).
+    pub ifm2: bool,
+    /// The raw value (the operand's zero point is subtracted from it like from an element).
+    pub value: i32,
+}
+
 /// The result of lowering.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lowered {
@@ -209,6 +223,8 @@ pub struct Lowered {
     /// Lookup tables applied by the activation unit, by operation index (TABLE, see
     /// [`table`]); operations not listed have no LUT.
     pub luts: BTreeMap<usize, Lut>,
+    /// Scalar operands of elementwise operations, by operation index.
+    pub scalars: BTreeMap<usize, ScalarOperand>,
     /// Buffers holding constant data (little-endian bytes); they live in region 0, not in
     /// the arena.
     pub constants: BTreeMap<usize, Vec<u8>>,
@@ -226,6 +242,10 @@ pub(crate) struct Ctx<'g> {
     g: &'g Graph,
     lowered: Lowered,
     fused: BTreeSet<OpId>,
+    /// i32 RESCALE / LOGICAL_LEFT_SHIFT / ADD operators whose only consumer may fuse them
+    /// (operand rescales, GATHER index offsets); lowered on their own by [`Ctx::materialize`]
+    /// when the consumer does not.
+    deferred: BTreeSet<OpId>,
 }
 
 pub(crate) fn unsupported(node: &OpNode, reason: impl Into<String>) -> CompileError {
@@ -308,7 +328,7 @@ impl<'g> Ctx<'g> {
             return Some(b);
         }
         let data = self.const_data(t)?;
-        if !matches!(self.dtype(t), DType::Int8 | DType::Int16) {
+        if !matches!(self.dtype(t), DType::Int8 | DType::Int16 | DType::Int32) {
             return None;
         }
         let bytes = data.to_le_bytes();
@@ -355,11 +375,14 @@ impl<'g> Ctx<'g> {
 
     fn fm(&self, node: &OpNode, t: TensorId, spatial: bool, zp: i64) -> Result<Fm, CompileError> {
         let dtype = self.dtype(t);
-        if !matches!(dtype, DType::Int8 | DType::Int16) {
+        if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Int32) {
             return Err(unsupported(
                 node,
-                format!("{dtype} feature maps (only i8 and i16 so far)"),
+                format!("{dtype} feature maps (only i8, i16 and i32 so far)"),
             ));
+        }
+        if dtype == DType::Int32 && zp != 0 {
+            return Err(unsupported(node, format!("i32 zero point {zp}")));
         }
         if !(-128..=127).contains(&zp) {
             return Err(unsupported(node, format!("zero point {zp}")));
@@ -440,10 +463,31 @@ impl<'g> Ctx<'g> {
 
     fn push(&mut self, op: NpuOp) {
         let idx = self.lowered.ops.len();
-        for fm in std::iter::once(op.ifm).chain(op.ifm2) {
-            self.lowered.buffers[fm.buffer].last_use = Some(idx);
+        let scalar = self.lowered.scalars.get(&idx).map(|s| s.ifm2);
+        let reads = [(op.ifm, scalar != Some(false))]
+            .into_iter()
+            .chain(op.ifm2.map(|f| (f, scalar != Some(true))));
+        for (fm, read) in reads {
+            if read {
+                self.lowered.buffers[fm.buffer].last_use = Some(idx);
+            }
         }
         self.lowered.ops.push(op);
+    }
+
+    /// A buffer the size of tensor `t` for an intermediate result of operation `producer`
+    /// that no graph tensor names.
+    fn temp_buffer(&mut self, t: TensorId, producer: usize) -> usize {
+        let tensor = self.g.tensor(t).expect("tensor");
+        let n = tensor.ty.shape.num_elements().unwrap_or(0) as u64;
+        self.lowered.buffers.push(Buffer {
+            size: n * tensor.ty.dtype.byte_size() as u64,
+            producer: Some(producer),
+            last_use: None,
+            is_input: false,
+            is_output: false,
+        });
+        self.lowered.buffers.len() - 1
     }
 }
 
@@ -506,10 +550,12 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             ops: Vec::new(),
             buffers: Vec::new(),
             luts: BTreeMap::new(),
+            scalars: BTreeMap::new(),
             constants: BTreeMap::new(),
             tensor_buffer: BTreeMap::new(),
         },
         fused: BTreeSet::new(),
+        deferred: BTreeSet::new(),
     };
     for &t in g.inputs() {
         cx.new_buffer(t, None);
@@ -537,18 +583,62 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     }
     cx.prefuse_lookups(&order);
     cx.prefuse_lrelu(&order);
-    let mut deferred = Vec::new();
     for o in order {
         if cx.fused.contains(&o) {
             continue;
         }
+        if cx.evaluated_by_consumers(o) {
+            continue;
+        }
+        if cx.defers(o) {
+            cx.deferred.insert(o);
+            continue;
+        }
         let node = cx.node(o);
+        // Operators that may fuse the deferred producers of their inputs lower them
+        // themselves; for the others they are lowered now.
+        let fuses_inputs = matches!(
+            node.op,
+            Op::Add
+                | Op::Sub
+                | Op::Mul(_)
+                | Op::Maximum
+                | Op::Minimum
+                | Op::Greater
+                | Op::GreaterEqual
+                | Op::Equal
+                | Op::ReduceSum(_)
+                | Op::Rescale(_)
+                | Op::Gather
+        );
+        if !fuses_inputs {
+            for &t in node.inputs() {
+                cx.materialize(t)?;
+            }
+        }
+        let i32_out = cx.dtype(node.outputs()[0]) == DType::Int32;
         match &node.op {
             Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::FullyConnected(_) => cx.lower_conv(o)?,
             Op::TransposeConv2d(_) => cx.lower_tconv(o)?,
             Op::MatMul(_) => cx.lower_matmul(o)?,
+            Op::Clamp(_) if i32_out => cx.lower_clamp_i32(o)?,
             Op::MaxPool2d(_) | Op::AvgPool2d(_) | Op::Clamp(_) => cx.lower_pool(o)?,
-            Op::Add | Op::Sub | Op::Mul(_) => cx.lower_elementwise(o)?,
+            Op::Gather if cx.lookup(o).is_some() => cx.lower_lookup(o)?,
+            Op::Abs if cx.is_narrow_abs(o) => cx.lower_abs(o)?,
+            Op::Maximum | Op::Minimum if i32_out => cx.lower_elementwise(o)?,
+            Op::BitwiseAnd | Op::BitwiseOr | Op::BitwiseXor | Op::BitwiseNot if i32_out => {
+                cx.lower_elementwise(o)?
+            }
+            Op::Add
+            | Op::Sub
+            | Op::Mul(_)
+            | Op::IntDiv
+            | Op::ArithmeticRightShift(_)
+            | Op::LogicalLeftShift
+            | Op::LogicalRightShift
+            | Op::Abs
+            | Op::Clz => cx.lower_elementwise(o)?,
+            Op::Gather if cx.const_data(node.inputs()[1]).is_none() => cx.lower_gather_table(o)?,
             Op::ReduceSum(_)
             | Op::ReduceMax(_)
             | Op::ReduceMin(_)
@@ -557,8 +647,6 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::ArgMax(_) => cx.lower_argmax(o)?,
             Op::Resize(_) => cx.lower_resize(o)?,
             Op::Table(_) => cx.lower_table(o)?,
-            Op::Gather if cx.lookup(o).is_some() => cx.lower_lookup(o)?,
-            Op::Abs => cx.lower_abs(o)?,
             Op::Select if cx.is_lrelu(o) => cx.lower_lrelu(o)?,
             Op::Concat(_)
             | Op::Slice(_)
@@ -575,22 +663,6 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                     cx.lowered.tensor_buffer.insert(node.outputs()[0], buf);
                 }
             }
-            // Constant results are evaluated by their consumers.
-            Op::Greater
-            | Op::GreaterEqual
-            | Op::Equal
-            | Op::LogicalAnd
-            | Op::LogicalOr
-            | Op::LogicalXor
-            | Op::LogicalNot
-            | Op::BitwiseAnd
-            | Op::BitwiseOr
-            | Op::BitwiseXor
-            | Op::BitwiseNot
-            | Op::Select
-            | Op::Scatter
-            | Op::Cast(_)
-                if cx.is_constant(node.outputs()[0]) => {}
             Op::Maximum | Op::Minimum | Op::Greater | Op::GreaterEqual | Op::Equal => {
                 cx.lower_compare(o)?
             }
@@ -598,13 +670,6 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 let x = node.inputs()[0];
                 let buf = cx.input_buffer(node, x)?;
                 cx.lowered.tensor_buffer.insert(node.outputs()[0], buf);
-            }
-            Op::Rescale(_) | Op::LogicalLeftShift
-                if cx.dtype(node.outputs()[0]) == DType::Int32 =>
-            {
-                // Possibly part of an elementwise operand; the elementwise operation fuses it,
-                // and anything left unfused is reported below.
-                deferred.push(o);
             }
             Op::Rescale(_) => cx.lower_rescale(o)?,
             Op::LogicalAnd
@@ -620,14 +685,9 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             _ => return Err(unsupported(node, "operator not in the NPU slice yet")),
         }
     }
-    if let Some(&o) = deferred
-        .iter()
-        .find(|&&o| !cx.fused.contains(&o) && !cx.is_constant(cx.node(o).outputs()[0]))
-    {
-        return Err(unsupported(
-            cx.node(o),
-            "only RESCALEs after a convolution or around an elementwise operation are supported",
-        ));
+    // Deferred operators whose consumer neither fused nor read them (it failed first).
+    if let Some(&o) = cx.deferred.iter().find(|o| !cx.fused.contains(o)) {
+        return Err(unsupported(cx.node(o), "its consumer is not supported"));
     }
     for &t in g.outputs() {
         let Some(&buf) = cx.lowered.tensor_buffer.get(&t) else {

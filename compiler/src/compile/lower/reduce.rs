@@ -102,7 +102,8 @@ impl<'g> Ctx<'g> {
     pub(super) fn lower_reduce(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         match node.op {
-            Op::ReduceSum(_) => self.lower_mean(o),
+            Op::ReduceSum(_) if self.mean_applies(o) => self.lower_mean(o),
+            Op::ReduceSum(_) => self.lower_reduce_sum(o),
             _ => self.lower_reduce_minmax(o),
         }
     }
@@ -119,6 +120,12 @@ impl<'g> Ctx<'g> {
         let mut names = vec![node.name.clone()];
         let rank = self.dims(x).len();
         let (reduced, out_t) = self.reduce_chain(o, rank, &mut names)?;
+        // i32 maxima pass unclamped (clip range none); narrower ones are in their range.
+        let act = match self.dtype(x) {
+            DType::Int32 => super::elementwise::NO_CLIP,
+            DType::Int16 => (-32768, 32767),
+            _ => (-128, 127),
+        };
         let mut ifm = self.fm_or_bool(node, x, false)?;
         let mut ofm = self.fm_or_bool(node, out_t, true)?;
         let (h, w, c) = ifm.shape;
@@ -171,7 +178,77 @@ impl<'g> Ctx<'g> {
             round: RoundModeOfm::Natural,
             ifm_scale: None,
             ifm2_scale: None,
-            act: (-128, 127),
+            act,
+            acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
+        });
+        Ok(())
+    }
+
+    /// Whether REDUCE_SUM `o` is a MEAN: an exact widening of an i8 tensor in, the sums
+    /// (after further REDUCE_SUMs and an optional RESHAPE) into one per-tensor RESCALE.
+    fn mean_applies(&self, o: OpId) -> bool {
+        let node = self.node(o);
+        if self.widen(node.inputs()[0]).is_none() {
+            return false;
+        }
+        let mut t = node.outputs()[0];
+        while let Some(c) = self.sole_consumer(t) {
+            match &self.node(c).op {
+                Op::ReduceSum(_) | Op::Reshape(_) => t = self.node(c).outputs()[0],
+                Op::Rescale(r) => return r.multiplier.len() == 1,
+                _ => return false,
+            }
+        }
+        false
+    }
+
+    /// REDUCE_SUM of an i8, i16 or i32 tensor over its last axis (or an axis followed only
+    /// by axes of extent 1) as one POOL reduce_sum, which sums the IFM depth; a following
+    /// RESCALE and CLAMP fuse as for elementwise operations.
+    fn lower_reduce_sum(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let Op::ReduceSum(a) = &node.op else {
+            unreachable!("lower_reduce_sum on another op")
+        };
+        let x = node.inputs()[0];
+        self.materialize(x)?;
+        let d = self.dims(x);
+        if d[a.axis + 1..].iter().any(|&e| e != 1) {
+            return Err(unsupported(
+                node,
+                "REDUCE_SUM over an axis other than the innermost one",
+            ));
+        }
+        let outer: usize = d[..a.axis].iter().product();
+        let extent = d[a.axis];
+        if outer > 65536 || extent > 65536 {
+            return Err(unsupported(node, "a dimension above 65536"));
+        }
+        let mut names = vec![node.name.clone()];
+        let out = self.output_stage_global(node, node.outputs()[0], &mut names)?;
+        let mut ifm = self.fm(node, x, false, 0)?;
+        ifm.shape = (1, outer as u32, extent as u32);
+        let mut ofm = self.ofm(node, out.t, false, out.zp)?;
+        ofm.shape = (1, outer as u32, 1);
+        let (scale, shift) = out.requant.unwrap_or((1, 0));
+        self.push(NpuOp {
+            name: out.name,
+            fused: names,
+            kernel: Kernel::Pool(PoolingMode::ReduceSum),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: (1, 1),
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: None,
+            requant: Requant::Global { scale, shift },
+            round: out.round.unwrap_or(RoundModeOfm::Natural),
+            ifm_scale: None,
+            ifm2_scale: None,
+            act: out.act,
             acc: AccFormat::I32,
             upscale: IfmUpscaleMode::None,
         });

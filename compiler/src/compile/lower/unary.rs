@@ -138,6 +138,18 @@ impl<'g> Ctx<'g> {
         Ok(())
     }
 
+    /// Whether ABS `o` has the form [`Ctx::lower_abs`] takes: an i8/i16 tensor (or an exact
+    /// widening of one) in, one RESCALE out; any other ABS is a general elementwise one.
+    pub(super) fn is_narrow_abs(&self, o: OpId) -> bool {
+        let node = self.node(o);
+        let w = node.inputs()[0];
+        let narrow = self.widen(w).is_some() || matches!(self.dtype(w), DType::Int8 | DType::Int16);
+        let rescale = self
+            .sole_consumer(node.outputs()[0])
+            .is_some_and(|c| matches!(self.node(c).op, Op::Rescale(_)));
+        narrow && rescale
+    }
+
     pub(super) fn lower_abs(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let w = node.inputs()[0];
