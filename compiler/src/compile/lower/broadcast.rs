@@ -47,13 +47,16 @@ impl<'g> Ctx<'g> {
     /// [`Ctx::broadcast_layout`]).
     pub(super) fn ew_fm(&self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
         let dtype = self.dtype(t);
-        if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Bool) {
+        if !matches!(
+            dtype,
+            DType::Int8 | DType::Int16 | DType::Int32 | DType::Bool
+        ) {
             return Err(unsupported(
                 node,
-                format!("{dtype} feature maps (only bool, i8 and i16 so far)"),
+                format!("{dtype} feature maps (only bool, i8, i16 and i32 so far)"),
             ));
         }
-        if !(-128..=127).contains(&zp) {
+        if !(-128..=127).contains(&zp) || (dtype == DType::Int32 && zp != 0) {
             return Err(unsupported(node, format!("zero point {zp}")));
         }
         Ok(Fm {
@@ -75,13 +78,16 @@ impl<'g> Ctx<'g> {
         zp: i64,
     ) -> Result<Fm, CompileError> {
         let dtype = self.dtype(t);
-        if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Bool) {
+        if !matches!(
+            dtype,
+            DType::Int8 | DType::Int16 | DType::Int32 | DType::Bool
+        ) {
             return Err(unsupported(
                 node,
-                format!("{dtype} results (only bool, i8 and i16 so far)"),
+                format!("{dtype} results (only bool, i8, i16 and i32 so far)"),
             ));
         }
-        if !(-128..=127).contains(&zp) {
+        if !(-128..=127).contains(&zp) || (dtype == DType::Int32 && zp != 0) {
             return Err(unsupported(node, format!("zero point {zp}")));
         }
         let idx = self.lowered.ops.len();

@@ -62,6 +62,11 @@ impl<'g> Ctx<'g> {
                         names.push(self.node(p).name.clone());
                         return Ok((x, zp, IDENTITY));
                     }
+                    if self.dtype(t) == DType::Int32 && !self.is_constant(t) {
+                        // Any other i32 tensor is read as b32.
+                        self.materialize(t).map_err(Some)?;
+                        return Ok((t, 0, IDENTITY));
+                    }
                     if !self.is_constant(t) {
                         return Err(Some(e));
                     }

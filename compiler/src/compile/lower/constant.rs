@@ -131,10 +131,14 @@ impl<'g> Ctx<'g> {
             return Ok(fm);
         }
         let dtype = self.dtype(t);
-        if !matches!(dtype, DType::Bool | DType::Int8 | DType::Int16) {
+        if !matches!(
+            dtype,
+            DType::Bool | DType::Int8 | DType::Int16 | DType::Int32
+        ) || (dtype == DType::Int32 && zp != 0)
+        {
             return Err(unsupported(
                 node,
-                format!("{dtype} operand (only bool, i8 and i16 so far)"),
+                format!("{dtype} operand (only bool, i8, i16 and i32 so far)"),
             ));
         }
         Ok(Fm {

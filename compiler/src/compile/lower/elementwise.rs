@@ -161,8 +161,14 @@ impl<'g> Ctx<'g> {
         }
     }
 
-    /// The feature map of an operand tensor (lowering a deferred producer first).
-    fn tensor_fm(&mut self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
+    /// The feature map of an operand tensor, shape to be set by [`Ctx::broadcast_layout`]
+    /// (lowering a deferred producer first; a computed constant is evaluated).
+    fn operand_tensor_fm(
+        &mut self,
+        node: &OpNode,
+        t: TensorId,
+        zp: i64,
+    ) -> Result<Fm, CompileError> {
         self.materialize(t)?;
         if self.const_data(t).is_some() {
             self.constant_buffer(t);
@@ -172,7 +178,14 @@ impl<'g> Ctx<'g> {
             fm.zero_point = zp;
             return Ok(fm);
         }
-        self.fm(node, t, false, zp)
+        self.ew_fm(node, t, zp)
+    }
+
+    /// The feature map of a tensor read whole (its (H, W, C) view).
+    fn tensor_fm(&mut self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
+        let mut fm = self.operand_tensor_fm(node, t, zp)?;
+        fm.shape = self.hwc(node, t, false)?;
+        Ok(fm)
     }
 
     pub(super) fn lower_elementwise(&mut self, o: OpId) -> Result<(), CompileError> {
@@ -227,9 +240,9 @@ impl<'g> Ctx<'g> {
                 Opnd::Scalar(v) => (None, IDENTITY, Some(*v)),
                 Opnd::Fold(f) => {
                     self.commit(f, &mut names);
-                    (Some(self.fm(node, f.x, false, f.zp)?), f.scale, None)
+                    (Some(self.ew_fm(node, f.x, f.zp)?), f.scale, None)
                 }
-                Opnd::Tensor(t) => (Some(self.tensor_fm(node, *t, 0)?), IDENTITY, None),
+                Opnd::Tensor(t) => (Some(self.operand_tensor_fm(node, *t, 0)?), IDENTITY, None),
             });
         }
         names.push(node.name.clone());
@@ -249,34 +262,22 @@ impl<'g> Ctx<'g> {
         if spec.mode == ElementwiseMode::Div && out.zp != 0 {
             return Err(unsupported(node, "INTDIV with an output zero point"));
         }
-        if self.dims(out.t).len() != self.dims(y).len() {
-            return Err(unsupported(
-                node,
-                "operand rank differs from the output rank",
-            ));
+        let mut ofm = self.ew_ofm(node, out.t, out.zp)?;
+        // Shapes and broadcasts of the operands read from memory, at any rank.
+        let (read, mut read_fms): (Vec<TensorId>, Vec<Fm>) = fms
+            .iter()
+            .zip(&inputs)
+            .filter_map(|((fm, _, _), &t)| fm.map(|fm| (t, fm)))
+            .unzip();
+        {
+            let mut refs: Vec<&mut Fm> = read_fms.iter_mut().collect();
+            self.broadcast_layout(node, y, &mut ofm, &read, &mut refs)?;
         }
-        let ofm = self.ofm(node, out.t, false, out.zp)?;
+        let mut laid_out = read_fms.into_iter();
         let mut sides = Vec::new();
-        for ((fm, scale, scalar), &t) in fms.into_iter().zip(&inputs) {
+        for (fm, scale, scalar) in fms {
             let fm = match fm {
-                Some(mut fm) => {
-                    if self.dims(t).len() != self.dims(y).len() {
-                        return Err(unsupported(
-                            node,
-                            "operand rank differs from the output rank",
-                        ));
-                    }
-                    let (h, w, c) = fm.shape;
-                    let (oh, ow, oc) = ofm.shape;
-                    fm.broadcast = (h != oh, w != ow, c != oc);
-                    if (fm.broadcast.0 && h != 1)
-                        || (fm.broadcast.1 && w != 1)
-                        || (fm.broadcast.2 && c != 1)
-                    {
-                        return Err(unsupported(node, "operand shape does not broadcast"));
-                    }
-                    fm
-                }
+                Some(_) => laid_out.next().expect("one layout per operand read"),
                 // A scalar operand reads no memory: its feature map only carries the type.
                 None => Fm {
                     buffer: ofm.buffer,
@@ -440,7 +441,53 @@ impl<'g> Ctx<'g> {
                 }
             }
         }
+        // A following CAST of an i32 result to i8/i16 keeps the low bits: write_ofm's
+        // truncation (after the clamp, as in the graph).
+        if let Some(c) = self.sole_consumer(out.t) {
+            let cnode = self.node(c);
+            let narrow = matches!(self.dtype(cnode.outputs()[0]), DType::Int8 | DType::Int16);
+            if matches!(cnode.op, Op::Cast(_)) && self.dtype(out.t) == DType::Int32 && narrow {
+                self.fused.insert(c);
+                names.push(cnode.name.clone());
+                out.t = cnode.outputs()[0];
+                out.name = cnode.name.clone();
+            }
+        }
         Ok(out)
+    }
+
+    /// CAST between i32 and i8/i16 on its own: a 1x1 max pool (b8, b16 or b32 in) with clip
+    /// range none; the write sign-extends or keeps the low bits, as the IR's CAST does.
+    pub(super) fn lower_cast_i32(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let (x, y) = (node.inputs()[0], node.outputs()[0]);
+        let ok = |d: DType| matches!(d, DType::Int8 | DType::Int16 | DType::Int32);
+        if !ok(self.dtype(x)) || !ok(self.dtype(y)) {
+            return Err(unsupported(node, "CAST between i32 and bool"));
+        }
+        let ifm = self.tensor_fm(node, x, 0)?;
+        let ofm = self.ofm(node, y, false, 0)?;
+        self.push(NpuOp {
+            name: node.name.clone(),
+            fused: vec![node.name.clone()],
+            kernel: Kernel::Pool(PoolingMode::Max),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: (1, 1),
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: None,
+            requant: Requant::Global { scale: 1, shift: 0 },
+            round: RoundModeOfm::Natural,
+            ifm_scale: None,
+            ifm2_scale: None,
+            act: NO_CLIP,
+            acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
+        });
+        Ok(())
     }
 
     /// CLAMP of an i32 tensor (see the module documentation).

@@ -681,6 +681,9 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::LogicalNot | Op::BitwiseNot => cx.lower_not(o)?,
             Op::Select => cx.lower_select(o)?,
             Op::Scatter => cx.lower_scatter(o)?,
+            Op::Cast(_) if i32_out || cx.dtype(node.inputs()[0]) == DType::Int32 => {
+                cx.lower_cast_i32(o)?
+            }
             Op::Cast(_) => cx.lower_cast(o)?,
             _ => return Err(unsupported(node, "operator not in the NPU slice yet")),
         }

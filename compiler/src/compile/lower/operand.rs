@@ -230,7 +230,9 @@ impl<'g> Ctx<'g> {
         let Some(p) = self.g.producer(t) else {
             return Ok(());
         };
-        if self.fused.contains(&p) || !self.deferred.remove(&p) {
+        // (A widening folded into one reader, e.g. a comparison, may still be read as a
+        // tensor by another.)
+        if !self.deferred.remove(&p) {
             return Ok(());
         }
         let node = self.node(p);
@@ -247,24 +249,28 @@ impl<'g> Ctx<'g> {
         }
     }
 
-    /// Whether `o` waits for its consumer: an i32 RESCALE or LOGICAL_LEFT_SHIFT feeding one
-    /// operator (operand rescale chains), or an ADD/SUB of a scalar whose result only feeds
-    /// a table GATHER (the offset moves into the table).
+    /// Whether `o` waits for its consumers: an i32 RESCALE or LOGICAL_LEFT_SHIFT (operand
+    /// rescale chains, folded by the readers that can), or an ADD/SUB of a scalar whose
+    /// result only feeds a table GATHER (the offset moves into the table). Graph outputs
+    /// never wait.
     pub(super) fn defers(&self, o: OpId) -> bool {
         let node = self.node(o);
         let out = node.outputs()[0];
-        if self.sole_consumer(out).is_none() {
+        if self.g.outputs().contains(&out) {
             return false;
         }
         match node.op {
             Op::Rescale(_) | Op::LogicalLeftShift => self.dtype(out) == DType::Int32,
             Op::Add | Op::Sub => {
-                self.scalar_value(node.inputs()[1]).is_some() && self.feeds_table_gather(out)
+                self.sole_consumer(out).is_some()
+                    && self.scalar_value(node.inputs()[1]).is_some()
+                    && self.feeds_table_gather(out)
             }
             // A RESHAPE between deferred operators waits with them.
             Op::Reshape(_) | Op::Identity => {
                 let x = node.inputs()[0];
-                !self.lowered.tensor_buffer.contains_key(&x)
+                self.sole_consumer(out).is_some()
+                    && !self.lowered.tensor_buffer.contains_key(&x)
                     && self
                         .g
                         .producer(x)

@@ -1,4 +1,4 @@
-//! SELECT(cond, a, b) of i8 / i16 tensors as three bitwise NPU elementwise operations.
+//! SELECT(cond, a, b) of i8 / i16 / i32 tensors as three bitwise NPU elementwise operations.
 //!
 //! The condition is a bool (bytes 0 / 1) read with the zero point 1, so the operations see
 //! `n = cond - 1`: 0 where the condition holds, -1 (all bits set) where it does not. Then
@@ -8,8 +8,8 @@
 //!
 //! The raw values pass unchanged (SELECT does not requantize; the operands and the result
 //! share their quantization). The hardware wants both inputs of an operation at the same
-//! precision, so for i16 operands the mask is first written as i16 `n` by a 1x1 POOL(SUM)
-//! (zero point 1 on the condition). Any of the three inputs may broadcast, and constant
+//! precision, so for i16 / i32 operands the mask is first written as `n` of that type by a
+//! 1x1 POOL(SUM) (zero point 1 on the condition). Any of the three inputs may broadcast, and constant
 //! operands are read from read-only buffers (decision L13).
 
 use super::*;
@@ -47,10 +47,10 @@ impl<'g> Ctx<'g> {
         let [c, x, y] = [node.inputs()[0], node.inputs()[1], node.inputs()[2]];
         let out = node.outputs()[0];
         let dtype = self.dtype(out);
-        if !matches!(dtype, DType::Int8 | DType::Int16) {
+        if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Int32) {
             return Err(unsupported(
                 node,
-                format!("SELECT of {dtype} (i8 and i16 only)"),
+                format!("SELECT of {dtype} (i8, i16 and i32 only)"),
             ));
         }
         if self.dtype(c) != DType::Bool {
@@ -74,9 +74,9 @@ impl<'g> Ctx<'g> {
         )?;
         let name = node.name.clone();
         let act = self.type_range(out);
-        if dtype == DType::Int16 {
-            // n = cond - 1 as i16 (the condition's own broadcast shape).
-            let mut n = self.scratch_fm(cond.shape, DType::Int16);
+        if dtype != DType::Int8 {
+            // n = cond - 1 as i16 / i32 (the condition's own broadcast shape).
+            let mut n = self.scratch_fm(cond.shape, dtype);
             n.broadcast = cond.broadcast;
             let ifm = Fm {
                 broadcast: (false, false, false),
