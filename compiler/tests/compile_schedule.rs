@@ -313,3 +313,46 @@ fn an_ofm_read_only_by_the_next_elementwise_is_chained() {
     let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
     assert_eq!(simulate(&m, &bytes)[0], want[0].to_le_bytes());
 }
+
+#[test]
+fn large_weight_streams_are_staged_in_double_buffered_ofm_depth_slices() {
+    use npuc_backend::isa::Command as C;
+    // mobilenet_v1_050_128_clustered on ethos-u85-256 (DRAM_Mid, Dedicated_Sram_384KB): some
+    // convolutions' streams do not fit whole below the feature maps' peak in region 2, so
+    // they run as OFM-depth slices, each slice's streams copied into one of two buffers while
+    // the previous slice runs (KERNEL_WAIT 1, DMA, ..., DMA_WAIT 0, kernel). Every NPU segment
+    // is bit-exact against the reference interpreter, and the peak SRAM is no higher than the
+    // feature maps alone need.
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../models/tflite/mobilenet_v1_050_128_clustered.tflite");
+    let bytes = std::fs::read(path).unwrap();
+    let options = Options::default();
+    let out = npuc::tflite_out::compile_tflite(&bytes, &options, &mut |_| {}).unwrap();
+    let m = &out.partition.segments[0].model;
+    let cmds: Vec<C> = decode_stream(&m.command_stream)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.command)
+        .collect();
+    let slice_dmas = cmds
+        .windows(2)
+        .filter(|w| matches!(w[0], C::OpKernelWait(k) if k.n == 1))
+        .count();
+    assert!(slice_dmas > 0, "no sliced operation");
+    let parts = npuc::verify::verify_file(
+        &bytes,
+        &options,
+        &npuc::verify::VerifyOptions {
+            samples: 1,
+            seed: 3,
+        },
+    )
+    .unwrap();
+    assert!(parts.iter().all(|p| p.report.is_bit_exact()));
+    let without = Options {
+        optimise: npuc::compile::Optimise::Size,
+        ..Options::default()
+    };
+    let fm_only = npuc::tflite_out::compile_tflite(&bytes, &without, &mut |_| {}).unwrap();
+    assert_eq!(fm_only.partition.segments[0].model.fast_size, m.fast_size);
+}

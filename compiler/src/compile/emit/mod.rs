@@ -31,6 +31,7 @@ mod kernel;
 mod lut;
 mod plan;
 mod resize;
+mod slice;
 mod staging;
 mod weights;
 
@@ -405,7 +406,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         .filter(|&k| chains[k].is_some())
         .map(|k| l.ops[k].ofm.buffer)
         .collect();
-    let placement = super::alloc::allocate(l, target.fast_storage(), &skip);
+    let mut placement = super::alloc::allocate(l, target.fast_storage(), &skip);
     let mut plans = plan::plan(target, l, &placement)?;
     // A consumer runs with its producer's block and microblock.
     for k in 0..l.ops.len() {
@@ -413,20 +414,33 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             plans[k + 1].block = plans[k].block;
         }
     }
-    let staged = staging::stage(target, l, &plans, &placement);
+    let (staged, staged_end) = staging::stage(target, l, &plans, &placement, &chains);
+    if let Some((region, _)) = target.staging() {
+        if region == super::REGION_FAST {
+            placement.fast_size = placement.fast_size.max(staged_end);
+        } else {
+            placement.arena_size = placement.arena_size.max(staged_end);
+        }
+    }
     let p = &placement;
     let mut w = Writer::default();
     // Region 0: each operation's stream block, then constants and LUTs as first used.
     let mut ro: Vec<u8> = Vec::new();
-    let blocks: Vec<Option<u64>> = plans
+    // Read-only offset of each operation's stream block (one per slice for a sliced one).
+    let mut add_block = |e: &weights::Encoded| {
+        align16(&mut ro);
+        let at = ro.len() as u64;
+        ro.extend_from_slice(&e.block());
+        at
+    };
+    let blocks: Vec<Vec<u64>> = plans
         .iter()
-        .map(|plan| {
-            plan.enc.as_ref().map(|e| {
-                align16(&mut ro);
-                let at = ro.len() as u64;
-                ro.extend_from_slice(&e.block());
-                at
-            })
+        .zip(&staged)
+        .map(|(plan, how)| match how {
+            staging::Staged::Sliced { slices, .. } => {
+                slices.iter().map(|s| add_block(&s.enc)).collect()
+            }
+            _ => plan.enc.iter().map(&mut add_block).collect(),
         })
         .collect();
     let mut consts: BTreeMap<usize, u64> = BTreeMap::new();
@@ -442,12 +456,19 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
         }
     }
-    let stage_dma = |w: &mut Writer, k: usize| {
-        if let (Some((region, dst)), Some(src), Some(enc)) =
-            (staged[k], blocks[k], plans[k].enc.as_ref())
-        {
-            weights::dma_commands(w, src, region, dst, enc.size());
+    // The DMA bringing operation k's (first) stream block into the staging memory.
+    let stage_dma = |w: &mut Writer, k: usize| match &staged[k] {
+        staging::Staged::Whole { region, at } => {
+            if let Some(enc) = plans[k].enc.as_ref() {
+                weights::dma_commands(w, blocks[k][0], *region, *at, enc.size());
+            }
         }
+        staging::Staged::Sliced {
+            region,
+            bufs,
+            slices,
+        } => weights::dma_commands(w, blocks[k][0], *region, bufs[0], slices[0].enc.size()),
+        staging::Staged::Direct => {}
     };
     w.set(Command::SetBlockdep(SetBlockdep { blockdep: 0 }));
     if !l.ops.is_empty() {
@@ -457,6 +478,8 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     let mut prev: Option<Access> = None;
     let mut luts = lut::LutSlots::default();
     let mut operators = Vec::new();
+    // Kernel operations per (non-DMA) operation.
+    let mut kernels: Vec<usize> = Vec::new();
     for (index, op) in l.ops.iter().enumerate() {
         if let Kernel::Dma(d) = &op.kernel {
             if prev.is_some() {
@@ -488,13 +511,31 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             lut.map_or(ActivationFunction::LutNone, |t| t.function),
             table,
         );
-        let layout = plan.enc.as_ref().map(|e| e.layout());
-        let streams = layout.as_ref().map(|layout| match staged[index] {
-            Some((region, base)) => (layout, region, base),
-            None => (layout, REGION_READ_ONLY, blocks[index].unwrap_or(0)),
-        });
-        let at = locs(op, p, l, &consts);
-        let (cmd, kernel_name) = op_commands(&mut w, op, &plan.block, streams, &at, act);
+        // The kernel operations of this operation: itself, or its slices.
+        let pieces: Vec<(&NpuOp, Option<weights::Layout>, u8, u64)> = match &staged[index] {
+            staging::Staged::Sliced {
+                region,
+                bufs,
+                slices,
+            } => slices
+                .iter()
+                .enumerate()
+                .map(|(j, s)| (&s.op, Some(s.enc.layout()), *region, bufs[j % 2]))
+                .collect(),
+            staging::Staged::Whole { region, at } => {
+                vec![(op, plan.enc.as_ref().map(|e| e.layout()), *region, *at)]
+            }
+            staging::Staged::Direct => vec![(
+                op,
+                plan.enc.as_ref().map(|e| e.layout()),
+                REGION_READ_ONLY,
+                blocks[index].first().copied().unwrap_or(0),
+            )],
+        };
+        let (piece, layout, region, base) = &pieces[0];
+        let streams = layout.as_ref().map(|l| (l, *region, *base));
+        let at = locs(piece, p, l, &consts);
+        let (cmd, kernel_name) = op_commands(&mut w, piece, &plan.block, streams, &at, act);
         // Hazards against the previous operation (at most two kernels are outstanding); a
         // chain counts as one operation: the producer checks the pair's accesses (nothing may
         // come between the two), the consumer none.
@@ -522,10 +563,27 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
             prev = Some((reads, write));
         }
-        if lut_dma || staged[index].is_some() {
+        let staged_here = !matches!(staged[index], staging::Staged::Direct);
+        if lut_dma || staged_here {
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
         }
         w.op(cmd);
+        // Further slices: slice j's DMA (into the buffer slice j - 2 read: KERNEL_WAIT 1 lets
+        // it finish) runs alongside slice j - 1.
+        for j in 1..pieces.len() {
+            let (piece, layout, region, base) = &pieces[j];
+            let size = match &staged[index] {
+                staging::Staged::Sliced { slices, .. } => slices[j].enc.size(),
+                _ => 0,
+            };
+            w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+            weights::dma_commands(&mut w, blocks[index][j], *region, *base, size);
+            let streams = layout.as_ref().map(|l| (l, *region, *base));
+            let at = locs(piece, p, l, &consts);
+            let (cmd, _) = op_commands(&mut w, piece, &plan.block, streams, &at, act);
+            w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
+            w.op(cmd);
+        }
         if chains[index].is_some() || consumer {
             // TRM 3.6.4: the next operation writes its IFM/IFM2 state again.
             w.forget(&chain::IFM_STATE);
@@ -533,6 +591,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         if index + 1 < l.ops.len() && chains[index].is_none() {
             stage_dma(&mut w, index + 1);
         }
+        kernels.push(pieces.len());
         operators.push(OperatorInfo {
             name: op.name.clone(),
             kernel: kernel_name.to_string(),
@@ -549,14 +608,15 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     align16(&mut ro);
     let words = encode_stream(&w.commands).map_err(|e| CompileError::Stream(e.to_string()))?;
     let est = target.estimate_stream(&words).unwrap_or_default();
-    // Kernel operations take their cycles from the stream's estimate, in order (DMA
-    // operations keep their own estimate).
-    for (o, &c) in operators
+    // Kernel operations take their cycles from the stream's estimate, in order (a sliced
+    // operation the sum of its slices'; DMA operations keep their own estimate).
+    let mut next = est.kernel_cycles.iter();
+    for (o, &n) in operators
         .iter_mut()
         .filter(|o| o.kernel != "DMA")
-        .zip(&est.kernel_cycles)
+        .zip(&kernels)
     {
-        o.cycles = c;
+        o.cycles = next.by_ref().take(n).sum();
     }
     Ok(Emitted {
         words,

@@ -4,7 +4,12 @@
 //! The DMA for operation `k` is issued right after the kernel command of operation `k - 1`,
 //! when operation `k - 2` may still be running, so its buffer must not overlap anything live
 //! from `k - 2` to `k` ([`Item`] `k-2..=k`); at most two staging buffers are live at a time
-//! (double buffering). Operation by operation, in order, the block is staged when the cost
+//! (double buffering). An operation whose whole block does not fit (or whose DMA the previous
+//! operation cannot hide) may instead run as OFM-depth slices ([`slice`]), each slice's block
+//! copied into one of two buffers while the previous slice runs (a KERNEL_WAIT 1 before each
+//! such DMA makes sure the slice that last read that buffer has finished). Operation by
+//! operation, in order, the cheapest of direct, whole and sliced (2, 3, 4, 6 or 8 slices of a
+//! multiple of the block depth) is taken, staged when the cost
 //! model says it pays: the operation's cycles with its streams in the staging memory, plus the
 //! part of the DMA's cycles the previous operation does not hide, must be below its cycles
 //! reading region 0; and when a buffer fits ([`alloc::fit`]) beside the feature maps of that
@@ -15,58 +20,154 @@ use super::plan::{estimate, OpPlan};
 use super::*;
 use crate::compile::alloc::{self, Item};
 
-/// Where each operation's stream block is staged: `(region, address)`, or `None`.
+/// How an operation's streams are read.
+pub(super) enum Staged {
+    /// From region 0.
+    Direct,
+    /// Copied whole into `region` at `at`.
+    Whole { region: u8, at: u64 },
+    /// In OFM-depth slices, each copied into `bufs[j % 2]` of `region` (double buffering).
+    Sliced {
+        region: u8,
+        bufs: [u64; 2],
+        slices: Vec<slice::Slice>,
+    },
+}
+
+/// Slice counts tried when the whole block does not pay or does not fit.
+const SLICE_COUNTS: [u32; 5] = [2, 3, 4, 6, 8];
+
+/// How each operation's streams are staged, and the size the staging region needs.
 pub(super) fn stage(
     target: &dyn Target,
     l: &Lowered,
     plans: &[OpPlan],
     p: &Placement,
-) -> Vec<Option<(u8, u64)>> {
-    let mut out = vec![None; l.ops.len()];
+    chains: &[Option<chain::Operand>],
+) -> (Vec<Staged>, u64) {
+    let mut out: Vec<Staged> = (0..l.ops.len()).map(|_| Staged::Direct).collect();
     let Some((region, capacity)) = target.staging() else {
-        return out;
+        return (out, 0);
     };
     let mut occupied: Vec<(Item, u64)> = (0..l.buffers.len())
         .filter(|&i| p.regions[i] == region)
         .map(|i| (alloc::buffer_item(l, i), p.offsets[i]))
         .collect();
-    // Staging never raises the memory's high-water mark: buffers go only where the feature
-    // maps leave room below it.
+    // Whole blocks go only where the feature maps leave room below their high-water mark.
     let fm_size = if region == crate::compile::REGION_FAST {
         p.fast_size
     } else {
         p.arena_size
     };
-    let capacity = capacity.min(fm_size);
+    let hwm = capacity.min(fm_size);
     let none = BTreeMap::new();
+    let dma_cycles = |size: u64| {
+        let mut w = Writer::default();
+        weights::dma_commands(&mut w, 0, region, 0, size);
+        target.estimate(&w.commands)
+    };
     let mut prev_cycles = 0u64;
     for (k, (op, plan)) in l.ops.iter().zip(plans).enumerate() {
         let Some(enc) = &plan.enc else {
             prev_cycles = plan.cycles;
             continue;
         };
-        let at = locs(op, p, l, &none);
-        let staged = estimate(target, op, &plan.block, Some(&enc.layout()), region, &at);
-        let mut w = Writer::default();
-        weights::dma_commands(&mut w, 0, region, 0, enc.size());
-        let dma = target.estimate(&w.commands);
-        let cost = staged + dma.saturating_sub(prev_cycles);
-        let item = Item {
-            size: enc.size(),
+        let item = |size: u64| Item {
+            size,
             start: k.saturating_sub(2),
             end: k,
         };
-        let slot = (cost < plan.cycles)
-            .then(|| alloc::fit(&occupied, item, capacity))
-            .flatten();
-        match slot {
-            Some(off) => {
-                occupied.push((item, off));
-                out[k] = Some((region, off));
-                prev_cycles = staged;
+        let at = locs(op, p, l, &none);
+        let staged = estimate(target, op, &plan.block, Some(&enc.layout()), region, &at);
+        let cost = staged + dma_cycles(enc.size()).saturating_sub(prev_cycles);
+        let mut best = (plan.cycles, Staged::Direct, plan.cycles);
+        if cost < best.0 {
+            if let Some(off) = alloc::fit(&occupied, item(enc.size()), hwm) {
+                best = (cost, Staged::Whole { region, at: off }, staged);
             }
-            None => prev_cycles = plan.cycles,
         }
+        // Slices: only the first slice's DMA waits for the previous operation; slice j + 1's
+        // DMA runs alongside slice j.
+        if slice::sliceable(op) && chains[k].is_none() {
+            let od = op.ofm.shape.2;
+            let bd = plan.block.ofm_block.2.max(1);
+            let mut tried = Vec::new();
+            // Candidates that pay: (cost, buffer size, last slice's cycles, slices).
+            let mut cands = Vec::new();
+            for n in SLICE_COUNTS {
+                let depth = od.div_ceil(n).next_multiple_of(bd);
+                if depth >= od || tried.contains(&depth) {
+                    continue;
+                }
+                tried.push(depth);
+                let Some(slices) = slice::slices(target, op, &plan.block, depth) else {
+                    continue;
+                };
+                let mut cost = 0u64;
+                let mut last = prev_cycles;
+                for s in &slices {
+                    let at = locs(&s.op, p, l, &none);
+                    let c = estimate(
+                        target,
+                        &s.op,
+                        &plan.block,
+                        Some(&s.enc.layout()),
+                        region,
+                        &at,
+                    );
+                    cost += c + dma_cycles(s.enc.size()).saturating_sub(last);
+                    last = c;
+                }
+                let size = slices.iter().map(|s| s.enc.size()).max().unwrap_or(0);
+                if cost < plan.cycles {
+                    cands.push((cost, size, last, slices));
+                }
+            }
+            let place = |size: u64, cap: u64| {
+                let a = alloc::fit(&occupied, item(size), cap)?;
+                let mut with_a = occupied.clone();
+                with_a.push((item(size), a));
+                Some([a, alloc::fit(&with_a, item(size), cap)?])
+            };
+            // The cheapest that fits below the high-water mark.
+            let pick = cands
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.0 < best.0)
+                .filter_map(|(i, c)| place(c.1, hwm).map(|b| (c.0, i, b)))
+                .min_by_key(|&(cost, i, _)| (cost, i))
+                .map(|(_, i, b)| (i, b));
+            if let Some((i, bufs)) = pick {
+                let (cost, _, last, slices) = cands.swap_remove(i);
+                best = (
+                    cost,
+                    Staged::Sliced {
+                        region,
+                        bufs,
+                        slices,
+                    },
+                    last,
+                );
+            }
+        }
+        let (_, how, last) = best;
+        match &how {
+            Staged::Direct => {}
+            Staged::Whole { at, .. } => occupied.push((item(enc.size()), *at)),
+            Staged::Sliced { bufs, slices, .. } => {
+                let size = slices.iter().map(|s| s.enc.size()).max().unwrap_or(0);
+                occupied.push((item(size), bufs[0]));
+                occupied.push((item(size), bufs[1]));
+            }
+        }
+        prev_cycles = last;
+        out[k] = how;
     }
-    out
+    // One past the last byte a staging buffer uses (the region must be at least that big).
+    let end = occupied
+        .iter()
+        .map(|(it, off)| off + it.size.next_multiple_of(alloc::ALIGN))
+        .max()
+        .unwrap_or(0);
+    (out, end)
 }

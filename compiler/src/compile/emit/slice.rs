@@ -1,0 +1,97 @@
+//! OFM-depth slices of an operation, so that its weight and scale streams can be staged in
+//! small double-buffered pieces: slice `j` is the same operation on OFM channels
+//! `c0..c0 + depth` (a window of the OFM buffer, the original strides), with those channels'
+//! weights and scale records; a DEPTHWISE also reads only those IFM channels. Every output
+//! channel depends on its own weights and scale record only, so the slices together compute
+//! exactly what the whole operation computes.
+
+use super::weights::{encode, Encoded};
+use super::*;
+use npuc_codecs::ordering::{OhwiWeights, WeightShape};
+
+/// One slice: the operation restricted to its channels (without weights) and its streams.
+pub(super) struct Slice {
+    pub op: NpuOp,
+    pub enc: Encoded,
+}
+
+/// Whether `op` can be sliced along the OFM depth.
+pub(super) fn sliceable(op: &NpuOp) -> bool {
+    match op.kernel {
+        Kernel::Conv => op.weights.is_some() && op.ifm2.is_none(),
+        Kernel::Depthwise => op.weights.is_some() && op.ifm.shape.2 == op.ofm.shape.2,
+        _ => false,
+    }
+}
+
+/// `op` restricted to OFM channels `c0..c0 + depth`, with those channels' weights.
+fn restrict(op: &NpuOp, c0: u32, depth: u32) -> Option<NpuOp> {
+    let weights = op.weights.as_ref()?;
+    let shape = weights.shape();
+    let per = shape.kernel_height * shape.kernel_width * shape.ifm_depth;
+    let (a, b) = (c0 as usize, (c0 + depth) as usize);
+    let sub = OhwiWeights::new(
+        WeightShape {
+            ofm_depth: b - a,
+            ..shape
+        },
+        weights.values()[a * per..b * per].to_vec(),
+    )
+    .ok()?;
+    let Requant::PerChannel(ch) = &op.requant else {
+        return None;
+    };
+    let window = |fm: &Fm| {
+        let mut f = *fm;
+        f.view.strides = Some(fm.strides());
+        f.view.offset += u64::from(c0) * u64::from(fm.elem_bytes());
+        f.shape.2 = depth;
+        f
+    };
+    Some(NpuOp {
+        name: op.name.clone(),
+        fused: op.fused.clone(),
+        kernel: op.kernel,
+        ifm: if op.kernel == Kernel::Depthwise {
+            window(&op.ifm)
+        } else {
+            op.ifm
+        },
+        ifm2: op.ifm2,
+        ofm: window(&op.ofm),
+        kernel_size: op.kernel_size,
+        stride: op.stride,
+        dilation: op.dilation,
+        pad: op.pad,
+        weights: Some(sub),
+        requant: Requant::PerChannel(ch[a..b].to_vec()),
+        round: op.round,
+        ifm_scale: op.ifm_scale,
+        ifm2_scale: op.ifm2_scale,
+        act: op.act,
+        acc: op.acc,
+        upscale: op.upscale,
+    })
+}
+
+/// Splits `op` into slices of `depth` channels (the last one shorter) encoded for `block`
+/// (its OFM block depth clamped to the slice); `None` if any encoding fails.
+pub(super) fn slices(
+    target: &dyn Target,
+    op: &NpuOp,
+    block: &BlockConfig,
+    depth: u32,
+) -> Option<Vec<Slice>> {
+    let od = op.ofm.shape.2;
+    let mut out = Vec::new();
+    let mut c0 = 0;
+    while c0 < od {
+        let d = depth.min(od - c0);
+        let mut s = restrict(op, c0, d)?;
+        let enc = encode(target, &s, &geometry(&s), block).ok()??;
+        s.weights = None;
+        out.push(Slice { op: s, enc });
+        c0 += d;
+    }
+    Some(out)
+}
