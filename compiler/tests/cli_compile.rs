@@ -75,3 +75,28 @@ fn a_container_output_of_a_supported_model_is_written_with_its_summary() {
     assert_eq!(&bytes[..4], b"NPUC");
     std::fs::remove_file(out).unwrap();
 }
+
+#[test]
+fn the_summarys_estimated_cycles_are_npuc_reports_total() {
+    // Same artifact, same (default) system configuration and memory mode: the compile
+    // summary and `npuc report --json` give the same total.
+    let out = tmp("report_agrees.tflite");
+    let o = compile("mobilenet_tiny", &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let summary: u64 = err
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("estimated cycles"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no estimated cycles in\n{err}"));
+    let r = npuc(&[
+        std::ffi::OsStr::new("report"),
+        std::ffi::OsStr::new("--json"),
+        out.as_os_str(),
+    ]);
+    assert!(r.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(json["total_cycles"].as_u64(), Some(summary));
+    std::fs::remove_file(out).unwrap();
+}

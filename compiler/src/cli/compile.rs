@@ -127,6 +127,7 @@ pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> Str
     let kernel_ops = sum(&|m| m.operators.len() as u64);
     let arena = models.iter().map(|m| m.arena_size).max().unwrap_or(0);
     let arena_total = sum(&|m| m.arena_size);
+    let fast = models.iter().map(|m| m.fast_size).max().unwrap_or(0);
     let ro = sum(&|m| m.read_only.len() as u64);
     let words = sum(&|m| m.command_stream.len() as u64);
     let cycles = sum(&|m| m.estimated_cycles());
@@ -147,11 +148,18 @@ pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> Str
         ("NPU kernel operations", kernel_ops.to_string()),
         ("command stream", format!("{} words", words)),
         (
-            "arena (SRAM) use",
+            "arena (region 1)",
             format!("{arena} bytes (largest segment), {arena_total} bytes in all"),
         ),
+        (
+            "fast memory (region 2)",
+            format!("{fast} bytes (largest segment; 0: feature maps in the arena)"),
+        ),
         ("read-only (weights, scales)", format!("{ro} bytes")),
-        ("estimated cycles", cycles.to_string()),
+        (
+            "estimated cycles",
+            format!("{cycles} (npuc report's model, this memory system)"),
+        ),
     ];
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let mut s = String::from("npuc compile summary\n");
