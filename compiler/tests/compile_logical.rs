@@ -201,6 +201,96 @@ pub fn rank5(_rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
+fn rescale(m: i32, shift: i8, zp: (i64, i64), out: DType, double: bool) -> Op {
+    Op::Rescale(RescaleAttrs {
+        output_dtype: out,
+        multiplier: vec![m],
+        shift: vec![shift],
+        scale32: true,
+        rounding: if double {
+            RescaleRounding::DoubleRound
+        } else {
+            RescaleRounding::SingleRound
+        },
+        per_channel: false,
+        input_zp: zp.0,
+        output_zp: zp.1,
+        input_unsigned: false,
+        output_unsigned: false,
+    })
+}
+
+/// TFLite's PRELU: one exact widening read by the identity-branch RESCALE, the MUL by the
+/// (widened constant) alpha and the GREATER_EQUAL against zero, then SELECT.
+pub fn prelu_tflite(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("prelu_tflite");
+    let x = b.input("x", DType::Int8, [1, 4, 5, 6]);
+    let alpha = b.const_i8("alpha", [1, 1, 1, 6], &[-127, -60, -3, 0, 40, 127]);
+    let w = b.op(
+        "widen",
+        rescale(1 << 30, 30, (-1, 0), DType::Int32, false),
+        &[x],
+    );
+    let wa = b.op(
+        "widen_alpha",
+        rescale(1 << 30, 30, (0, 0), DType::Int32, false),
+        &[alpha],
+    );
+    let pos = b.op(
+        "pos",
+        rescale(1 << 30, 29, (0, -128), DType::Int8, true),
+        &[w],
+    );
+    let m = b.op("times_alpha", Op::Mul(MulAttrs { shift: 0 }), &[w, wa]);
+    let neg = b.op(
+        "neg",
+        rescale(1_908_653_568, 38, (0, -128), DType::Int8, true),
+        &[m],
+    );
+    let zero = b.const_i32("zero", [1, 1, 1, 1], &[0]);
+    let c = b.op("non_negative", Op::GreaterEqual, &[w, zero]);
+    let s = b.op("select", Op::Select, &[c, pos, neg]);
+    b.output(s);
+    b.finish().unwrap()
+}
+
+/// TOSA's PRELU: alpha is a RESCALE of a constant behind a RESHAPE (evaluated at compile
+/// time and stored as i8 next to the folded widening).
+pub fn prelu_tosa(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("prelu_tosa");
+    let x = b.input("x", DType::Int8, [1, 3, 7, 5]);
+    let alpha = b.const_i8("alpha", [1, 1, 5], &[-128, -7, 1, 64, 127]);
+    let w = b.op(
+        "widen",
+        rescale(1 << 30, 30, (4, 0), DType::Int32, true),
+        &[x],
+    );
+    let zero = b.const_i32("zero", [1, 1, 1, 1], &[0]);
+    let c = b.op("ge", Op::GreaterEqual, &[w, zero]);
+    let wa = b.op(
+        "widen_alpha",
+        rescale(1 << 30, 30, (0, 0), DType::Int32, true),
+        &[alpha],
+    );
+    let ra = b.op(
+        "reshape",
+        Op::Reshape(ReshapeAttrs {
+            shape: [1, 1, 1, 5].into(),
+        }),
+        &[wa],
+    );
+    let m = b.op("mul", Op::Mul(MulAttrs { shift: 0 }), &[w, ra]);
+    let neg = b.op(
+        "neg",
+        rescale(1_908_653_568, 37, (0, 3), DType::Int8, true),
+        &[m],
+    );
+    let pos = b.op("pos", rescale(1 << 30, 30, (4, 3), DType::Int8, true), &[x]);
+    let s = b.op("select", Op::Select, &[c, pos, neg]);
+    b.output(s);
+    b.finish().unwrap()
+}
+
 macro_rules! logical_tests {
     ($($name:ident),* $(,)?) => {
         mod sim_equals_interpreter {
@@ -222,6 +312,8 @@ logical_tests!(
     folded_constants,
     shared_widening,
     rank5,
+    prelu_tflite,
+    prelu_tosa,
 );
 
 fn kernels(g: &Graph) -> Vec<String> {
@@ -258,6 +350,16 @@ fn a_shared_widening_is_folded_into_every_comparison() {
         kernels(&shared_widening(&mut Rng(1))),
         ["ELEMENTWISE", "ELEMENTWISE"]
     );
+}
+
+#[test]
+fn prelu_needs_no_i32_feature_map() {
+    // RESCALE, MUL, GREATER_EQUAL, SELECT's three: the widening is folded everywhere, the
+    // TOSA alpha is an i8 constant.
+    for g in [prelu_tflite(&mut Rng(1)), prelu_tosa(&mut Rng(1))] {
+        let m = compile(&g, &Options::default()).unwrap();
+        assert_eq!(m.operators.len(), 6, "{}: {:?}", g.name(), m.operators);
+    }
 }
 
 #[test]

@@ -15,30 +15,6 @@ use super::logical::IDENTITY;
 use super::*;
 
 impl<'g> Ctx<'g> {
-    /// An exact per-tensor widening RESCALE of an i8/i16 tensor to i32 (multiplier
-    /// `2^shift`, output zero point 0) that is not a graph output, whatever else reads it:
-    /// the operator, the input and the zero point. Every reader that folds it reads the
-    /// narrow input directly.
-    fn shared_widening(&self, t: TensorId) -> Option<(OpId, TensorId, i64)> {
-        if self.g.outputs().contains(&t) {
-            return None;
-        }
-        let p = self.g.producer(t)?;
-        let Op::Rescale(r) = &self.node(p).op else {
-            return None;
-        };
-        let x = self.node(p).inputs()[0];
-        let exact = r.multiplier.len() == 1
-            && (0..31).contains(&r.shift[0])
-            && i64::from(r.multiplier[0]) == 1i64 << r.shift[0];
-        (exact
-            && r.output_dtype == DType::Int32
-            && matches!(self.dtype(x), DType::Int8 | DType::Int16)
-            && !r.input_unsigned
-            && r.output_zp == 0)
-            .then_some((p, x, r.input_zp))
-    }
-
     /// An operand of MAXIMUM/MINIMUM/comparisons: a raw i8/i16 tensor with an identity input
     /// scale, an ADD-style rescaled i32 operand, an exact widening read by other operators
     /// too, or (`Err(Some(t))`) a constant to be stored like the other operand.
@@ -57,7 +33,7 @@ impl<'g> Ctx<'g> {
             match self.operand(node, t, names) {
                 Ok((x, zp, s)) => return Ok((x, zp, s.unwrap_or(IDENTITY))),
                 Err(e) => {
-                    if let Some((p, x, zp)) = self.shared_widening(t) {
+                    if let Some((p, x, zp)) = self.widen(t) {
                         self.fused.insert(p);
                         names.push(self.node(p).name.clone());
                         return Ok((x, zp, IDENTITY));

@@ -110,6 +110,8 @@ enum Opnd {
     Scalar(i64),
     Fold(Folded),
     Tensor(TensorId),
+    /// A constant (e.g. a RESCALE of one) stored in the narrow type of the other operand.
+    Narrow(TensorId, DType),
 }
 
 const IDENTITY: InputScale = InputScale {
@@ -125,7 +127,20 @@ impl<'g> Ctx<'g> {
             Opnd::Scalar(_) => None,
             Opnd::Fold(f) => Some(self.dtype(f.x)),
             Opnd::Tensor(t) => Some(self.dtype(*t)),
+            Opnd::Narrow(_, d) => Some(*d),
         }
+    }
+
+    /// A constant operand `t` whose values all fit `d` (an i8/i16 type), read as `d`.
+    fn narrow_constant(&self, t: TensorId, d: Option<DType>) -> Option<Opnd> {
+        let d = d.filter(|d| matches!(d, DType::Int8 | DType::Int16))?;
+        if self.lowered.tensor_buffer.contains_key(&t) || !self.is_constant(t) {
+            return None;
+        }
+        let v = self.constant_values(t)?;
+        v.iter()
+            .all(|&x| d.contains(x))
+            .then_some(Opnd::Narrow(t, d))
     }
 
     /// The operand `t` of an operation of kind `spec` (nothing fused yet).
@@ -204,6 +219,16 @@ impl<'g> Ctx<'g> {
         // IFM and IFM2 precisions must agree: read folded operands as i32 otherwise.
         if !spec.unary {
             let (a, b) = (self.opnd_dtype(&ops[0]), self.opnd_dtype(&ops[1]));
+            // A constant next to a folded operand is stored in the folded operand's type if
+            // it fits (read unscaled, exactly the IR's i32 value).
+            for (i, other) in [(0, b), (1, a)] {
+                if let (Opnd::Tensor(t), Some(Opnd::Fold(_))) = (&ops[i], ops.get(1 - i)) {
+                    if let Some(n) = self.narrow_constant(*t, other) {
+                        ops[i] = n;
+                    }
+                }
+            }
+            let (a, b) = (self.opnd_dtype(&ops[0]), self.opnd_dtype(&ops[1]));
             if a.is_some() && b.is_some() && a != b {
                 for (o, &t) in ops.iter_mut().zip(&inputs) {
                     Self::unfold(o, t);
@@ -243,6 +268,7 @@ impl<'g> Ctx<'g> {
                     (Some(self.ew_fm(node, f.x, f.zp)?), f.scale, None)
                 }
                 Opnd::Tensor(t) => (Some(self.operand_tensor_fm(node, *t, 0)?), IDENTITY, None),
+                Opnd::Narrow(t, d) => (Some(self.constant_fm(node, *t, *d)?), IDENTITY, None),
             });
         }
         names.push(node.name.clone());

@@ -37,8 +37,14 @@ impl<'g> Ctx<'g> {
 
     /// An exact per-tensor RESCALE of an i8 or i16 tensor to i32 with multiplier
     /// `2^(shift + k)`, `k >= 0`: `t = (x - zp) << k`. Returns the operator, `x`, `zp`, `k`.
+    /// The widening may have other readers (each one that folds it reads `x` itself; one
+    /// that does not materializes it); a graph output is not folded.
     pub(super) fn widen_shift(&self, t: TensorId) -> Option<(OpId, TensorId, i64, u8)> {
-        let (p, pnode) = self.fusable_producer(t)?;
+        if self.g.outputs().contains(&t) {
+            return None;
+        }
+        let p = self.g.producer(t)?;
+        let pnode = self.node(p);
         let Op::Rescale(r) = &pnode.op else {
             return None;
         };
