@@ -25,6 +25,21 @@ pub fn logical_binary_bcast(_rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
+/// Both operands broadcast, along different axes: LOGICAL_XOR of [4, 1, 6] and [1, 5, 1]
+/// bools, BITWISE_OR of [3, 1] and [1, 7] i16 tensors.
+pub fn broadcast_both_ways(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("broadcast_both_ways");
+    let x = b.input("x", DType::Bool, [1, 4, 1, 6]);
+    let y = b.input("y", DType::Bool, [1, 1, 5, 1]);
+    let p = b.input("p", DType::Int16, [3, 1]);
+    let q = b.input("q", DType::Int16, [1, 7]);
+    let z = b.op("xor", Op::LogicalXor, &[x, y]);
+    let o = b.op("or", Op::BitwiseOr, &[p, q]);
+    b.output(z);
+    b.output(o);
+    b.finish().unwrap()
+}
+
 /// LOGICAL_OR of comparisons, the first operand broadcast over depth, then LOGICAL_NOT.
 pub fn comparisons_or_not(_rng: &mut Rng) -> Graph {
     let mut b = GraphBuilder::new("comparisons_or_not");
@@ -302,6 +317,7 @@ macro_rules! logical_tests {
 
 logical_tests!(
     logical_binary_bcast,
+    broadcast_both_ways,
     comparisons_or_not,
     negated_comparisons,
     bitwise,
