@@ -108,6 +108,9 @@ def golden(name):
     rng = rng_for(name, "golden")
     results = []  # [sample][output]
     for k in range(N_SAMPLES):
+        # every sample starts from the initial state: variable tensors (the LSTM's output and
+        # cell state) back to their reset value (the zero point for int8, 0 otherwise)
+        interp.reset_all_variables()
         for i, d in enumerate(ins):
             dtype = np.dtype(d["dtype"])
             x = quantize_full_range(structured_sample(rng, d["shape"]), dtype)

@@ -33,6 +33,12 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/python" -m pip install --quiet --upgrade pip
 "$venv/bin/python" -m pip install --quiet -r "$req"
+if [ $tosa = 0 ]; then
+    # tf-keras (Keras 2) for the LSTM models (singleops.py): its LSTM is the one the TFLite
+    # converter fuses into UNIDIRECTIONAL_SEQUENCE_LSTM. --no-deps: it requires the
+    # `tensorflow` distribution, and tensorflow-cpu is the same package under another name.
+    "$venv/bin/python" -m pip install --quiet --no-deps tf-keras==2.21.0
+fi
 if [ $tosa = 1 ]; then
     "$venv/bin/python" -c "import tosa_reference_model, serializer.tosa_serializer; print('tosa-tools ok')"
     "$venv/bin/tosa-converter-for-tflite" --version 2>/dev/null | head -1 || true

@@ -15,6 +15,7 @@ import tensorflow as tf
 import keras
 from keras import layers
 
+from common import seed_for
 from make_models import (  # noqa: F401
     INPUT_RANGE,
     init_conv,
@@ -407,5 +408,39 @@ resize("resize_nearest_half", (1, 3, 5, 4), (6, 10), "nearest", half=True)
 resize("resize_nearest_x4", (1, 3, 3, 7), (12, 12), "nearest", half=True)
 resize("resize_nearest_16x8", (1, 4, 4, 5), (8, 8), "nearest", quant="16x8")
 
-# UNIDIRECTIONAL_SEQUENCE_LSTM: not here; the TF 2.21 converter crashes (the
-# process dies) quantising a Keras LSTM to int8.
+# --------------------------------------------------------------------------
+# UNIDIRECTIONAL_SEQUENCE_LSTM.  Keras 3's LSTM becomes a WHILE loop that the TF 2.21
+# converter cannot quantise (the process dies); tf_keras (Keras 2, `tf-keras`, installed
+# with --no-deps by setup_venv.sh) marks its LSTM so that the converter fuses it into one
+# UNIDIRECTIONAL_SEQUENCE_LSTM, which it quantises with the integer (8x8_16) LSTM kernel:
+# int8 input/output and weights, int32 gate biases, int16 cell state with a power-of-two
+# scale, cell_clip 10.
+
+
+def lstm(name, shape, units, gate_bias=(0.0, 1.0, 0.0, 0.0), gain=1.0, bias_std=0.3):
+    """x [1, T, F] -> LSTM(units, return_sequences=True); Gaussian biases plus a constant
+    per gate (i, f, c, o; Keras' default is 1 for the forget gate)."""
+
+    @model(name)
+    def _(n, r):
+        import tf_keras
+
+        tf_keras.backend.clear_session()  # layer names do not depend on earlier models
+        tf_keras.utils.set_random_seed(seed_for(n, "tf_keras") & 0x7FFFFFFF)
+        x = tf_keras.Input(shape=shape[1:], batch_size=shape[0], name="x")
+        layer = tf_keras.layers.LSTM(units, return_sequences=True)
+        m = tf_keras.Model(x, layer(x))
+        f = shape[-1]
+        kernel = bell(r, (f, 4 * units), f, "laplace", gain)
+        recurrent = bell(r, (units, 4 * units), units, "gauss", gain)
+        bias = r.normal(0.0, bias_std, size=(4 * units,)).astype(np.float32)
+        bias += np.repeat(np.asarray(gate_bias, np.float32), units)
+        layer.set_weights([kernel, recurrent, bias])
+        return m, "int8"
+
+
+# cell state within [-1, 1] (scale 2^-15): the clip (10) only removes -32768
+lstm("lstm", (1, 5, 7), 9)
+# input and forget gates near 1, cell gate mostly positive: the cell state grows up to the
+# clip of 10 (scale 2^-11, clip 20480 raw); its tanh uses 4 integer bits
+lstm("lstm_cell_clip", (1, 12, 4), 6, gate_bias=(4.0, 6.0, 4.0, 0.0), gain=1.5)

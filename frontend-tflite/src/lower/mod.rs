@@ -15,6 +15,9 @@
 //! * table-like activations become [`npuc_ir::Op::Table`]s computed at lowering time;
 //! * SOFTMAX, LOG_SOFTMAX and int8 DIV are composites of integer IR operators reproducing
 //!   TFLite's fixed-point kernels (`fixed_ir`: gemmlowp's primitives as IR operator chains);
+//! * UNIDIRECTIONAL_SEQUENCE_LSTM (the integer kernel) is unrolled over its time steps:
+//!   FULLY_CONNECTED gates, RESCALEs, MUL and rounding shifts for the cell update, and
+//!   gemmlowp's 16-bit sigmoid/tanh tabulated for every input (GATHER);
 //! * SUM reproduces TFLite's optimised kernel (its float rescaling checked exhaustively
 //!   against an exact RESCALE, or tabulated).
 //!
@@ -26,12 +29,14 @@
 mod arith;
 mod ctx;
 mod fixed_ir;
+mod gemmlowp16;
 mod operator;
 mod ops_conv;
 mod ops_div;
 mod ops_elementwise;
 mod ops_layout;
 mod ops_log_softmax;
+mod ops_lstm;
 mod ops_lut16;
 mod ops_mean_sum;
 mod ops_misc;
@@ -177,6 +182,7 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
         B::PRELU => ops_prelu_scatter::prelu(cx),
         B::SCATTER_ND => ops_prelu_scatter::scatter_nd(cx),
         B::MEAN | B::SUM => ops_mean_sum::mean_sum(cx, code == B::SUM),
+        B::UNIDIRECTIONAL_SEQUENCE_LSTM => ops_lstm::unidirectional_sequence_lstm(cx),
         _ => Err(format!(
             "operator {} is not supported yet",
             cx.op.opcode.name()

@@ -58,7 +58,7 @@ pub(crate) const SIGMOID_TABLE: [u32; 256] = [
 
 /// TFLite's `CheckedLog2` (in `f32`): the rounded base-2 logarithm and whether `x` is a power
 /// of two to within 1e-3 in the exponent.
-fn checked_log2(x: f32) -> (i32, bool) {
+pub(crate) fn checked_log2(x: f32) -> (i32, bool) {
     let l = x.ln() * (1.0f32 / 2.0f32.ln());
     let r = l.round();
     (r as i32, (l - r).abs() < 1e-3)
