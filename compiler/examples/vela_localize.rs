@@ -102,6 +102,11 @@ fn main() {
         arena_size =
             arena_size.max(oma.offset(sg.id, fm.tensor).unwrap() as usize + t.byte_size().unwrap());
     }
+    for t in sg.tensors.iter().filter(|t| t.is_variable) {
+        if let Some(at) = oma.offset(sg.id, t.id) {
+            arena_size = arena_size.max(at as usize + t.byte_size().unwrap());
+        }
+    }
     for (k, &end) in kernel_ends.iter().enumerate() {
         let mut sim = Simulator::new(payload.accelerator);
         let mem = sim.memory_mut();
@@ -109,6 +114,19 @@ fn main() {
         for (fm, a) in vsg.inputs.iter().zip(&inputs) {
             let at = oma.offset(sg.id, fm.tensor).unwrap() as usize;
             mem.buffer_mut(arena)[at..at + a.data.len()].copy_from_slice(&a.data);
+        }
+        // Variable tensors start from TFLite's reset value (as `npuc run` does).
+        for t in sg.tensors.iter().filter(|t| t.is_variable) {
+            let Some(at) = oma.offset(sg.id, t.id) else {
+                continue;
+            };
+            let zp = t.quantization.as_ref().and_then(|q| q.zero_point.first());
+            let fill = match (t.dtype, zp) {
+                (npuc_frontend_tflite::TensorType::Int8, Some(&zp)) => zp as i8 as u8,
+                _ => 0,
+            };
+            let (at, n) = (at as usize, t.byte_size().unwrap());
+            mem.buffer_mut(arena)[at..at + n].fill(fill);
         }
         let ro = mem.add_buffer(op.read_only.clone());
         mem.map_region(0, ro, 0);
@@ -164,6 +182,9 @@ fn main() {
                 (diff, n.as_str())
             })
             .min();
+        if std::env::var_os("PRINT_OFM").is_some() {
+            println!("op {k} ofm values {got:?}");
+        }
         println!(
             "op {k} {name} ofm {h}x{w}x{c}: {}",
             if matches.is_empty() {

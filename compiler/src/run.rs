@@ -196,12 +196,32 @@ pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
             }
         }
     }
+    // Variable tensors (an LSTM's output and cell state) in the arena start from the value
+    // TFLite resets them to: the zero point for int8, 0 otherwise (decisions.md simulator #36).
+    let variables: Vec<(TensorId, u8)> = sg
+        .tensors
+        .iter()
+        .filter(|t| t.is_variable && oma.and_then(|o| o.offset(sg.id, t.id)).is_some())
+        .map(|t| {
+            let zp = t.quantization.as_ref().and_then(|q| q.zero_point.first());
+            let fill = match (t.dtype, zp) {
+                (TensorType::Int8, Some(&zp)) => zp as i8 as u8,
+                _ => 0,
+            };
+            (t.id, fill)
+        })
+        .collect();
+    arena_tensors.extend(variables.iter().map(|&(t, _)| t));
     for &t in &arena_tensors {
         let p = placed(sg, oma, t)?;
         arena_size = arena_size.max(p.at + p.size);
     }
     let mut sim = Simulator::new(accelerator.unwrap_or(Accelerator::U85_256));
     let arena = sim.memory_mut().add_buffer(vec![0u8; arena_size]);
+    for &(t, fill) in &variables {
+        let p = placed(sg, oma, t)?;
+        sim.memory_mut().buffer_mut(arena)[p.at..p.at + p.size].fill(fill);
+    }
     for (index, (fm, a)) in vsg.inputs.iter().zip(inputs).enumerate() {
         let p = placed(sg, oma, fm.tensor)?;
         if a.dtype != p.dtype || a.shape != p.shape || a.data.len() != p.size {

@@ -21,7 +21,7 @@
 //! the recurrent half is one FULLY_CONNECTED per step with the four gates' weights stacked.
 //! The state starts from the values TFLite resets variable tensors to (the zero point for the
 //! int8 output state, 0 for the cell state) unless the operator is lowered on its own, where
-//! the state tensors are graph inputs (`docs/decisions.md` F5).
+//! the state tensors are graph inputs (`docs/decisions.md` F4).
 
 use super::ctx::{IrT, OpCx, R};
 use super::fixed_ir::rdbpot_k;
