@@ -16,6 +16,7 @@ sim_tests!(
     conv3x3_relu,
     conv_s2,
     conv_dilated,
+    conv1x1_batched,
     depthwise,
     fully_connected,
     maxpool,

@@ -95,6 +95,34 @@ pub fn conv3x3_relu(rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
+/// CONV2D 1x1 over a batch of 6 (TOSA's fully connected form `N x 1 x 1 x C`, and a batch of
+/// 2 x 3 x 2 images): the batch folds into the height.
+pub fn conv1x1_batched(rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("conv1x1_batched");
+    let mut outs = Vec::new();
+    for (i, (n, h, w)) in [(6usize, 1usize, 1usize), (2, 3, 2)]
+        .into_iter()
+        .enumerate()
+    {
+        let (ic, oc) = (24, 10);
+        let x = b.input(&format!("x{i}"), DType::Int8, [n, h, w, ic]);
+        let wt = b.const_i8(&format!("w{i}"), [oc, 1, 1, ic], &rng.i8s(oc * ic));
+        let bias: Vec<i32> = (0..oc).map(|_| rng.range(-5000, 5000) as i32).collect();
+        let bt = b.const_i32(&format!("b{i}"), [oc], &bias);
+        let attrs = ConvAttrs {
+            input_zp: 5,
+            ..ConvAttrs::default()
+        };
+        let acc = b.op(&format!("conv{i}"), Op::Conv2d(attrs), &[x, wt, bt]);
+        let r = out_rescale(rng, oc, 38, RescaleRounding::DoubleRound, -7);
+        outs.push(b.op(&format!("rescale{i}"), Op::Rescale(r), &[acc]));
+    }
+    for y in outs {
+        b.output(y);
+    }
+    b.finish().unwrap()
+}
+
 /// CONV2D 3x3 stride 2, asymmetric padding, dilation 1, then a 1x1 dilation-free conv, then a
 /// clamp-free rescale.
 pub fn conv_s2(rng: &mut Rng) -> Graph {

@@ -87,6 +87,17 @@ impl<'g> Ctx<'g> {
         })
     }
 
+    /// `(N*H, W, C)` of an NHWC tensor of at most 65536 rows, or `None`.
+    fn batch_folded(&self, t: TensorId) -> Option<(u32, u32, u32)> {
+        let d = self.dims(t);
+        let (n, h, w, c) = match d {
+            [n, h, w, c] => (*n, *h, *w, *c),
+            _ => return None,
+        };
+        let rows = n.checked_mul(h)?;
+        (rows <= 65536 && w <= 65536 && c <= 65536).then_some((rows as u32, w as u32, c as u32))
+    }
+
     pub(super) fn lower_conv(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let ins = node.inputs();
@@ -150,14 +161,48 @@ impl<'g> Ctx<'g> {
             }
         };
         let (weights, dilation) = expand_dilation(weights, dilation).map_err(bad_shape)?;
-        let ifm = self.fm(node, x, spatial, input_zp)?;
-        let ofm = self.ofm(node, out_t, spatial, r.output_zp)?;
+        // A 1x1 kernel with stride 1 and no padding maps pixels to pixels: a batch folds
+        // into the height (TOSA's fully connected layers are such CONV2Ds of N x 1 x 1 x C).
+        let ws = weights.shape();
+        let pointwise = spatial
+            && (ws.kernel_height, ws.kernel_width) == (1, 1)
+            && stride == [1, 1]
+            && pad == [0; 4];
+        let (ifm, ofm) = match (self.batch_folded(x), self.batch_folded(out_t)) {
+            (Some(ishape), Some(oshape)) if pointwise && self.dims(x)[0] > 1 => {
+                if !(-128..=127).contains(&input_zp) || !(-128..=127).contains(&r.output_zp) {
+                    return Err(unsupported(node, "zero point out of range"));
+                }
+                let ifm = Fm {
+                    buffer: self.input_buffer(node, x)?,
+                    shape: ishape,
+                    zero_point: input_zp,
+                    dtype: in_dtype,
+                    broadcast: (false, false, false),
+                    view: View::default(),
+                };
+                let idx = self.lowered.ops.len();
+                let buffer = self.new_buffer(out_t, Some(idx));
+                let ofm = Fm {
+                    buffer,
+                    shape: oshape,
+                    zero_point: r.output_zp,
+                    dtype: self.dtype(out_t),
+                    broadcast: (false, false, false),
+                    view: View::default(),
+                };
+                (ifm, ofm)
+            }
+            _ => (
+                self.fm(node, x, spatial, input_zp)?,
+                self.ofm(node, out_t, spatial, r.output_zp)?,
+            ),
+        };
         let oc = ofm.shape.2 as usize;
         if weights.shape().ofm_depth != oc {
             return Err(unsupported(node, "weight and output depths differ"));
         }
         let channels = self.channel_scales(&rq, &weights, bd, in_dtype, input_zp, oc)?;
-        let ws = weights.shape();
         let (kh, kw) = (ws.kernel_height as u32, ws.kernel_width as u32);
         let geometry = Geometry::new(node, &ifm, &ofm, (kh, kw), stride, dilation, pad)?;
         self.push(NpuOp {
