@@ -467,6 +467,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             region,
             bufs,
             slices,
+            ..
         } => weights::dma_commands(w, blocks[k][0], *region, bufs[0], slices[0].enc.size()),
         staging::Staged::Direct => {}
     };
@@ -512,11 +513,16 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             table,
         );
         // The kernel operations of this operation: itself, or its slices.
+        let block = match &staged[index] {
+            staging::Staged::Sliced { block, .. } => *block,
+            _ => plan.block,
+        };
         let pieces: Vec<(&NpuOp, Option<weights::Layout>, u8, u64)> = match &staged[index] {
             staging::Staged::Sliced {
                 region,
                 bufs,
                 slices,
+                ..
             } => slices
                 .iter()
                 .enumerate()
@@ -535,7 +541,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         let (piece, layout, region, base) = &pieces[0];
         let streams = layout.as_ref().map(|l| (l, *region, *base));
         let at = locs(piece, p, l, &consts);
-        let (cmd, kernel_name) = op_commands(&mut w, piece, &plan.block, streams, &at, act);
+        let (cmd, kernel_name) = op_commands(&mut w, piece, &block, streams, &at, act);
         // Hazards against the previous operation (at most two kernels are outstanding); a
         // chain counts as one operation: the producer checks the pair's accesses (nothing may
         // come between the two), the consumer none.
@@ -580,7 +586,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             weights::dma_commands(&mut w, blocks[index][j], *region, *base, size);
             let streams = layout.as_ref().map(|l| (l, *region, *base));
             let at = locs(piece, p, l, &consts);
-            let (cmd, _) = op_commands(&mut w, piece, &plan.block, streams, &at, act);
+            let (cmd, _) = op_commands(&mut w, piece, &block, streams, &at, act);
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
             w.op(cmd);
         }

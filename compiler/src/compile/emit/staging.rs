@@ -9,7 +9,7 @@
 //! copied into one of two buffers while the previous slice runs (a KERNEL_WAIT 1 before each
 //! such DMA makes sure the slice that last read that buffer has finished). Operation by
 //! operation, in order, the cheapest of direct, whole and sliced (2, 3, 4, 6 or 8 slices of a
-//! multiple of the block depth) is taken, staged when the cost
+//! multiple of the microblock depth, the block depth clamped to the slice) is taken, staged when the cost
 //! model says it pays: the operation's cycles with its streams in the staging memory, plus the
 //! part of the DMA's cycles the previous operation does not hide, must be below its cycles
 //! reading region 0; and when a buffer fits ([`alloc::fit`]) beside the feature maps of that
@@ -31,6 +31,8 @@ pub(super) enum Staged {
         region: u8,
         bufs: [u64; 2],
         slices: Vec<slice::Slice>,
+        /// The slices' block (the operation's, its depth at most the slice depth).
+        block: BlockConfig,
     },
 }
 
@@ -90,37 +92,38 @@ pub(super) fn stage(
         // DMA runs alongside slice j.
         if slice::sliceable(op) && chains[k].is_none() {
             let od = op.ofm.shape.2;
-            let bd = plan.block.ofm_block.2.max(1);
+            let md = plan.block.microblock.depth.max(1);
             let mut tried = Vec::new();
-            // Candidates that pay: (cost, buffer size, last slice's cycles, slices).
+            // Candidates that pay: (cost, buffer size, last slice's cycles, slices, block).
             let mut cands = Vec::new();
             for n in SLICE_COUNTS {
-                let depth = od.div_ceil(n).next_multiple_of(bd);
+                let depth = od.div_ceil(n).next_multiple_of(md);
+                let block = BlockConfig {
+                    ofm_block: (
+                        plan.block.ofm_block.0,
+                        plan.block.ofm_block.1,
+                        plan.block.ofm_block.2.min(depth),
+                    ),
+                    ..plan.block
+                };
                 if depth >= od || tried.contains(&depth) {
                     continue;
                 }
                 tried.push(depth);
-                let Some(slices) = slice::slices(target, op, &plan.block, depth) else {
+                let Some(slices) = slice::slices(target, op, &block, depth) else {
                     continue;
                 };
                 let mut cost = 0u64;
                 let mut last = prev_cycles;
                 for s in &slices {
                     let at = locs(&s.op, p, l, &none);
-                    let c = estimate(
-                        target,
-                        &s.op,
-                        &plan.block,
-                        Some(&s.enc.layout()),
-                        region,
-                        &at,
-                    );
+                    let c = estimate(target, &s.op, &block, Some(&s.enc.layout()), region, &at);
                     cost += c + dma_cycles(s.enc.size()).saturating_sub(last);
                     last = c;
                 }
                 let size = slices.iter().map(|s| s.enc.size()).max().unwrap_or(0);
                 if cost < plan.cycles {
-                    cands.push((cost, size, last, slices));
+                    cands.push((cost, size, last, slices, block));
                 }
             }
             let place = |size: u64, cap: u64| {
@@ -138,13 +141,14 @@ pub(super) fn stage(
                 .min_by_key(|&(cost, i, _)| (cost, i))
                 .map(|(_, i, b)| (i, b));
             if let Some((i, bufs)) = pick {
-                let (cost, _, last, slices) = cands.swap_remove(i);
+                let (cost, _, last, slices, block) = cands.swap_remove(i);
                 best = (
                     cost,
                     Staged::Sliced {
                         region,
                         bufs,
                         slices,
+                        block,
                     },
                     last,
                 );
