@@ -166,6 +166,9 @@ def fit_classifier(model, dense, data, rng, logit_std=2.5):
 # models.  Each builder returns (keras.Model, quant) with quant "int8" or "16x8".
 
 MODELS = {}
+# name -> fn(flatbuffer bytes, rng) -> bytes: an edit of the converted model for operator
+# options the converter never writes (singleops.py: the LSTM projection)
+POST_CONVERT = {}
 # "single-op" (one TFLite operator, or a few where TFLite needs them),
 # "multi-op" (a small graph made for one purpose) or "network"
 KIND = {}
@@ -445,6 +448,8 @@ def build(name):
     flat = convert(name, m, quant)
     if name in STRIP_QDQ:
         flat = strip_qdq(flat)
+    if name in POST_CONVERT:
+        flat = POST_CONVERT[name](flat, rng_for(name, "post_convert"))
     path = tflite_path(name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:

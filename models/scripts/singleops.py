@@ -17,6 +17,7 @@ from keras import layers
 
 from common import seed_for
 from make_models import (  # noqa: F401
+    POST_CONVERT,
     INPUT_RANGE,
     init_conv,
     init_depthwise,
@@ -439,8 +440,72 @@ def lstm(name, shape, units, gate_bias=(0.0, 1.0, 0.0, 0.0), gain=1.0, bias_std=
         return m, "int8"
 
 
+def add_lstm_projection(flat, rng, n_output, proj_clip, scale, zero_point):
+    """The converted LSTM with a projection (TFLite inputs 16 and 17): the hidden state (the
+    calibrated intermediate 4) is projected to `n_output` values, which are the output and
+    the output state (new recurrent weights [units, n_output]). The converter does not make
+    projection LSTMs from Keras, so the projection's weights (Laplacian int8, scale 1/127),
+    bias, and the output/state quantization (`scale`, `zero_point`) are chosen here; TFLite's
+    kernel takes them as they are."""
+    import flatbuffers
+    from tensorflow.lite.python import schema_py_generated as s
+
+    m = s.ModelT.InitFromPackedBuf(flat, 0)
+    sg = m.subgraphs[0]
+    (op,) = sg.operators
+    op.inputs = np.array(op.inputs, np.int32).copy()
+    n_cell = int(sg.tensors[op.inputs[4]].shape[0])
+
+    def quant(sc, zp):
+        q = s.QuantizationParametersT()
+        q.scale = [np.float32(sc)]
+        q.zeroPoint = [int(zp)]
+        return q
+
+    def tensor(name, shape, ttype, data, sc, zp, variable=False):
+        t = s.TensorT()
+        t.name = name.encode()
+        t.shape = np.array(shape, np.int32)
+        t.type = ttype
+        t.buffer = 0
+        if data is not None:
+            b = s.BufferT()
+            b.data = np.frombuffer(data.tobytes(), np.uint8).copy()
+            m.buffers.append(b)
+            t.buffer = len(m.buffers) - 1
+        t.quantization = quant(sc, zp)
+        t.isVariable = variable
+        sg.tensors.append(t)
+        return len(sg.tensors) - 1
+
+    def weights(shape):
+        return np.clip(np.round(rng.laplace(0.0, 30.0, size=shape)), -127, 127).astype(np.int8)
+
+    for i in (5, 6, 7, 8):  # recurrent weights: to input, forget, cell, output gates
+        old = sg.tensors[op.inputs[i]]
+        op.inputs[i] = tensor(old.name.decode() + "_projected", [n_cell, n_output], s.TensorType.INT8,
+                              weights((n_cell, n_output)), old.quantization.scale[0], 0)
+    hidden_scale = sg.tensors[op.intermediates[4]].quantization.scale[0]
+    op.inputs[16] = tensor("projection_weights", [n_output, n_cell], s.TensorType.INT8,
+                           weights((n_output, n_cell)), 1.0 / 127, 0)
+    op.inputs[17] = tensor("projection_bias", [n_output], s.TensorType.INT32,
+                           rng.integers(-3000, 3000, size=n_output).astype(np.int32), hidden_scale / 127, 0)
+    op.inputs[18] = tensor("output_state", [1, n_output], s.TensorType.INT8, None, scale, zero_point, True)
+    out = sg.tensors[op.outputs[0]]
+    out.shape = np.array([out.shape[0], out.shape[1], n_output], np.int32)
+    out.shapeSignature = None
+    out.quantization = quant(scale, zero_point)
+    op.builtinOptions.projClip = float(proj_clip)
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 # cell state within [-1, 1] (scale 2^-15): the clip (10) only removes -32768
 lstm("lstm", (1, 5, 7), 9)
 # input and forget gates near 1, cell gate mostly positive: the cell state grows up to the
 # clip of 10 (scale 2^-11, clip 20480 raw); its tanh uses 4 integer bits
 lstm("lstm_cell_clip", (1, 12, 4), 6, gate_bias=(4.0, 6.0, 4.0, 0.0), gain=1.5)
+# 9 units projected to 5 outputs (scale 1/128, zero point 3), projection clip 0.4 (51 raw)
+lstm("lstm_projection", (1, 5, 7), 9)
+POST_CONVERT["lstm_projection"] = lambda flat, rng: add_lstm_projection(flat, rng, 5, 0.4, 1.0 / 128, 3)

@@ -3,7 +3,7 @@
 //! steps.
 //!
 //! TFLite's arithmetic, per time step and batch row (gates `i`, `f`, `c` (the cell gate
-//! `g`), `o`; no peephole, layer norm, CIFG or projection):
+//! `g`), `o`; no peephole, layer norm or CIFG):
 //!
 //! * every gate's pre-activation is Q3.12 `i16`: first `a = sat16(MBQM(bias + W_x (x - x_zp),
 //!   s_x))`, then `sat16(MBQM(W_h (h - h_zp), s_h) + a)`, where `MBQM` is TFLite's
@@ -13,7 +13,11 @@
 //! * `c = sat16(rdbpot(f * c, 15) + rdbpot(i * g, 30 + cell_log2))` with `rdbpot` rounding
 //!   half away from zero, then clipped to `±cell_clip / cell_scale` when `cell_clip > 0`;
 //! * `h = sat8(MBQM(o * tanh(c), 2^-30 / hidden_scale) + hidden_zp)` with `tanh` on
-//!   Q(15 + cell_log2); `h` is both the step's output and the next step's state.
+//!   Q(15 + cell_log2) and the hidden scale and zero point of intermediate 4; without
+//!   projection `h` is both the step's output and the next step's state;
+//! * with projection, `y = sat8(MBQM(bias + W_p (h - hidden_zp), w_scale * hidden_scale /
+//!   state_scale) + state_zp)`, then clipped to `±proj_clip / output_scale` on the raw values
+//!   when `proj_clip > 0`; `y` is the output and the next state.
 //!
 //! The activations are tabulated for all 65536 inputs here (gemmlowp's functions are not
 //! piecewise linear, so not a TOSA TABLE) and looked up with a GATHER. The input half of
@@ -53,6 +57,7 @@ pub(crate) fn unidirectional_sequence_lstm(cx: &mut OpCx<'_, '_>) -> R<()> {
     };
     let n_inputs = cx.op.inputs.len();
     if n_inputs != 20 && n_inputs != 24 {
+        // As TFLite's Prepare; Vela writes CPU LSTMs with absent inputs dropped (17 inputs).
         return Err(format!("expects 20 or 24 inputs, has {n_inputs}"));
     }
     let xt = cx.tin(INPUT)?;
@@ -64,7 +69,6 @@ pub(crate) fn unidirectional_sequence_lstm(cx: &mut OpCx<'_, '_>) -> R<()> {
     }
     for (what, ids) in [
         ("peephole", &PEEPHOLE[..]),
-        ("projection", &PROJECTION[..]),
         ("layer normalisation", &LAYER_NORM[..]),
     ] {
         if ids.iter().any(|&i| cx.has_input(i)) {
@@ -98,7 +102,15 @@ pub(crate) fn unidirectional_sequence_lstm(cx: &mut OpCx<'_, '_>) -> R<()> {
         (xs[1], xs[0], xs[2])
     };
     let n_cell = OpCx::shape(cx.tin(INPUT_WEIGHTS[3])?)?[0];
-    let n_out = n_cell;
+    let projection = cx.has_input(PROJECTION[0]);
+    let n_out = if projection {
+        OpCx::shape(cx.tin(PROJECTION[0])?)?[0]
+    } else {
+        n_cell
+    };
+    if cx.has_input(PROJECTION[1]) && !projection {
+        return Err("a projection bias without projection weights".into());
+    }
     for g in 0..4 {
         want_shape(cx.tin(INPUT_WEIGHTS[g])?, &[n_cell, n_in])?;
         want_shape(cx.tin(RECURRENT_WEIGHTS[g])?, &[n_cell, n_out])?;
@@ -144,6 +156,20 @@ pub(crate) fn unidirectional_sequence_lstm(cx: &mut OpCx<'_, '_>) -> R<()> {
         s_rec.extend(std::iter::repeat_n(f64::from(wr * sh / gate_scale), n_cell));
     }
     let s_out = f64::from((2f64.powi(-15) / f64::from(s_hidden) * 2f64.powi(-15)) as f32);
+    let proj = if projection {
+        Some(Projection::new(
+            cx,
+            n_cell,
+            n_out,
+            s_hidden,
+            z_hidden,
+            sh,
+            zh,
+            o.proj_clip,
+        )?)
+    } else {
+        None
+    };
     let cell_clip = if o.cell_clip > 0.0 {
         (o.cell_clip / sc).clamp(-32768.0, 32767.0) as i64
     } else {
@@ -238,6 +264,9 @@ pub(crate) fn unidirectional_sequence_lstm(cx: &mut OpCx<'_, '_>) -> R<()> {
         let tc = lookup(cx, c, tanh_cell)?;
         let oc = mul(cx, og, tc)?;
         h = cx.requant_double(oc, DType::Int8, &[s_out], z_hidden)?;
+        if let Some(p) = &proj {
+            h = p.apply(cx, h)?;
+        }
         let shape = if o.time_major {
             vec![1, batch, n_out]
         } else {
@@ -330,4 +359,72 @@ fn lookup(cx: &mut OpCx<'_, '_>, x: IrT, table: IrT) -> R<IrT> {
     let idx = cx.reshape(idx, vec![1, n])?;
     let y = cx.emit("activation", Op::Gather, &[table, idx])?;
     cx.reshape(y, shape)
+}
+
+/// The projection of the hidden state onto the output state.
+struct Projection {
+    weights: IrT,
+    bias: IrT,
+    hidden_zp: i64,
+    scale: f64,
+    state_zp: i64,
+    clip: i64,
+}
+
+impl Projection {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        cx: &mut OpCx<'_, '_>,
+        n_cell: usize,
+        n_out: usize,
+        s_hidden: f32,
+        hidden_zp: i64,
+        s_state: f32,
+        state_zp: i64,
+        proj_clip: f32,
+    ) -> R<Projection> {
+        let wt = cx.tin(PROJECTION[0])?;
+        want_shape(wt, &[n_out, n_cell])?;
+        if OpCx::dtype(wt)? != DType::Int8 {
+            return Err("projection weights must be int8".into());
+        }
+        let (sw, _) = OpCx::qparams(wt)?;
+        let scale = f64::from(sw * s_hidden / s_state);
+        let weights = cx.input(PROJECTION[0])?;
+        let bias = if cx.has_input(PROJECTION[1]) {
+            let bt = cx.tin(PROJECTION[1])?;
+            want_shape(bt, &[n_out])?;
+            if OpCx::dtype(bt)? != DType::Int32 {
+                return Err("the projection bias must be int32".into());
+            }
+            cx.input(PROJECTION[1])?
+        } else {
+            cx.constant("no_projection_bias", vec![1], TensorData::I32(vec![0]))?
+        };
+        // TFLite quantizes the clip with the output tensor's scale.
+        let (s_out, _) = OpCx::qparams(cx.tout(0)?)?;
+        let clip = if proj_clip > 0.0 {
+            (proj_clip / s_out).clamp(-128.0, 127.0) as i64
+        } else {
+            0
+        };
+        Ok(Projection {
+            weights,
+            bias,
+            hidden_zp,
+            scale,
+            state_zp,
+            clip,
+        })
+    }
+
+    fn apply(&self, cx: &mut OpCx<'_, '_>, h: IrT) -> R<IrT> {
+        let acc = fc(cx, h, self.weights, self.bias, self.hidden_zp)?;
+        let y = cx.requant_double(acc, DType::Int8, &[self.scale], self.state_zp)?;
+        if self.clip > 0 {
+            cx.clamp(y, -self.clip, self.clip)
+        } else {
+            Ok(y)
+        }
+    }
 }
