@@ -147,3 +147,35 @@ fn large_networks_bit_exact() {
     let checked = check_model_in(&dir, "mobilenet_v2_100_224").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(checked, 3);
 }
+
+/// An LSTM lowered on its own (as `npuc run` lowers a CPU operator between NPU operators)
+/// takes its output and cell state as graph inputs; fed TFLite's reset values (the zero point,
+/// 0) it reproduces the goldens, and another state changes the output.
+#[test]
+fn lstm_lowered_alone_takes_its_state_as_inputs() {
+    use npuc_frontend_tflite::lower::lower_operator;
+    use npuc_frontend_tflite::OpId;
+    use npuc_ir::TensorData;
+    let dir = models_dir();
+    let bytes = std::fs::read(dir.join("tflite/lstm.tflite")).expect("model");
+    let model = TfliteModel::parse(&bytes).expect("parses");
+    let sg = model.main_subgraph();
+    let l = lower_operator(&model, sg.id, OpId::new(0)).expect("lowers");
+    assert_eq!(l.inputs.len(), 3, "input, output state, cell state");
+    let gdir = dir.join("golden/lstm");
+    let run = |h0: i8| {
+        let x = read_npy(&gdir.join("input0_0.npy")).unwrap();
+        let h = TensorValue::new([1, 9], TensorData::I8(vec![h0; 9])).unwrap();
+        let c = TensorValue::new([1, 9], TensorData::I16(vec![0; 9])).unwrap();
+        let out = npuc_ir::run_outputs(&l.lowered.graph, vec![x, h, c]).expect("runs");
+        out[0].to_i64_vec()
+    };
+    let zp = sg.tensors[l.inputs[1].index()]
+        .quantization
+        .as_ref()
+        .unwrap()
+        .zero_point[0];
+    let want = read_npy(&gdir.join("output0_0.npy")).unwrap().to_i64_vec();
+    assert_eq!(run(zp as i8), want);
+    assert_ne!(run(zp as i8 + 40), want);
+}
