@@ -140,3 +140,22 @@ fn a_very_long_zero_run_is_one_zero_run() {
     // Two runs of ~500000 zeros at zdiv 3: ~62500 unary bits each.
     assert!(s.len() < 17_000, "{} bytes", s.len());
 }
+
+#[test]
+fn a_long_stream_without_zeros_round_trips() {
+    // No zero anywhere (the mode plan must not cost a zero weight it cannot index): 4 x 2048
+    // weights cycling through -100..=100 without 0.
+    let w: Vec<i16> = (0..4 * 2048)
+        .map(|i| {
+            let v = (i * 37 % 200) as i16 - 100;
+            if v >= 0 {
+                v + 1
+            } else {
+                v
+            }
+        })
+        .collect();
+    assert!(!w.contains(&0));
+    let bytes = encode(&w).unwrap();
+    assert_eq!(decode(&bytes, w.len()).unwrap(), w);
+}

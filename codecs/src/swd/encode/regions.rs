@@ -201,7 +201,8 @@ fn class_bits(c: &Candidate, hist: &[u32]) -> Option<(f64, f64)> {
         bits += u64::from(h) * u64::from(p.cost(i, ubits));
         count += u64::from(h);
     }
-    let zero = if c.alternating {
+    // (A stream without zeros has no index for zero: its cost never counts.)
+    let zero = if c.alternating || hist[slot(0)] == 0 {
         0.0
     } else {
         f64::from(p.cost(mapping.index_of[slot(0)], ubits).min(1 << 16))
