@@ -485,3 +485,17 @@ fn i32_operations_use_clip_range_none_and_op_scalar() {
     assert!(cmds.iter().any(|c| matches!(c, Command::SetActivation(a)
         if a.activation_clip_range == ActivationClipRange::None)));
 }
+
+#[test]
+fn a_widening_read_by_data_movement_is_lowered_first() {
+    // The i32 RESCALE waits for its readers; a GATHER with constant indices (data movement)
+    // cannot fold it, so it runs first (POOL), then the copies.
+    let mut b = GraphBuilder::new("widen_gather");
+    let x = b.input("x", DType::Int8, [1, 6, 4]);
+    let w = b.op("widen", rescale(DType::Int32, 1 << 30, 28, false, 3, 0), &[x]);
+    let i = b.const_i32("idx", [1, 3], &[5, 0, 2]);
+    let g = b.op("gather", Op::Gather, &[w, i]);
+    b.output(g);
+    let g = b.finish().unwrap();
+    assert!(check("widen_gather", &g, &[Gen::I8]) >= 2);
+}

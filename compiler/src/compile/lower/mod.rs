@@ -609,8 +609,8 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 | Op::Equal
                 | Op::ReduceSum(_)
                 | Op::Rescale(_)
-                | Op::Gather
-        );
+        ) || (matches!(node.op, Op::Gather)
+            && cx.const_data(node.inputs()[1]).is_none());
         if !fuses_inputs {
             for &t in node.inputs() {
                 cx.materialize(t)?;
