@@ -85,6 +85,11 @@ impl Candidate {
         }
     }
 
+    /// Zero-run bits in the estimate (0 in non-alternating mode).
+    pub(super) fn zero_run_bits(&self) -> u64 {
+        self.zbits
+    }
+
     /// The mapping, with an index for every value of `hist` it can code
     /// (zero is not indexed in alternating mode, except for an all-zero
     /// region).
@@ -269,87 +274,16 @@ fn candidates_from_keys(
         } else {
             palette_bits
         };
-        // Indices, and s[w] = sum of count * (idx >> w): every Golomb-Rice
-        // cost follows from them (§3.9.7). Without wtrunc the cost is
-        // convex in wdiv, so only a window around log2(mean index) is
-        // summed (all of 0..=5 if the best lies on the window's edge).
         idx.clear();
-        let mut s = [0u64; 7];
         for (j, &key) in keys.iter().enumerate() {
-            let (c, code) = unkey(key);
-            let i = if j < k {
-                j
+            let code = key as u16;
+            idx.push(if j < k {
+                j as u32
             } else {
-                k + usize::from(code - dirofs)
-            } as u32;
-            idx.push(i);
-            s[0] += u64::from(c) * u64::from(i);
+                (k + usize::from(code - dirofs)) as u32
+            });
         }
-        // Smallest wdiv whose quotients fit without / with wtrunc.
-        let w_min = (0..6u32).find(|&w| max_index >> w <= WQ_MAX).unwrap_or(6);
-        let w_trunc = (0..6u32).find(|&w| max_index >> w <= WQ_MAX_TRUNCATED);
-        let guess = bit_length((s[0] / total.max(1)) as u32).saturating_sub(2);
-        // s[w] for w in lo..lo + 4 in one pass (fixed-length inner loop).
-        let sum4 = |s: &mut [u64; 7], lo: usize| {
-            let mut acc = [0u64; 4];
-            for (&c, &i) in cnt.iter().zip(idx.iter()) {
-                for (d, a) in acc.iter_mut().enumerate() {
-                    *a += c * u64::from(i >> (lo + d));
-                }
-            }
-            for (d, a) in acc.iter().enumerate() {
-                if lo + d <= 6 {
-                    s[lo + d] = *a;
-                }
-            }
-        };
-        let pad = |pos: u64| pos.next_multiple_of(12) - pos;
-        let gr = |s: &[u64; 7], w: usize| {
-            // q + 1 + wdiv bits, (q >> 1) + 1 wunary0 positions
-            total * (1 + w as u64) + s[w] + pad(s[w + 1] + total)
-        };
-        let w_min = w_min as usize;
-        let mut wbits = u64::MAX;
-        if w_min <= 5 {
-            // Window lo..=lo + 2 (needs s up to lo + 3); slide while the
-            // minimum sits on an edge that can move.
-            let mut lo = (guess as usize).clamp(w_min.min(3), 3);
-            let mut known = [false; 7];
-            known[0] = true;
-            loop {
-                if !(known[lo] && known[lo + 3]) {
-                    sum4(&mut s, lo);
-                    for k in &mut known[lo..(lo + 4).min(7)] {
-                        *k = true;
-                    }
-                }
-                let (best_w, best) = (lo.max(w_min)..=lo + 2)
-                    .map(|w| (w, gr(&s, w)))
-                    .min_by_key(|&(_, c)| c)
-                    .unwrap_or((lo, u64::MAX));
-                wbits = wbits.min(best);
-                if best_w == lo && lo > w_min {
-                    lo -= 1;
-                } else if best_w == lo + 2 && lo + 2 < 5 {
-                    lo += 1;
-                } else {
-                    break;
-                }
-            }
-        }
-        // With wtrunc the cost (1 + wdiv bits, one more for q >= 1) grows
-        // with wdiv: only the smallest codable wdiv counts.
-        if let Some(w) = w_trunc {
-            let ones: u64 = cnt
-                .iter()
-                .zip(idx.iter())
-                .map(|(&c, &i)| c * u64::from(i >> w != 0))
-                .sum();
-            wbits = wbits.min(total * (1 + u64::from(w)) + ones + pad(total));
-        }
-        if max_index >> ubits == 0 {
-            wbits = wbits.min(total * u64::from(ubits));
-        }
+        let wbits = index_bits(&cnt, &idx, total, max_index, ubits);
         if wbits == u64::MAX {
             continue;
         }
@@ -368,6 +302,218 @@ fn candidates_from_keys(
             palette_bits: palette_bits as u8,
         });
     }
+}
+
+/// Bits of weight indices `idx` (with counts `cnt`, `total` in all,
+/// largest `max_index`) under their best single weight parameter
+/// (`u64::MAX` if none codes them all). `ubits` is the mapping's
+/// `uncompressed_bits`.
+///
+/// Every Golomb-Rice cost follows from s[w] = sum of count * (idx >> w)
+/// (§3.9.7). Without wtrunc the cost is convex in wdiv, so only a window
+/// around log2(mean index) is summed (all of 0..=5 if the best lies on the
+/// window's edge); with wtrunc (1 + wdiv bits, one more for q >= 1) only
+/// the smallest codable wdiv counts.
+fn index_bits(cnt: &[u64], idx: &[u32], total: u64, max_index: u32, ubits: u32) -> u64 {
+    let mut s = [0u64; 7];
+    s[0] = cnt.iter().zip(idx).map(|(&c, &i)| c * u64::from(i)).sum();
+    // Smallest wdiv whose quotients fit without / with wtrunc.
+    let w_min = (0..6u32).find(|&w| max_index >> w <= WQ_MAX).unwrap_or(6);
+    let w_trunc = (0..6u32).find(|&w| max_index >> w <= WQ_MAX_TRUNCATED);
+    let guess = bit_length((s[0] / total.max(1)) as u32).saturating_sub(2);
+    // s[w] for w in lo..lo + 4 in one pass (fixed-length inner loop).
+    let sum4 = |s: &mut [u64; 7], lo: usize| {
+        let mut acc = [0u64; 4];
+        for (&c, &i) in cnt.iter().zip(idx.iter()) {
+            for (d, a) in acc.iter_mut().enumerate() {
+                *a += c * u64::from(i >> (lo + d));
+            }
+        }
+        for (d, a) in acc.iter().enumerate() {
+            if lo + d <= 6 {
+                s[lo + d] = *a;
+            }
+        }
+    };
+    let pad = |pos: u64| pos.next_multiple_of(12) - pos;
+    let gr = |s: &[u64; 7], w: usize| {
+        // q + 1 + wdiv bits, (q >> 1) + 1 wunary0 positions
+        total * (1 + w as u64) + s[w] + pad(s[w + 1] + total)
+    };
+    let w_min = w_min as usize;
+    let mut wbits = u64::MAX;
+    if w_min <= 5 {
+        // Window lo..=lo + 2 (needs s up to lo + 3); slide while the
+        // minimum sits on an edge that can move.
+        let mut lo = (guess as usize).clamp(w_min.min(3), 3);
+        let mut known = [false; 7];
+        known[0] = true;
+        loop {
+            if !(known[lo] && known[lo + 3]) {
+                sum4(&mut s, lo);
+                for k in &mut known[lo..(lo + 4).min(7)] {
+                    *k = true;
+                }
+            }
+            let (best_w, best) = (lo.max(w_min)..=lo + 2)
+                .map(|w| (w, gr(&s, w)))
+                .min_by_key(|&(_, c)| c)
+                .unwrap_or((lo, u64::MAX));
+            wbits = wbits.min(best);
+            if best_w == lo && lo > w_min {
+                lo -= 1;
+            } else if best_w == lo + 2 && lo + 2 < 5 {
+                lo += 1;
+            } else {
+                break;
+            }
+        }
+    }
+    if let Some(w) = w_trunc {
+        let ones: u64 = cnt
+            .iter()
+            .zip(idx.iter())
+            .map(|(&c, &i)| c * u64::from(i >> w != 0))
+            .sum();
+        wbits = wbits.min(total * (1 + u64::from(w)) + ones + pad(total));
+    }
+    if max_index >> ubits == 0 {
+        wbits = wbits.min(total * u64::from(ubits));
+    }
+    wbits
+}
+
+/// Palettes that close holes in the direct range. Direct indices are
+/// `palette_size + code - dirofs`, so every code below `dirofs` must be in
+/// the palette, and absent codes between `dirofs` and a present code waste
+/// an index each (in non-alternating mode at least `1`, "negative zero").
+/// For `dirofs` just past a hole `h` (the first few holes above the
+/// smallest present code) the palette holds the present codes below it,
+/// which moves every direct index down by the number of holes below
+/// `dirofs`; `fill` (0..=2) more entries take the values whose direct
+/// index costs most (count times code: per-channel quantisation puts one
+/// weight of magnitude 127 in every output channel), each giving up one
+/// index of that shift.
+fn hole_candidates(
+    keys: &[u64],
+    total: u64,
+    zbits: u64,
+    alternating: bool,
+    out: &mut Vec<Candidate>,
+) {
+    const MAX_HOLES: usize = 4;
+    let mut low = [false; 32];
+    let mut min_code = u16::MAX;
+    for &key in keys {
+        let code = key as u16;
+        if let Some(l) = low.get_mut(usize::from(code)) {
+            *l = true;
+        }
+        min_code = min_code.min(code);
+    }
+    let top = (1u16 << DIROFS_BITS) - 1;
+    let base = min_code.min(top);
+    let mut ds = [0u16; MAX_HOLES + 1];
+    ds[0] = base;
+    let mut nd = 1;
+    for h in min_code.saturating_add(1)..top {
+        if nd > MAX_HOLES {
+            break;
+        }
+        if !low[usize::from(h)] {
+            ds[nd] = h + 1;
+            nd += 1;
+        }
+    }
+    let cnt: Vec<u64> = keys.iter().map(|&key| u64::from(unkey(key).0)).collect();
+    let mut idx: Vec<u32> = Vec::with_capacity(keys.len());
+    let mut members: Vec<usize> = Vec::with_capacity(PALETTE_SIZE_MAX);
+    for &d in &ds[..nd] {
+        let forced = keys.iter().filter(|&&key| (key as u16) < d).count();
+        for fill in 0..=2usize {
+            let p = forced + fill;
+            if !(2..=PALETTE_SIZE_MAX).contains(&p) {
+                continue;
+            }
+            // The fill values: largest count * code at or above d.
+            let mut best = [(0u64, usize::MAX); 2];
+            for (j, &key) in keys.iter().enumerate() {
+                let code = key as u16;
+                if code >= d {
+                    let v = cnt[j] * u64::from(code);
+                    if v > best[1].0 {
+                        best[1] = (v, j);
+                        if best[1].0 > best[0].0 {
+                            best.swap(0, 1);
+                        }
+                    }
+                }
+            }
+            if best[..fill].iter().any(|b| b.1 == usize::MAX) {
+                continue;
+            }
+            // Palette in key order (count descending, then code).
+            members.clear();
+            members.extend(
+                keys.iter()
+                    .enumerate()
+                    .filter(|&(j, &key)| (key as u16) < d || best[..fill].iter().any(|b| b.1 == j))
+                    .map(|(j, _)| j),
+            );
+            members.sort_unstable_by_key(|&j| keys[j]);
+            idx.clear();
+            idx.extend(keys.iter().map(|&key| {
+                let code = key as u16;
+                (p + usize::from(code.saturating_sub(d))) as u32
+            }));
+            for (pos, &j) in members.iter().enumerate() {
+                idx[j] = pos as u32;
+            }
+            let max_index = idx.iter().copied().max().unwrap_or(0);
+            if max_index > u32::from(WEIGHT_INDEX_MAX) {
+                continue;
+            }
+            let palette_bits = members
+                .iter()
+                .map(|&j| bit_length(u32::from(keys[j] as u16)))
+                .max()
+                .unwrap_or(2)
+                .clamp(2, 9);
+            let ubits = bit_length(p as u32 - 1);
+            let wbits = index_bits(&cnt, &idx, total, max_index, ubits);
+            if wbits == u64::MAX {
+                continue;
+            }
+            let header = DIROFS_BITS + PALSIZE_BITS + PALBITS_BITS + p as u32 * palette_bits;
+            out.push(Candidate {
+                estimate: wbits + zbits + u64::from(SLICE_HEADER_BITS + header),
+                zbits,
+                alternating,
+                entries: members.iter().map(|&j| value_of(keys[j] as u16)).collect(),
+                dirofs: d,
+                palette_bits: palette_bits as u8,
+            });
+        }
+    }
+}
+
+/// The best of the [`hole_candidates`] of a region in one mode class
+/// (`hist`: its value histogram, `zero_run_bits`: its best zero-run bits in
+/// alternating mode).
+pub(super) fn best_hole_candidate(
+    hist: &[u32],
+    zero_run_bits: u64,
+    alternating: bool,
+) -> Option<Candidate> {
+    let mut keys = nonzero_keys(hist);
+    if !alternating && hist[slot(0)] > 0 {
+        keys.push(u64::from(u32::MAX - hist[slot(0)]) << 16);
+    }
+    let total: u64 = keys.iter().map(|&k| u64::from(unkey(k).0)).sum();
+    let zbits = if alternating { zero_run_bits } else { 0 };
+    let mut out = Vec::with_capacity(3 * 5);
+    hole_candidates(&keys, total, zbits, alternating, &mut out);
+    out.into_iter().min_by_key(|c| c.estimate)
 }
 
 /// Candidates of both mode classes for a region with histogram `hist` and

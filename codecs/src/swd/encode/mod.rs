@@ -40,6 +40,7 @@ mod cost;
 mod emit;
 mod mapping;
 mod regions;
+mod remap;
 mod slices;
 mod stats;
 
@@ -265,6 +266,56 @@ mod tests {
         let cands = super::mapping::all_candidates(&stats.hist, best_z);
         let single = plan_mode_regions(&w, &stats, &cands);
         assert!(total_bits(&plan_regions(&w)) < total_bits(&single));
+    }
+
+    #[test]
+    fn the_palette_closes_the_negative_zero_hole_with_costly_values() {
+        // Dense Laplacian int8 weights (non-alternating mode) with one
+        // weight of magnitude 127 per 256 ("per channel"). Direct indices
+        // `code - dirofs` from dirofs 0 leave index 1 (the code of "-0")
+        // unused, and every palette of the most frequent values either
+        // keeps that hole or shifts all direct indices by one. The
+        // hole-closing palette [0, 127, -127] with dirofs 2 puts the two
+        // costliest values in the hole's place: no index below 64 is wasted
+        // and the stream is smaller than with any frequency palette.
+        let mut next = rng(0x0bad_cafe);
+        let mut w: Vec<i16> = (0..16384)
+            .map(|_| {
+                let u = f64::from(next() % 100_000 + 1) / 100_001.0;
+                let m = (-u.ln() * 24.0).min(127.0) as i16;
+                if next() % 2 == 0 {
+                    m
+                } else {
+                    -m
+                }
+            })
+            .collect();
+        for (k, v) in w.iter_mut().enumerate() {
+            if k % 256 == 77 {
+                *v = if k % 512 == 77 { 127 } else { -127 };
+            }
+        }
+        let s = round_trip(&w);
+        let d = decode_traced(&s, w.len()).unwrap();
+        assert_eq!(d.slices.len(), 1);
+        assert!(!d.slices[0].header.zero_run_mode.is_alternating());
+        let p = d.slices[0].header.new_palette.as_ref().unwrap();
+        assert_eq!((p.dirofs, p.entries.as_slice()), (2, &[0, 254, 255][..]));
+        let present: std::collections::HashSet<u32> = w
+            .iter()
+            .map(|&v| u32::from(super::mapping::code_of(v)))
+            .collect();
+        for i in 0..64 {
+            assert!(present.contains(&p.index_to_code(i)), "index {i}: {p:?}");
+        }
+        let stats = Stats::new(&w);
+        let frequency_palettes = super::mapping::all_candidates(&stats.hist, 0)
+            .into_iter()
+            .filter(|c| !c.alternating)
+            .map(|c| super::slices::plan_with(&w, c.mapping(&stats.hist), false).bits)
+            .min()
+            .unwrap();
+        assert!(total_bits(&plan_regions(&w)) < frequency_palettes);
     }
 
     #[test]

@@ -4,7 +4,10 @@
 use super::cost::{
     best_wparams, zdiv_costs, WParam, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, SLICE_HEADER_BITS,
 };
-use super::mapping::{all_candidates, non_alternating_candidates, Candidate, Mapping};
+use super::mapping::{
+    all_candidates, best_hole_candidate, non_alternating_candidates, Candidate, Mapping,
+};
+use super::remap::remap_if_smaller;
 use super::slices::{plan_slices_with, plan_with, symbols, Lanes, RegionPlan, SlicePlan, Symbols};
 use super::stats::{slot, Stats, REGION_BLOCK};
 use crate::swd::{ZeroRunMode, WUNARY0_BITS};
@@ -55,12 +58,29 @@ fn plan_region_from(weights: &[i16], hist: &[u32], cands: &[Candidate]) -> Regio
         return plan_with(weights, Mapping::fallback(), false);
     };
     let limit = first.estimate + first.estimate / 50;
-    order
+    let mut plan = order
         .into_iter()
         .filter(|c| c.estimate <= limit)
         .map(|c| plan_with(weights, c.mapping(hist), c.alternating))
         .min_by_key(|p| p.bits)
-        .unwrap_or_else(|| plan_with(weights, Mapping::fallback(), false))
+        .unwrap_or_else(|| plan_with(weights, Mapping::fallback(), false));
+    try_hole_mapping(&mut plan, hist, cands);
+    plan
+}
+
+/// Remaps `plan` to the best hole-closing mapping of its mode class (see
+/// `mapping::hole_candidates`) if that candidate's estimate beats the
+/// class's best and the planned slices cost less with it.
+fn try_hole_mapping(plan: &mut RegionPlan, hist: &[u32], cands: &[Candidate]) {
+    let alternating = plan.sym.alternating;
+    let Some(best) = best_of(cands, alternating) else {
+        return;
+    };
+    if let Some(hole) = best_hole_candidate(hist, best.zero_run_bits(), alternating) {
+        if hole.estimate < best.estimate {
+            remap_if_smaller(&mut [plan], &hole, hist);
+        }
+    }
 }
 
 /// Plans one region of `weights` on its own.
@@ -146,6 +166,17 @@ fn plan_gapped(weights: &[i16], stats: &Stats, whole: &[Candidate]) -> Option<Ve
             end: b,
             plan,
         });
+    }
+    if let Some(hole) = best_hole_candidate(&hist, best_z, alternating) {
+        if hole.estimate < cand.estimate {
+            let mut data: Vec<&mut RegionPlan> = regions
+                .iter_mut()
+                .zip(&segments)
+                .filter(|(_, s)| !s.2)
+                .map(|(r, _)| &mut r.plan)
+                .collect();
+            remap_if_smaller(&mut data, &hole, &hist);
+        }
     }
     Some(regions)
 }
