@@ -68,6 +68,30 @@ pub(super) static GR_BITS: [[u8; 512]; 12] = {
     t
 };
 
+/// `MIN_GR_BITS[idx]`: the fewest bits of weight index `idx` under any
+/// Golomb-Rice parameter (with or without `wtrunc`).
+pub(super) static MIN_GR_BITS: [u8; 512] = {
+    let mut t = [255u8; 512];
+    let mut idx = 0;
+    while idx < 512 {
+        let mut p = 0;
+        while p < 12 {
+            if GR_BITS[p][idx] < t[idx] {
+                t[idx] = GR_BITS[p][idx];
+            }
+            p += 1;
+        }
+        idx += 1;
+    }
+    t
+};
+
+/// The fewest bits of one zero run under any `zdiv`.
+#[inline]
+pub(super) fn zcost_min(run: u32) -> u32 {
+    (0..4).map(|zd| zcost(run, zd)).min().unwrap_or(0)
+}
+
 impl WParam {
     /// Position of this parameter in [`ALL_WPARAMS`].
     #[inline]
@@ -142,50 +166,110 @@ pub(super) const SLICE_HEADER_BITS: u32 = ZDIV_BITS + SLICELEN_M1_BITS + WDIV_BI
 pub(super) const EXPECTED_W_PADDING: u32 = 6;
 pub(super) const EXPECTED_Z_PADDING: u32 = 5;
 
-/// Weight parameters sorted by total cost over a sparse index histogram
-/// (only parameters that can code every index), at most `n`. The cost
-/// includes the unused `wunary0` positions of a last chunk.
-pub(super) fn best_wparams(hist: &[(u16, u32)], ubits: u32, n: usize) -> Vec<(WParam, u64)> {
-    // s[w] = sum of count * (idx >> w), t[w] = count of idx >= 1 << w.
-    let mut s = [0u64; 7];
-    let mut t = [0u64; 6];
-    let (mut total, mut max_idx) = (0u64, 0u32);
-    for &(i, h) in hist {
-        let (h, i) = (u64::from(h), u32::from(i));
+/// Sums over weight indices from which every weight parameter's total cost
+/// follows.
+pub(super) struct IndexSums {
+    /// s[w] = sum of count * (idx >> w).
+    s: [u64; 7],
+    /// t[w] = count of idx >= 1 << w.
+    t: [u64; 6],
+    total: u64,
+    max_idx: u32,
+}
+
+impl IndexSums {
+    /// From a sparse histogram: (index, count) pairs.
+    pub(super) fn from_sparse(hist: &[(u16, u32)]) -> Self {
+        let mut s = [0u64; 7];
+        let mut t = [0u64; 6];
+        let (mut total, mut max_idx) = (0u64, 0u32);
+        for &(i, h) in hist {
+            let (h, i) = (u64::from(h), u32::from(i));
+            for (w, sw) in s.iter_mut().enumerate() {
+                *sw += h * u64::from(i >> w);
+            }
+            for (w, tw) in t.iter_mut().enumerate() {
+                *tw += h * u64::from(i >> w != 0);
+            }
+            total += h;
+            max_idx = max_idx.max(i);
+        }
+        Self {
+            s,
+            t,
+            total,
+            max_idx,
+        }
+    }
+
+    /// From a dense histogram (`hist[i]` = count of index `i`), by suffix
+    /// sums: sum of count * (idx >> w) = sum over j >= 1 of the count of
+    /// indices at or above j << w.
+    pub(super) fn from_dense(hist: &[u32]) -> Self {
+        let max_idx = hist.iter().rposition(|&c| c > 0).unwrap_or(0);
+        let mut suffix = vec![0u64; max_idx + 2];
+        for i in (0..=max_idx).rev() {
+            suffix[i] = suffix[i + 1] + u64::from(hist[i]);
+        }
+        let mut s = [0u64; 7];
         for (w, sw) in s.iter_mut().enumerate() {
-            *sw += h * u64::from(i >> w);
+            *sw = suffix[..=max_idx].iter().step_by(1 << w).skip(1).sum();
         }
+        let mut t = [0u64; 6];
         for (w, tw) in t.iter_mut().enumerate() {
-            *tw += h * u64::from(i >> w != 0);
+            *tw = suffix.get(1 << w).copied().unwrap_or(0);
         }
-        total += h;
-        max_idx = max_idx.max(i);
-    }
-    let pad = |pos: u64| pos.next_multiple_of(12) - pos;
-    let mut costs: Vec<(WParam, u64)> = Vec::with_capacity(13);
-    for wdiv in 0..=WDIV_MAX_GOLOMB_RICE {
-        let w = usize::from(wdiv);
-        let base = total * (1 + w as u64);
-        if max_idx >> w <= WQ_MAX {
-            // q + 1 + wdiv bits, (q >> 1) + 1 wunary0 positions
-            let trunc = false;
-            costs.push((
-                WParam::Gr { wdiv, trunc },
-                base + s[w] + pad(s[w + 1] + total),
-            ));
-        }
-        if max_idx >> w <= WQ_MAX_TRUNCATED {
-            let trunc = true;
-            costs.push((WParam::Gr { wdiv, trunc }, base + t[w] + pad(total)));
+        Self {
+            s,
+            t,
+            total: suffix[0],
+            max_idx: max_idx as u32,
         }
     }
-    if max_idx >> ubits == 0 {
-        costs.push((WParam::Unc, total * u64::from(ubits)));
+
+    /// Weight parameters sorted by total cost (only parameters that can
+    /// code every index), at most `n`. The cost includes the unused
+    /// `wunary0` positions of a last chunk. `ubits` is the mapping's
+    /// `uncompressed_bits`.
+    pub(super) fn best(&self, ubits: u32, n: usize) -> Vec<(WParam, u64)> {
+        let Self {
+            s,
+            t,
+            total,
+            max_idx,
+        } = *self;
+        let pad = |pos: u64| pos.next_multiple_of(12) - pos;
+        let mut costs: Vec<(WParam, u64)> = Vec::with_capacity(13);
+        for wdiv in 0..=WDIV_MAX_GOLOMB_RICE {
+            let w = usize::from(wdiv);
+            let base = total * (1 + w as u64);
+            if max_idx >> w <= WQ_MAX {
+                // q + 1 + wdiv bits, (q >> 1) + 1 wunary0 positions
+                let trunc = false;
+                costs.push((
+                    WParam::Gr { wdiv, trunc },
+                    base + s[w] + pad(s[w + 1] + total),
+                ));
+            }
+            if max_idx >> w <= WQ_MAX_TRUNCATED {
+                let trunc = true;
+                costs.push((WParam::Gr { wdiv, trunc }, base + t[w] + pad(total)));
+            }
+        }
+        if max_idx >> ubits == 0 {
+            costs.push((WParam::Unc, total * u64::from(ubits)));
+        }
+        // Stable: ties keep the ALL_WPARAMS order.
+        costs.sort_by_key(|&(p, c)| (c, p.ordinal()));
+        costs.truncate(n);
+        costs
     }
-    // Stable: ties keep the ALL_WPARAMS order.
-    costs.sort_by_key(|&(p, c)| (c, p.ordinal()));
-    costs.truncate(n);
-    costs
+}
+
+/// Weight parameters sorted by total cost over a sparse index histogram
+/// (see [`IndexSums::best`]).
+pub(super) fn best_wparams(hist: &[(u16, u32)], ubits: u32, n: usize) -> Vec<(WParam, u64)> {
+    IndexSums::from_sparse(hist).best(ubits, n)
 }
 
 /// Total zero-run bits for each zdiv 0..=3.
@@ -202,6 +286,25 @@ pub(super) fn zdiv_costs(zruns: &[u32]) -> [u64; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dense_and_sparse_index_sums_agree() {
+        let sparse = [(0u16, 5u32), (3, 2), (17, 9), (64, 1), (200, 4), (511, 1)];
+        let mut dense = vec![0u32; 512];
+        for &(i, c) in &sparse {
+            dense[usize::from(i)] = c;
+        }
+        for (d, s) in [(&dense[..], &sparse[..]), (&dense[..201], &sparse[..5])] {
+            let (a, b) = (IndexSums::from_dense(d), IndexSums::from_sparse(s));
+            assert_eq!(
+                (a.s, a.t, a.total, a.max_idx),
+                (b.s, b.t, b.total, b.max_idx)
+            );
+            for ubits in [5, 8, 9] {
+                assert_eq!(a.best(ubits, 13), b.best(ubits, 13));
+            }
+        }
+    }
 
     #[test]
     fn table_costs_equal_the_golomb_rice_formula() {

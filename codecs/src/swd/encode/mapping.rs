@@ -85,29 +85,42 @@ impl Candidate {
         }
     }
 
+    /// Bits of the `newpal` extension of its mapping.
+    pub(super) fn header_bits(&self) -> u32 {
+        DIROFS_BITS
+            + PALSIZE_BITS
+            + PALBITS_BITS
+            + self.entries.len() as u32 * u32::from(self.palette_bits)
+    }
+
     /// Zero-run bits in the estimate (0 in non-alternating mode).
     pub(super) fn zero_run_bits(&self) -> u64 {
         self.zbits
     }
 
-    /// The mapping, with an index for every value of `hist` it can code
-    /// (zero is not indexed in alternating mode, except for an all-zero
-    /// region).
-    pub(super) fn mapping(&self, hist: &[u32]) -> Mapping {
+    /// The mapping: an index for every value it can code.
+    pub(super) fn mapping(&self) -> Mapping {
         let k = self.entries.len();
+        // Every value with a codable direct index gets it, present or not
+        // (absent values are never looked up): value m has code 2m, -m
+        // code 2m + 1.
         let mut index_of = Box::new([NO_INDEX; 512]);
-        for (s, &c) in hist.iter().enumerate() {
-            let v = s as i16 - 255;
-            if c == 0 {
-                continue;
+        let (k, dirofs) = (k as i32, i32::from(self.dirofs));
+        let direct = |code: i32| {
+            let idx = k + code - dirofs;
+            if code >= dirofs && idx <= i32::from(WEIGHT_INDEX_MAX) {
+                idx as u16
+            } else {
+                NO_INDEX
             }
-            let code = code_of(v);
-            if code >= self.dirofs {
-                let idx = k + usize::from(code - self.dirofs);
-                if idx <= usize::from(WEIGHT_INDEX_MAX) {
-                    index_of[s] = idx as u16;
-                }
-            }
+        };
+        // Slot 255 + m holds value m (code 2m), slot 255 - m value -m
+        // (code 2m + 1).
+        for (m, e) in index_of[255..511].iter_mut().enumerate() {
+            *e = direct(2 * m as i32);
+        }
+        for (s, e) in index_of[..255].iter_mut().enumerate() {
+            *e = direct(2 * (255 - s as i32) + 1);
         }
         for (i, &v) in self.entries.iter().enumerate() {
             index_of[slot(v)] = i as u16;
@@ -228,7 +241,7 @@ fn candidates_from_keys(
     sizes[1..ns].reverse();
     let (mut direct_bits, mut largest_bits) = (None, None);
     let mut idx: Vec<u32> = Vec::with_capacity(d);
-    let cnt: Vec<u64> = keys.iter().map(|&key| u64::from(unkey(key).0)).collect();
+    let cnt: Vec<u32> = keys.iter().map(|&key| unkey(key).0).collect();
     let codes: Vec<u32> = keys.iter().map(|&key| u32::from(key as u16)).collect();
     for (n, &k) in sizes[..ns].iter().enumerate() {
         if n == 2 && total < EARLY_STOP_BELOW {
@@ -314,9 +327,13 @@ fn candidates_from_keys(
 /// around log2(mean index) is summed (all of 0..=5 if the best lies on the
 /// window's edge); with wtrunc (1 + wdiv bits, one more for q >= 1) only
 /// the smallest codable wdiv counts.
-fn index_bits(cnt: &[u64], idx: &[u32], total: u64, max_index: u32, ubits: u32) -> u64 {
+fn index_bits(cnt: &[u32], idx: &[u32], total: u64, max_index: u32, ubits: u32) -> u64 {
     let mut s = [0u64; 7];
-    s[0] = cnt.iter().zip(idx).map(|(&c, &i)| c * u64::from(i)).sum();
+    s[0] = cnt
+        .iter()
+        .zip(idx)
+        .map(|(&c, &i)| u64::from(c) * u64::from(i))
+        .sum();
     // Smallest wdiv whose quotients fit without / with wtrunc.
     let w_min = (0..6u32).find(|&w| max_index >> w <= WQ_MAX).unwrap_or(6);
     let w_trunc = (0..6u32).find(|&w| max_index >> w <= WQ_MAX_TRUNCATED);
@@ -326,7 +343,7 @@ fn index_bits(cnt: &[u64], idx: &[u32], total: u64, max_index: u32, ubits: u32) 
         let mut acc = [0u64; 4];
         for (&c, &i) in cnt.iter().zip(idx.iter()) {
             for (d, a) in acc.iter_mut().enumerate() {
-                *a += c * u64::from(i >> (lo + d));
+                *a += u64::from(c) * u64::from(i >> (lo + d));
             }
         }
         for (d, a) in acc.iter().enumerate() {
@@ -373,7 +390,7 @@ fn index_bits(cnt: &[u64], idx: &[u32], total: u64, max_index: u32, ubits: u32) 
         let ones: u64 = cnt
             .iter()
             .zip(idx.iter())
-            .map(|(&c, &i)| c * u64::from(i >> w != 0))
+            .map(|(&c, &i)| u64::from(c) * u64::from(i >> w != 0))
             .sum();
         wbits = wbits.min(total * (1 + u64::from(w)) + ones + pad(total));
     }
@@ -425,7 +442,7 @@ fn hole_candidates(
             nd += 1;
         }
     }
-    let cnt: Vec<u64> = keys.iter().map(|&key| u64::from(unkey(key).0)).collect();
+    let cnt: Vec<u32> = keys.iter().map(|&key| unkey(key).0).collect();
     let mut idx: Vec<u32> = Vec::with_capacity(keys.len());
     let mut members: Vec<usize> = Vec::with_capacity(PALETTE_SIZE_MAX);
     for &d in &ds[..nd] {
@@ -440,7 +457,7 @@ fn hole_candidates(
             for (j, &key) in keys.iter().enumerate() {
                 let code = key as u16;
                 if code >= d {
-                    let v = cnt[j] * u64::from(code);
+                    let v = u64::from(cnt[j]) * u64::from(code);
                     if v > best[1].0 {
                         best[1] = (v, j);
                         if best[1].0 > best[0].0 {
@@ -497,6 +514,12 @@ fn hole_candidates(
     }
 }
 
+/// Regions with fewer weight indices than this get no hole-closing
+/// palette: the saving (about one bit per `1 << wdiv` indices per hole)
+/// rarely reaches a 16-byte granule there, and costing the palettes is a
+/// noticeable fixed cost of a small stream.
+const HOLES_FROM: u64 = 2048;
+
 /// The best of the [`hole_candidates`] of a region in one mode class
 /// (`hist`: its value histogram, `zero_run_bits`: its best zero-run bits in
 /// alternating mode).
@@ -505,6 +528,10 @@ pub(super) fn best_hole_candidate(
     zero_run_bits: u64,
     alternating: bool,
 ) -> Option<Candidate> {
+    let zeros = if alternating { hist[slot(0)] } else { 0 };
+    if hist.iter().map(|&c| u64::from(c)).sum::<u64>() - u64::from(zeros) < HOLES_FROM {
+        return None;
+    }
     let mut keys = nonzero_keys(hist);
     if !alternating && hist[slot(0)] > 0 {
         keys.push(u64::from(u32::MAX - hist[slot(0)]) << 16);
@@ -540,15 +567,40 @@ pub(super) fn non_alternating_candidates(hist: &[u32]) -> Vec<Candidate> {
     cands
 }
 
-/// Sort keys of the nonzero values of `hist`.
+/// Sort keys of the nonzero values of `hist`, in slot order.
 fn nonzero_keys(hist: &[u32]) -> Vec<u64> {
-    // Branch-free: every slot writes its key, only present values advance.
-    let mut keys = vec![0u64; hist.len() + 1];
-    let mut n = 0;
-    for (s, &c) in hist.iter().enumerate() {
-        keys[n] = u64::from(u32::MAX - c) << 16 | u64::from(code_of(s as i16 - 255));
-        n += usize::from(c > 0 && s != slot(0));
-    }
-    keys.truncate(n);
+    let mut mask = present_slots(hist);
+    mask[slot(0) / 64] &= !(1 << (slot(0) % 64));
+    let n: u32 = mask.iter().map(|m| m.count_ones()).sum();
+    // One more for the zero key of non-alternating mode.
+    let mut keys = Vec::with_capacity(n as usize + 1);
+    for_each_slot(&mask, |s| {
+        keys.push(u64::from(u32::MAX - hist[s]) << 16 | u64::from(code_of(s as i16 - 255)));
+    });
     keys
+}
+
+/// Bit `s % 64` of word `s / 64` is set where `hist[s] > 0`.
+pub(super) fn present_slots(hist: &[u32]) -> [u64; 8] {
+    let mut mask = [0u64; 8];
+    for (m, chunk) in mask.iter_mut().zip(hist.chunks(64)) {
+        let mut x = 0u64;
+        for (i, &c) in chunk.iter().enumerate() {
+            x |= u64::from(c != 0) << i;
+        }
+        *m = x;
+    }
+    mask
+}
+
+/// Calls `f` with every slot set in `mask`, in ascending order.
+#[inline]
+pub(super) fn for_each_slot(mask: &[u64; 8], mut f: impl FnMut(usize)) {
+    for (w, &m) in mask.iter().enumerate() {
+        let mut bits = m;
+        while bits != 0 {
+            f(w * 64 + bits.trailing_zeros() as usize);
+            bits &= bits - 1;
+        }
+    }
 }

@@ -312,7 +312,7 @@ mod tests {
         let frequency_palettes = super::mapping::all_candidates(&stats.hist, 0)
             .into_iter()
             .filter(|c| !c.alternating)
-            .map(|c| super::slices::plan_with(&w, c.mapping(&stats.hist), false).bits)
+            .map(|c| super::slices::plan_with(&w, c.mapping(), false).bits)
             .min()
             .unwrap();
         assert!(total_bits(&plan_regions(&w)) < frequency_palettes);

@@ -60,18 +60,14 @@ fn index_bits_exact(plan: &RegionPlan, t: &[u16; 512], ubits: u32) -> Option<u64
 
 /// Replaces the index mapping of `plans` (regions sharing one mapping and
 /// mode class, each repeating it in its `newpal`) by `cand`'s, keeping
-/// their slices, if that makes them smaller in total (`hist`: their value
-/// histogram). Returns whether it did.
-pub(super) fn remap_if_smaller(
-    plans: &mut [&mut RegionPlan],
-    cand: &Candidate,
-    hist: &[u32],
-) -> bool {
+/// their slices, if that makes them smaller in total. Returns whether it
+/// did.
+pub(super) fn remap_if_smaller(plans: &mut [&mut RegionPlan], cand: &Candidate) -> bool {
     let Some(first) = plans.first() else {
         return false;
     };
     debug_assert_eq!(cand.alternating, first.sym.alternating);
-    let new = cand.mapping(hist);
+    let new = cand.mapping();
     let mut t = [NO_INDEX; 512];
     for (&old, &new) in first.mapping.index_of.iter().zip(new.index_of.iter()) {
         if old != NO_INDEX {

@@ -3,7 +3,7 @@
 //! per-slice weight parameter and `zdiv`.
 
 use super::cost::{
-    best_wparams, zcost, WParam, ALL_WPARAMS, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, GR_BITS, INF,
+    zcost, IndexSums, WParam, ALL_WPARAMS, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, GR_BITS, INF,
     SLICE_HEADER_BITS,
 };
 use super::mapping::Mapping;
@@ -93,7 +93,7 @@ pub(super) fn plan_with(weights: &[i16], mapping: Mapping, alternating: bool) ->
 /// Lanes of the slice DP: (weight parameter, zdiv) pairs.
 const LANES: usize = 16;
 /// Weight parameters of the alternating-mode lanes (each with zdiv 0..=3).
-const ALT_WPARAMS: usize = LANES / 4;
+pub(super) const ALT_WPARAMS: usize = LANES / 4;
 /// Per-symbol lane cost of a weight index the lane's parameter cannot code
 /// (or of an unused lane): larger than any codable block, so the DP never
 /// keeps such a lane, yet 16 of them plus zero runs fit in a `u16`.
@@ -117,17 +117,13 @@ static GR_LANE_ROWS: [[u16; LANES]; 512] = {
     t
 };
 
-/// Sparse histogram: (index, count) for every index that occurs.
-pub(super) fn sparse_hist(idx: &[u16]) -> Vec<(u16, u32)> {
+/// Dense histogram of weight indices (512 entries).
+pub(super) fn index_hist(idx: &[u16]) -> [u32; 512] {
     let mut h = [0u32; 512];
     for &i in idx {
         h[usize::from(i) & 511] += 1;
     }
-    h.iter()
-        .enumerate()
-        .filter(|(_, &c)| c > 0)
-        .map(|(i, &c)| (i as u16, c))
-        .collect()
+    h
 }
 
 /// Adds a lane row into a block accumulator (vectorised: 16 x u16).
@@ -165,18 +161,18 @@ pub(super) struct Lanes {
 }
 
 impl Lanes {
-    /// Lanes for symbols with index histogram `hist` and longest zero run
-    /// `max_run`: in non-alternating mode every weight parameter (13), so
+    /// Lanes for symbols with index histogram `hist` (dense, 512 entries)
+    /// and longest zero run `max_run`: in non-alternating mode every weight parameter (13), so
     /// that a stretch of small indices (e.g. the zero padding of the
     /// ordering) gets a slice with `wdiv` 0 or `wtrunc` even where that
     /// parameter cannot code the rest of the region; in alternating mode
     /// the best [`ALT_WPARAMS`] parameters, each with every `zdiv`.
-    pub(super) fn new(hist: &[(u16, u32)], ubits: u32, alternating: bool, max_run: u32) -> Self {
+    pub(super) fn new(hist: &[u32; 512], ubits: u32, alternating: bool, max_run: u32) -> Self {
         let mut lane_w = [WParam::Unc; LANES];
         let mut lane_z = [0u32; LANES];
         let mut used = 0;
         if alternating {
-            for (p, _) in best_wparams(hist, ubits, ALT_WPARAMS) {
+            for (p, _) in IndexSums::from_dense(hist).best(ubits, ALT_WPARAMS) {
                 for z in 0..4 {
                     lane_w[used] = p;
                     lane_z[used] = z;
@@ -200,24 +196,26 @@ impl Lanes {
             zlane: Vec::new(),
         };
         if alternating {
-            // Each lane's column in the static Golomb-Rice rows (the
-            // uncompressed lane and unused lanes are filled apart).
-            let mut col = [usize::MAX; LANES];
-            for (c, p) in col.iter_mut().zip(&lane_w[..used]) {
+            // Lanes are (weight parameter, zdiv 0..=3) in groups of four:
+            // each group repeats its parameter's bits; unused groups are
+            // uncodable.
+            let groups = used / 4;
+            let mut col = [usize::MAX; ALT_WPARAMS];
+            for (c, p) in col.iter_mut().zip(lane_w.iter().step_by(4).take(groups)) {
                 if *p != WParam::Unc {
                     *c = p.ordinal();
                 }
             }
-            let mut t = vec![[0u16; LANES]; 512];
-            for &(i, _) in hist {
-                let i = usize::from(i) & 511;
+            // Rows up to the largest index that occurs.
+            let top = hist.iter().rposition(|&c| c > 0);
+            let mut t = vec![[UNCODABLE; LANES]; top.map_or(0, |t| t + 1)];
+            for i in (0..t.len()).filter(|&i| hist[i] > 0) {
                 let gr = &GR_LANE_ROWS[i];
                 let unc = WParam::Unc.cost_capped(i as u16, ubits, UNCODABLE);
-                for (r, &c) in t[i].iter_mut().zip(&col) {
-                    *r = if c < 12 { gr[c] } else { unc };
-                }
-                for r in &mut t[i][used..] {
-                    *r = UNCODABLE;
+                let row = &mut t[i];
+                for (g, &c) in col[..groups].iter().enumerate() {
+                    let bits = if c < 12 { gr[c] } else { unc };
+                    row[4 * g..4 * g + 4].fill(bits);
                 }
             }
             lanes.rows = t;
@@ -249,7 +247,7 @@ impl Lanes {
 /// per-slice (weight parameter, zdiv). Returns the slices and the estimated
 /// bits of the region without its palette extension.
 pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
-    let hist = sparse_hist(&sym.idx);
+    let hist = index_hist(&sym.idx);
     let max_run = sym.zruns.iter().copied().max().unwrap_or(0);
     plan_slices_with(sym, &Lanes::new(&hist, ubits, sym.alternating, max_run))
 }

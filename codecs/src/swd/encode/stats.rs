@@ -1,7 +1,7 @@
 //! One pass over a weight sequence: value histogram, zero-run costs, long
 //! zero runs ("gaps") and zeros per block.
 
-use super::cost::zcost;
+use super::cost::{zcost, zcost_min};
 
 /// Shortest zero run that may become a region of its own (a gap).
 pub(super) const GAP_MIN: usize = 64;
@@ -23,6 +23,9 @@ pub(super) struct Stats {
     /// Zero-run bits for zdiv 0..=3 when the whole sequence is coded in
     /// alternating mode (runs before every nonzero weight and the trailing run).
     pub zbits: [u64; 4],
+    /// Zero-run bits with every run at its own best `zdiv` (a lower bound
+    /// of any alternating coding of the sequence).
+    pub zbits_min: u64,
     /// The same with every gap counted as an empty run (the gapped plan
     /// ends a region there).
     pub zbits_data: [u64; 4],
@@ -38,6 +41,7 @@ pub(super) struct Stats {
 struct RunCosts {
     short: [u32; SHORT_RUNS],
     long: [u64; 4],
+    long_min: u64,
 }
 
 impl RunCosts {
@@ -45,6 +49,7 @@ impl RunCosts {
         Self {
             short: [0; SHORT_RUNS],
             long: [0; 4],
+            long_min: 0,
         }
     }
 
@@ -56,21 +61,24 @@ impl RunCosts {
                 for (zd, c) in self.long.iter_mut().enumerate() {
                     *c += u64::from(zcost(run, zd as u32));
                 }
+                self.long_min += u64::from(zcost_min(run));
             }
         }
     }
 
-    fn total(&self, max_run: u32) -> [u64; 4] {
-        let mut c = self.long;
+    /// Bits of all runs for each zdiv, and with each run at its best zdiv.
+    fn total(&self, max_run: u32) -> ([u64; 4], u64) {
+        let (mut c, mut min) = (self.long, self.long_min);
         let top = (max_run as usize + 1).min(SHORT_RUNS);
         for (r, &k) in self.short[..top].iter().enumerate() {
             if k > 0 {
                 for (zd, ci) in c.iter_mut().enumerate() {
                     *ci += u64::from(k) * u64::from(zcost(r as u32, zd as u32));
                 }
+                min += u64::from(k) * u64::from(zcost_min(r as u32));
             }
         }
-        c
+        (c, min)
     }
 }
 
@@ -124,7 +132,7 @@ impl Stats {
             run += chunk.len() as u32 - pos;
         }
         record(run, n, &mut runs);
-        let zbits = runs.total(max_run);
+        let (zbits, zbits_min) = runs.total(max_run);
         // The gapped plan: every gap is an empty run.
         let mut zbits_data = zbits;
         for &(a, b) in &gaps {
@@ -135,6 +143,7 @@ impl Stats {
         Self {
             hist: h2.iter().map(|h| h[0] + h[1]).collect(),
             zbits,
+            zbits_min,
             zbits_data,
             gaps,
             gap_zeros,
@@ -161,6 +170,7 @@ mod tests {
         assert_eq!(s.gap_zeros, 170);
         assert_eq!(s.block_zeros, vec![173]);
         assert_eq!(s.zbits, zdiv_costs(&[0, 2, 100, 1, 70]));
+        assert_eq!(s.zbits_min, 1 + 3 + 16 + 2 + 12);
         assert_eq!(s.zbits_data, zdiv_costs(&[0, 2, 0, 1, 0]));
     }
 }
