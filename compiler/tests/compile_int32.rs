@@ -492,10 +492,46 @@ fn a_widening_read_by_data_movement_is_lowered_first() {
     // cannot fold it, so it runs first (POOL), then the copies.
     let mut b = GraphBuilder::new("widen_gather");
     let x = b.input("x", DType::Int8, [1, 6, 4]);
-    let w = b.op("widen", rescale(DType::Int32, 1 << 30, 28, false, 3, 0), &[x]);
+    let w = b.op(
+        "widen",
+        rescale(DType::Int32, 1 << 30, 28, false, 3, 0),
+        &[x],
+    );
     let i = b.const_i32("idx", [1, 3], &[5, 0, 2]);
     let g = b.op("gather", Op::Gather, &[w, i]);
     b.output(g);
     let g = b.finish().unwrap();
     assert!(check("widen_gather", &g, &[Gen::I8]) >= 2);
+}
+
+#[test]
+fn a_fully_connected_layer_writes_an_i32_result() {
+    // FULLY_CONNECTED, then a per-channel RESCALE to i32 (TFLite's LSTM gate projections),
+    // then an i32 ADD: the convolution's OFM is b32 with clip range none.
+    let mut rng = Rng(3);
+    let mut b = GraphBuilder::new("fc_i32");
+    let x = b.input("x", DType::Int8, [2, 12]);
+    let w = b.const_i8("w", [8, 12], &rng.i8s(96));
+    let bias: Vec<i32> = (0..8).map(|_| rng.range(-5000, 5000) as i32).collect();
+    let bt = b.const_i32("b", [8], &bias);
+    let attrs = FullyConnectedAttrs {
+        input_zp: -1,
+        weight_zp: 0,
+    };
+    let acc = b.op("fc", Op::FullyConnected(attrs), &[x, w, bt]);
+    let r = RescaleAttrs {
+        multiplier: (0..8).map(|i| 1_286_226_176 + i * 1000).collect(),
+        shift: vec![33; 8],
+        per_channel: true,
+        ..RescaleAttrs::per_tensor(DType::Int32, 1, 2, RescaleRounding::DoubleRound)
+    };
+    let y = b.op("rescale", Op::Rescale(r), &[acc]);
+    let z = b.input("z", DType::Int32, [2, 8]);
+    let s = b.op("add", Op::Add, &[y, z]);
+    b.output(s);
+    let g = b.finish().unwrap();
+    assert_eq!(
+        check("fc_i32", &g, &[Gen::I8, Gen::I32(-(1 << 28), 1 << 28)]),
+        2
+    );
 }

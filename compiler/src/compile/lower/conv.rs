@@ -65,7 +65,21 @@ impl<'g> Ctx<'g> {
                 widened = true;
             }
         }
-        self.check_rescale_out(rnode, r)?;
+        // An i32 result (zero point 0) is written as b32 with clip range none.
+        if r.output_dtype == DType::Int32 {
+            let shifts_ok = r.shift.iter().all(|s| (0..=63).contains(s));
+            if r.output_zp != 0 || r.input_unsigned || r.input_zp != 0 || !shifts_ok {
+                return Err(unsupported(
+                    rnode,
+                    "an i32 output RESCALE with a zero point",
+                ));
+            }
+            if r.multiplier.iter().any(|&m| m < 0) {
+                return Err(unsupported(rnode, "multiplier/shift out of range"));
+            }
+        } else {
+            self.check_rescale_out(rnode, r)?;
+        }
         let acc = if r.scale32 {
             AccFormat::I32
         } else if widened {
