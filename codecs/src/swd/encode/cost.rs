@@ -170,11 +170,13 @@ pub(super) const EXPECTED_Z_PADDING: u32 = 5;
 /// follows.
 pub(super) struct IndexSums {
     /// s[w] = sum of count * (idx >> w).
-    s: [u64; 7],
+    pub s: [u64; 7],
     /// t[w] = count of idx >= 1 << w.
-    t: [u64; 6],
-    total: u64,
-    max_idx: u32,
+    pub t: [u64; 6],
+    /// Number of indices.
+    pub total: u64,
+    /// Largest index.
+    pub max_idx: u32,
 }
 
 impl IndexSums {
@@ -202,28 +204,48 @@ impl IndexSums {
         }
     }
 
-    /// From a dense histogram (`hist[i]` = count of index `i`), by suffix
-    /// sums: sum of count * (idx >> w) = sum over j >= 1 of the count of
-    /// indices at or above j << w.
-    pub(super) fn from_dense(hist: &[u32]) -> Self {
-        let max_idx = hist.iter().rposition(|&c| c > 0).unwrap_or(0);
-        let mut suffix = vec![0u64; max_idx + 2];
-        for i in (0..=max_idx).rev() {
-            suffix[i] = suffix[i + 1] + u64::from(hist[i]);
-        }
+    /// From a dense histogram (`hist[i]` = count of index `i`): s[w] is
+    /// the sum of j times the count of indices with `idx >> w == j`, and
+    /// those bucket counts halve from one `w` to the next.
+    pub(super) fn from_dense(hist: &[u32; 512]) -> Self {
+        let n = hist.iter().rposition(|&c| c > 0).map_or(1, |m| m + 1);
         let mut s = [0u64; 7];
-        for (w, sw) in s.iter_mut().enumerate() {
-            *sw = suffix[..=max_idx].iter().step_by(1 << w).skip(1).sum();
-        }
         let mut t = [0u64; 6];
-        for (w, tw) in t.iter_mut().enumerate() {
-            *tw = suffix.get(1 << w).copied().unwrap_or(0);
+        // Buckets of idx >> 1.
+        let mut level = [0u64; 256];
+        let mut m = n.div_ceil(2);
+        let (mut total, mut s0) = (0u64, 0u64);
+        for (j, (b, pair)) in level
+            .iter_mut()
+            .zip(hist.chunks_exact(2))
+            .take(m)
+            .enumerate()
+        {
+            let (lo, hi) = (u64::from(pair[0]), u64::from(pair[1]));
+            *b = lo + hi;
+            total += lo + hi;
+            s0 += (2 * j as u64) * (lo + hi) + hi;
+        }
+        s[0] = s0;
+        t[0] = total - u64::from(hist[0]);
+        for w in 1..7 {
+            let lv = &mut level[..m];
+            s[w] = lv.iter().enumerate().map(|(j, &c)| j as u64 * c).sum();
+            if w < 6 {
+                t[w] = total - lv[0];
+            }
+            // Buckets of idx >> (w + 1).
+            let next = m.div_ceil(2);
+            for j in 0..next {
+                lv[j] = lv[2 * j] + lv.get(2 * j + 1).copied().unwrap_or(0);
+            }
+            m = next;
         }
         Self {
             s,
             t,
-            total: suffix[0],
-            max_idx: max_idx as u32,
+            total,
+            max_idx: (n - 1) as u32,
         }
     }
 
@@ -294,7 +316,10 @@ mod tests {
         for &(i, c) in &sparse {
             dense[usize::from(i)] = c;
         }
-        for (d, s) in [(&dense[..], &sparse[..]), (&dense[..201], &sparse[..5])] {
+        let mut dense5 = dense.clone();
+        dense5[511] = 0;
+        for (d, s) in [(&dense, &sparse[..]), (&dense5, &sparse[..5])] {
+            let d: &[u32; 512] = d[..].try_into().unwrap();
             let (a, b) = (IndexSums::from_dense(d), IndexSums::from_sparse(s));
             assert_eq!(
                 (a.s, a.t, a.total, a.max_idx),

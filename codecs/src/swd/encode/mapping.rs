@@ -582,11 +582,18 @@ fn nonzero_keys(hist: &[u32]) -> Vec<u64> {
 
 /// Bit `s % 64` of word `s / 64` is set where `hist[s] > 0`.
 pub(super) fn present_slots(hist: &[u32]) -> [u64; 8] {
+    // One byte (0 or 1) per slot, then 8 bytes to 8 bits by a multiply
+    // (byte i of v lands in bit 56 + i of v * 0x0102..80).
+    let mut bytes = [0u8; 512];
+    for (b, &c) in bytes.iter_mut().zip(hist) {
+        *b = u8::from(c != 0);
+    }
     let mut mask = [0u64; 8];
-    for (m, chunk) in mask.iter_mut().zip(hist.chunks(64)) {
+    for (m, chunk) in mask.iter_mut().zip(bytes.chunks_exact(64)) {
         let mut x = 0u64;
-        for (i, &c) in chunk.iter().enumerate() {
-            x |= u64::from(c != 0) << i;
+        for (g, group) in chunk.chunks_exact(8).enumerate() {
+            let v = u64::from_le_bytes(group.try_into().unwrap_or([0; 8]));
+            x |= (v.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * g);
         }
         *m = x;
     }
@@ -602,5 +609,23 @@ pub(super) fn for_each_slot(mask: &[u64; 8], mut f: impl FnMut(usize)) {
             f(w * 64 + bits.trailing_zeros() as usize);
             bits &= bits - 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn present_slots_marks_every_nonzero_count() {
+        let mut hist = vec![0u32; 511];
+        for s in [0usize, 1, 7, 8, 63, 64, 200, 255, 256, 509, 510] {
+            hist[s] = s as u32 + 1;
+        }
+        let mask = present_slots(&hist);
+        let mut got = Vec::new();
+        for_each_slot(&mask, |s| got.push(s));
+        let want: Vec<usize> = (0..511).filter(|&s| hist[s] > 0).collect();
+        assert_eq!(got, want);
     }
 }
