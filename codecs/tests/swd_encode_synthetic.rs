@@ -60,3 +60,31 @@ fn npuc_is_no_larger_than_vela_on_realistic_weights() {
         tn as f64 / tv as f64
     );
 }
+
+/// npuc's stream sizes on the realistic cases may not grow. The 1x1
+/// Laplacian, 1x1 and 3x3 80 %-pruned cases sit at the format's one-code
+/// lower bound (`cargo run --release -p npuc-codecs --example swd_bounds`;
+/// the 3x3 case with `PADDING=1280,1152` for its ordering padding): every
+/// slice codes its indices and zero runs with one prefix code from a small
+/// family, and these weights are stationary.
+#[test]
+fn npuc_sizes_on_realistic_weights_do_not_grow() {
+    let most = [
+        ("conv1x1_c128_o128_laplacian", 14528),
+        ("conv1x1_c128_o128_pruned80", 4800),
+        ("conv3x3_c64_o64_clustered16", 14992),
+        ("conv3x3_c64_o64_gaussian", 35184),
+        ("conv3x3_c64_o64_laplacian", 31632),
+        ("conv3x3_c64_o64_pruned24", 21840),
+        ("conv3x3_c64_o64_pruned80", 10624),
+        ("dw3x3_c128_laplacian", 1216),
+    ];
+    let cases = cases();
+    assert_eq!(cases.len(), most.len());
+    for ((name, vela), (want_name, most)) in cases.iter().zip(most) {
+        assert_eq!(name, want_name);
+        let weights = decode(vela, 1 << 22).unwrap();
+        let ours = encode(&weights).unwrap();
+        assert!(ours.len() <= most, "{name}: {} > {most}", ours.len());
+    }
+}

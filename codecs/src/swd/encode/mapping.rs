@@ -165,9 +165,10 @@ fn value_of(code: u16) -> i16 {
 /// Palettes hold the K most frequent values (K from 0, 2, 4, 8, 16, 32 and
 /// the number of distinct values), ties broken by smaller code; `dirofs` is
 /// the smallest code outside the palette (at most 31).
-/// `keys` are the values to index as sort keys (count descending, then code).
+/// `keys` are the values to index as sort keys (count descending, then
+/// code), the first [`PALETTE_SIZE_MAX`] sorted (see [`sort_head`]).
 fn candidates_from_keys(
-    keys: &mut [u64],
+    keys: &[u64],
     hist: &[u32],
     zero_run_bits: u64,
     alternating: bool,
@@ -194,13 +195,6 @@ fn candidates_from_keys(
             });
         }
         return;
-    }
-    // Only the order of the first 32 (the largest palette) matters.
-    if keys.len() > PALETTE_SIZE_MAX {
-        keys.select_nth_unstable(PALETTE_SIZE_MAX);
-        keys[..PALETTE_SIZE_MAX].sort_unstable();
-    } else {
-        keys.sort_unstable();
     }
     let d = keys.len();
     let total: u64 = keys.iter().map(|&k| u64::from(unkey(k).0)).sum();
@@ -548,12 +542,31 @@ pub(super) fn best_hole_candidate(
 pub(super) fn all_candidates(hist: &[u32], zero_run_bits: u64) -> Vec<Candidate> {
     let mut cands = Vec::with_capacity(14);
     let mut keys = nonzero_keys(hist);
-    candidates_from_keys(&mut keys, hist, zero_run_bits, true, &mut cands);
+    sort_head(&mut keys);
+    candidates_from_keys(&keys, hist, zero_run_bits, true, &mut cands);
     if hist[slot(0)] > 0 {
-        keys.push(u64::from(u32::MAX - hist[slot(0)]) << 16);
+        // Insert zero's key into the sorted head (the largest palette's
+        // values); a key it displaces joins the unordered tail.
+        let zero = u64::from(u32::MAX - hist[slot(0)]) << 16;
+        let head = keys.len().min(PALETTE_SIZE_MAX);
+        let at = keys[..head].partition_point(|&k| k < zero);
+        keys.push(zero);
+        keys[at..].rotate_right(1);
     }
-    candidates_from_keys(&mut keys, hist, zero_run_bits, false, &mut cands);
+    candidates_from_keys(&keys, hist, zero_run_bits, false, &mut cands);
     cands
+}
+
+/// Sorts the first [`PALETTE_SIZE_MAX`] smallest keys (the largest
+/// palette: most frequent values first) to the front; only their order
+/// matters.
+fn sort_head(keys: &mut [u64]) {
+    if keys.len() > PALETTE_SIZE_MAX {
+        keys.select_nth_unstable(PALETTE_SIZE_MAX);
+        keys[..PALETTE_SIZE_MAX].sort_unstable();
+    } else {
+        keys.sort_unstable();
+    }
 }
 
 /// The non-alternating candidates of a region with histogram `hist`.
@@ -563,7 +576,8 @@ pub(super) fn non_alternating_candidates(hist: &[u32]) -> Vec<Candidate> {
     if hist[slot(0)] > 0 {
         keys.push(u64::from(u32::MAX - hist[slot(0)]) << 16);
     }
-    candidates_from_keys(&mut keys, hist, 0, false, &mut cands);
+    sort_head(&mut keys);
+    candidates_from_keys(&keys, hist, 0, false, &mut cands);
     cands
 }
 

@@ -19,13 +19,21 @@
 //! 3. **Index mapping** (`mapping`). Candidate mappings are direct coding
 //!    and palettes of the most frequent values (by frequency rank, so
 //!    frequent values get small indices); each is costed from the value
-//!    histogram with its best weight parameter.
+//!    histogram with its best weight parameter. The best candidate of a
+//!    region is planned; the best of the other mode class too if its
+//!    estimate is within 2 % and its lower bound (every index and zero run
+//!    at its fewest bits under the planner's parameters) beats that plan.
 //! 4. **Slices** (`slices`). Inside a region a dynamic programme over the
 //!    coded symbols (weight indices and, in alternating mode, zero runs)
 //!    picks the slice boundaries and per-slice `wdiv`, `wtrunc` and `zdiv`
 //!    over 16 lanes, a new slice costing its 23-bit header plus the expected
 //!    chunk padding.
-//! 5. **Emission** (`emit`) writes the slices chunk by chunk as the TRM
+//! 5. **Hole-closing palettes** (`mapping`, `remap`). Regions of 2048 or
+//!    more weight indices then try palettes that give the indices of
+//!    absent codes (e.g. "-0") to present values: the planned slices are
+//!    re-costed exactly with the translated indices and the palette is
+//!    kept only if they shrink.
+//! 6. **Emission** (`emit`) writes the slices chunk by chunk as the TRM
 //!    parser reads them.
 //!
 //! Bit costs are exact per symbol: a Golomb-Rice index with quotient `q`
