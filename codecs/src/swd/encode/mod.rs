@@ -44,6 +44,7 @@
 //! `zunary` (`zunary_len` bits per chunk), which the chunk writer adds
 //! exactly. The encoder is deterministic.
 
+mod bounds;
 mod cost;
 mod emit;
 mod mapping;

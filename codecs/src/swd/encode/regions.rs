@@ -1,18 +1,15 @@
 //! Regions: stretches of the stream that each start with a `newpal` slice
 //! (TRM §3.9.5, §3.9.9) and have one index mapping and mode class.
 
+use super::bounds::{index_lower_bound, region_lower_bound};
 use super::cost::{
-    best_wparams, zdiv_costs, IndexSums, WParam, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, GR_BITS,
-    MIN_GR_BITS, SLICE_HEADER_BITS,
+    best_wparams, zdiv_costs, WParam, EXPECTED_W_PADDING, EXPECTED_Z_PADDING, SLICE_HEADER_BITS,
 };
 use super::mapping::{
-    all_candidates, best_hole_candidate, for_each_slot, non_alternating_candidates, present_slots,
-    Candidate, Mapping,
+    all_candidates, best_hole_candidate, non_alternating_candidates, Candidate, Mapping,
 };
 use super::remap::remap_if_smaller;
-use super::slices::{
-    plan_slices_with, plan_with, symbols, Lanes, RegionPlan, SlicePlan, Symbols, ALT_WPARAMS,
-};
+use super::slices::{plan_slices_with, plan_with, symbols, Lanes, RegionPlan, SlicePlan, Symbols};
 use super::stats::{slot, Stats, REGION_BLOCK};
 use crate::swd::{ZeroRunMode, WUNARY0_BITS};
 
@@ -38,7 +35,7 @@ pub(super) fn plan_regions(weights: &[i16]) -> Vec<Region> {
     let best_z = stats.zbits.iter().copied().min().unwrap_or(0);
     let cands = all_candidates(&stats.hist, best_z);
     let whole = plan_mode_regions(weights, &stats, &cands);
-    match plan_gapped(weights, &stats, &cands) {
+    match plan_gapped(weights, &stats, &cands, total_bits(&whole)) {
         Some(g) if total_bits(&g) < total_bits(&whole) => g,
         _ => whole,
     }
@@ -75,7 +72,8 @@ fn plan_region_from(
         if let Some(b) = &best {
             // A plan can only tie or lose to an earlier one: skip it if
             // even its lower bound does not beat that.
-            if lower_bound(&mapping, c.alternating, hist, zbits_min).is_some_and(|lb| lb >= b.bits)
+            if region_lower_bound(&mapping, c.alternating, hist, zbits_min)
+                .is_some_and(|lb| lb >= b.bits)
             {
                 continue;
             }
@@ -88,53 +86,6 @@ fn plan_region_from(
     let mut plan = best.unwrap_or_else(|| plan_with(weights, Mapping::fallback(), false));
     try_hole_mapping(&mut plan, hist, cands);
     plan
-}
-
-/// A lower bound of the bits [`plan_with`] reports for a region with value
-/// histogram `hist` coded with `mapping`: the first slice header, the
-/// palette, every weight index at its fewest bits under any weight
-/// parameter of the slice planner's lanes (in alternating mode the best
-/// [`ALT_WPARAMS`] for the region's indices, else all) and (alternating
-/// mode) every zero run at its best `zdiv`. `None` for an alternating
-/// region without nonzero weights.
-fn lower_bound(mapping: &Mapping, alternating: bool, hist: &[u32], zbits_min: u64) -> Option<u64> {
-    let ubits = mapping.palette.uncompressed_bits();
-    let mut mask = present_slots(hist);
-    if alternating {
-        mask[slot(0) / 64] &= !(1 << (slot(0) % 64));
-    }
-    let mut idx_hist = [0u32; 512];
-    for_each_slot(&mask, |s| {
-        idx_hist[usize::from(mapping.index_of[s]) & 511] += hist[s];
-    });
-    let mut bits = u64::from(SLICE_HEADER_BITS + mapping.header_bits());
-    // The fewest bits of every index over the lanes' parameters.
-    let mut fewest = [255u8; 512];
-    let unc_limit = (1usize << ubits).min(512);
-    fewest[..unc_limit].fill(ubits as u8);
-    if alternating {
-        if mask.iter().all(|&m| m == 0) {
-            return None;
-        }
-        bits += zbits_min;
-        let params = IndexSums::from_dense(&idx_hist).best(ubits, ALT_WPARAMS);
-        if !params.iter().any(|(p, _)| *p == WParam::Unc) {
-            fewest = [255u8; 512];
-        }
-        for (p, _) in params.iter().filter(|(p, _)| *p != WParam::Unc) {
-            for (f, &g) in fewest.iter_mut().zip(&GR_BITS[p.ordinal()]) {
-                *f = (*f).min(g);
-            }
-        }
-    } else {
-        for (f, &g) in fewest.iter_mut().zip(&MIN_GR_BITS) {
-            *f = (*f).min(g);
-        }
-    }
-    for (&c, &f) in idx_hist.iter().zip(&fewest) {
-        bits += u64::from(c) * u64::from(f);
-    }
-    Some(bits)
 }
 
 /// Remaps `plan` to the best hole-closing mapping of its mode class (see
@@ -160,50 +111,124 @@ pub(super) fn plan_region(weights: &[i16]) -> RegionPlan {
     plan_region_from(weights, &stats.hist, stats.zbits_min, &cands)
 }
 
+/// The coding of the data between gaps chosen by [`plan_gapped`].
+struct GappedSetup {
+    /// (start, end, is a gap) of every segment, in order.
+    segments: Vec<(usize, usize, bool)>,
+    /// Value histogram of the data (gap zeros removed).
+    hist: Vec<u32>,
+    /// The data's candidate and its mapping.
+    cand: Candidate,
+    mapping: Mapping,
+    /// Best zero-run bits of the data.
+    best_z: u64,
+}
+
+impl GappedSetup {
+    /// Segments and data mapping; `None` if the stream has no gap.
+    ///
+    /// `whole` are the candidates of the whole stream: their alternating
+    /// ones serve the data too (zero is not indexed in alternating mode),
+    /// with the zero-run bits of the data.
+    fn new(weights: &[i16], stats: &Stats, whole: &[Candidate]) -> Option<Self> {
+        if stats.gaps.is_empty() {
+            return None;
+        }
+        let mut segments = Vec::with_capacity(2 * stats.gaps.len() + 1);
+        let mut at = 0;
+        for &(a, b) in &stats.gaps {
+            if a > at {
+                segments.push((at, a, false));
+            }
+            segments.push((a, b, true));
+            at = b;
+        }
+        if at < weights.len() {
+            segments.push((at, weights.len(), false));
+        }
+        let mut hist = stats.hist.clone();
+        hist[slot(0)] -= stats.gap_zeros as u32;
+        let best_z = stats.zbits_data.iter().copied().min().unwrap_or(0);
+        let mut cands = non_alternating_candidates(&hist);
+        cands.extend(
+            whole
+                .iter()
+                .filter(|c| c.alternating)
+                .map(|c| c.with_zero_run_bits(best_z)),
+        );
+        let cand = cands.into_iter().min_by_key(|c| c.estimate)?;
+        let mapping = cand.mapping();
+        Some(Self {
+            segments,
+            hist,
+            cand,
+            mapping,
+            best_z,
+        })
+    }
+
+    /// A lower bound of the planned bits: the gap regions, a header and
+    /// palette per data region, every data index and zero run at its
+    /// fewest bits.
+    fn lower_bound(&self, stats: &Stats) -> u64 {
+        let zero = Mapping::zero();
+        let gaps: u64 = stats
+            .gaps
+            .iter()
+            .map(|&(a, b)| zero_region_plan(&zero, b - a).bits)
+            .sum();
+        let data_regions = self.segments.iter().filter(|s| !s.2).count() as u64;
+        let headers = data_regions * u64::from(SLICE_HEADER_BITS + self.mapping.header_bits());
+        let alternating = self.cand.alternating;
+        let runs = if alternating { stats.zbits_min_data } else { 0 };
+        let indices = index_lower_bound(&self.mapping, alternating, &self.hist).unwrap_or(0);
+        gaps + headers + runs + indices
+    }
+}
+
 /// Regions around long zero runs ("gaps", e.g. the zero padding the
 /// weight ordering inserts): every gap is a region of its own (an all-zero
 /// alternating slice in direct mode, whose `newpal` costs 13 bits), and the
 /// weights between gaps are coded with one index mapping chosen for them
-/// alone (so zero, if it only occurs in the gaps, takes no palette entry).
-/// `None` if there is no gap.
-///
-/// `whole` are the candidates of the whole stream: their alternating ones
-/// serve the data too (zero is not indexed in alternating mode), with the
-/// zero-run bits of the data.
-fn plan_gapped(weights: &[i16], stats: &Stats, whole: &[Candidate]) -> Option<Vec<Region>> {
-    if stats.gaps.is_empty() {
+/// alone (so zero, if it only occurs in the gaps, takes no palette entry;
+/// see [`GappedSetup`]). `None` if there is no gap, or when the plan can
+/// only tie or lose to `bound` (the plan without gap regions, which wins
+/// ties): its lower bound is not below it and no hole-closing palette can
+/// lower it.
+fn plan_gapped(
+    weights: &[i16],
+    stats: &Stats,
+    whole: &[Candidate],
+    bound: u64,
+) -> Option<Vec<Region>> {
+    let setup = GappedSetup::new(weights, stats, whole)?;
+    let alternating = setup.cand.alternating;
+    let hole = best_hole_candidate(&setup.hist, setup.best_z, alternating)
+        .filter(|h| h.estimate < setup.cand.estimate);
+    if hole.is_none() && setup.lower_bound(stats) >= bound {
         return None;
     }
-    // Data segments between gaps.
-    let mut segments = Vec::with_capacity(2 * stats.gaps.len() + 1);
-    let mut at = 0;
-    for &(a, b) in &stats.gaps {
-        if a > at {
-            segments.push((at, a, false));
-        }
-        segments.push((a, b, true));
-        at = b;
+    let mut regions = plan_gapped_from(weights, &setup);
+    if let Some(hole) = hole {
+        let mut data: Vec<&mut RegionPlan> = regions
+            .iter_mut()
+            .zip(&setup.segments)
+            .filter(|(_, s)| !s.2)
+            .map(|(r, _)| &mut r.plan)
+            .collect();
+        remap_if_smaller(&mut data, &hole);
     }
-    if at < weights.len() {
-        segments.push((at, weights.len(), false));
-    }
-    let mut hist = stats.hist.clone();
-    hist[slot(0)] -= stats.gap_zeros as u32;
-    let best_z = stats.zbits_data.iter().copied().min().unwrap_or(0);
-    let mut cands = non_alternating_candidates(&hist);
-    cands.extend(
-        whole
-            .iter()
-            .filter(|c| c.alternating)
-            .map(|c| c.with_zero_run_bits(best_z)),
-    );
-    let cand = cands.iter().min_by_key(|c| c.estimate)?;
-    let data_mapping = cand.mapping();
-    let alternating = cand.alternating;
-    // Symbols of every data segment, then one set of lanes for all.
-    let syms: Vec<Option<Symbols>> = segments
+    Some(regions)
+}
+
+/// The regions of a gapped plan: gap regions and data regions sharing the
+/// setup's mapping and one set of slice-planner lanes.
+fn plan_gapped_from(weights: &[i16], setup: &GappedSetup) -> Vec<Region> {
+    let (mapping, alternating) = (&setup.mapping, setup.cand.alternating);
+    let syms: Vec<Option<Symbols>> = setup
+        .segments
         .iter()
-        .map(|&(a, b, gap)| (!gap).then(|| symbols(&weights[a..b], &data_mapping, alternating)))
+        .map(|&(a, b, gap)| (!gap).then(|| symbols(&weights[a..b], mapping, alternating)))
         .collect();
     let mut idx_hist = [0u32; 512];
     let mut max_run = 0;
@@ -213,18 +238,18 @@ fn plan_gapped(weights: &[i16], stats: &Stats, whole: &[Candidate]) -> Option<Ve
         }
         max_run = max_run.max(sym.zruns.iter().copied().max().unwrap_or(0));
     }
-    let ubits = data_mapping.palette.uncompressed_bits();
+    let ubits = mapping.palette.uncompressed_bits();
     let lanes = Lanes::new(&idx_hist, ubits, alternating, max_run);
     let zero = Mapping::zero();
-    let mut regions = Vec::with_capacity(segments.len());
-    for (&(a, b, _), sym) in segments.iter().zip(syms) {
+    let mut regions = Vec::with_capacity(setup.segments.len());
+    for (&(a, b, _), sym) in setup.segments.iter().zip(syms) {
         let plan = match sym {
             None => zero_region_plan(&zero, b - a),
             Some(sym) => {
                 let (slices, bits) = plan_slices_with(&sym, &lanes);
                 RegionPlan {
-                    bits: bits + u64::from(data_mapping.header_bits()),
-                    mapping: data_mapping.clone(),
+                    bits: bits + u64::from(mapping.header_bits()),
+                    mapping: mapping.clone(),
                     sym,
                     slices,
                 }
@@ -236,18 +261,7 @@ fn plan_gapped(weights: &[i16], stats: &Stats, whole: &[Candidate]) -> Option<Ve
             plan,
         });
     }
-    if let Some(hole) = best_hole_candidate(&hist, best_z, alternating) {
-        if hole.estimate < cand.estimate {
-            let mut data: Vec<&mut RegionPlan> = regions
-                .iter_mut()
-                .zip(&segments)
-                .filter(|(_, s)| !s.2)
-                .map(|(r, _)| &mut r.plan)
-                .collect();
-            remap_if_smaller(&mut data, &hole);
-        }
-    }
-    Some(regions)
+    regions
 }
 
 /// An all-zero region of `len` zeros: one alternating `newpal` slice whose
@@ -426,45 +440,38 @@ pub(super) fn plan_mode_regions(
 mod tests {
     use super::*;
 
-    /// xorshift32 for deterministic test data.
-    fn rng(seed: u32) -> impl FnMut() -> u32 {
-        let mut x = seed;
-        move || {
+    #[test]
+    fn the_gapped_lower_bound_never_exceeds_the_gapped_plan() {
+        // Dense and sparse data between zero runs of 64 to 300 weights.
+        let mut x = 0x0dd_ba11u32;
+        let mut next = move || {
             x ^= x << 13;
             x ^= x >> 17;
             x ^= x << 5;
             x
-        }
-    }
-
-    #[test]
-    fn the_lower_bound_never_exceeds_the_planned_bits() {
-        // Sparse and dense, narrow and wide distributions, with zero
-        // stretches: every candidate of both mode classes.
-        let mut next = rng(0x5eed_1234);
-        for case in 0..40u32 {
-            let n = 64 + (next() % 3000) as usize;
-            let zeros = next() % 100;
-            let spread = 1 + next() % 255;
-            let w: Vec<i16> = (0..n)
-                .map(|k| {
-                    if next() % 100 < zeros || (case % 3 == 0 && k % 500 < 80) {
+        };
+        for case in 0..30u32 {
+            let mut w = Vec::new();
+            for _ in 0..(1 + case % 6) {
+                let zeros = next() % 90;
+                let spread = 1 + next() % 127;
+                for _ in 0..(20 + next() % 900) {
+                    w.push(if next() % 100 < zeros {
                         0
                     } else {
                         ((next() % (2 * spread + 1)) as i32 - spread as i32) as i16
-                    }
-                })
-                .collect();
+                    });
+                }
+                w.extend(std::iter::repeat_n(0, 64 + (next() % 240) as usize));
+                w.push(1 + (next() % 100) as i16);
+            }
             let stats = Stats::new(&w);
             let best_z = stats.zbits.iter().copied().min().unwrap_or(0);
-            for c in all_candidates(&stats.hist, best_z) {
-                let m = c.mapping();
-                let Some(lb) = lower_bound(&m, c.alternating, &stats.hist, stats.zbits_min) else {
-                    continue;
-                };
-                let plan = plan_with(&w, m, c.alternating);
-                assert!(lb <= plan.bits, "case {case}: {lb} > {}", plan.bits);
-            }
+            let cands = all_candidates(&stats.hist, best_z);
+            let setup = GappedSetup::new(&w, &stats, &cands).unwrap();
+            let planned = total_bits(&plan_gapped_from(&w, &setup));
+            let bound = setup.lower_bound(&stats);
+            assert!(bound <= planned, "case {case}: {bound} > {planned}");
         }
     }
 }

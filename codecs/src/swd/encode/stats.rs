@@ -29,12 +29,30 @@ pub(super) struct Stats {
     /// The same with every gap counted as an empty run (the gapped plan
     /// ends a region there).
     pub zbits_data: [u64; 4],
+    /// [`Self::zbits_min`] with every gap counted as an empty run.
+    pub zbits_min_data: u64,
     /// Zero runs of [`GAP_MIN`] or more: (start, end).
     pub gaps: Vec<(usize, usize)>,
     /// Number of zeros in the gaps.
     pub gap_zeros: u64,
     /// Number of zeros in each block of [`REGION_BLOCK`] weights.
     pub block_zeros: Vec<u32>,
+}
+
+/// Bit `i` set where `chunk[i] != 0` (at most 64 weights): one byte per
+/// weight, then 8 bytes to 8 bits by a multiply (byte i of v lands in bit
+/// 56 + i of v * 0x0102..80).
+fn nonzero_mask(chunk: &[i16]) -> u64 {
+    let mut bytes = [0u8; 64];
+    for (b, &v) in bytes.iter_mut().zip(chunk) {
+        *b = u8::from(v != 0);
+    }
+    let mut mask = 0u64;
+    for (g, group) in bytes.chunks_exact(8).enumerate() {
+        let v = u64::from_le_bytes(group.try_into().unwrap_or([0; 8]));
+        mask |= (v.wrapping_mul(0x0102_0408_1020_4080) >> 56) << (8 * g);
+    }
+    mask
 }
 
 /// Accumulates zero-run costs: short runs counted, long ones costed.
@@ -106,10 +124,7 @@ impl Stats {
         };
         for (c, chunk) in weights.chunks(64).enumerate() {
             let base = c * 64;
-            let mut nz = 0u64;
-            for (i, &v) in chunk.iter().enumerate() {
-                nz |= u64::from(v != 0) << i;
-            }
+            let nz = nonzero_mask(chunk);
             let mut pairs = chunk.chunks_exact(2);
             for p in &mut pairs {
                 h2[slot(p[0])][0] += 1;
@@ -119,23 +134,37 @@ impl Stats {
                 h2[slot(v)][0] += 1;
             }
             block_zeros[base / REGION_BLOCK] += chunk.len() as u32 - nz.count_ones();
-            // Runs end at every nonzero weight.
-            let mut pos = 0u32;
-            while nz != 0 {
-                let t = nz.trailing_zeros();
-                run += t - pos;
-                record(run, base + t as usize, &mut runs);
-                run = 0;
-                pos = t + 1;
-                nz &= nz - 1;
+            // Runs end at every nonzero weight. Those right after a
+            // nonzero weight (or at the start) are empty: counted at once.
+            let carry = u64::from(run == 0);
+            let empty = nz & ((nz << 1) | carry);
+            runs.short[0] += empty.count_ones();
+            let mut rest = nz & !empty;
+            while rest != 0 {
+                let t = rest.trailing_zeros();
+                // The previous nonzero weight of this chunk, if any.
+                let below = nz & ((1u64 << t) - 1);
+                let r = if below == 0 {
+                    run + t
+                } else {
+                    t - (63 - below.leading_zeros()) - 1
+                };
+                record(r, base + t as usize, &mut runs);
+                rest &= rest - 1;
             }
-            run += chunk.len() as u32 - pos;
+            run = if nz == 0 {
+                run + chunk.len() as u32
+            } else {
+                chunk.len() as u32 - 1 - (63 - nz.leading_zeros())
+            };
         }
         record(run, n, &mut runs);
         let (zbits, zbits_min) = runs.total(max_run);
         // The gapped plan: every gap is an empty run.
         let mut zbits_data = zbits;
+        let mut zbits_min_data = zbits_min;
         for &(a, b) in &gaps {
+            zbits_min_data -= u64::from(zcost_min((b - a) as u32) - zcost_min(0));
             for (zd, c) in zbits_data.iter_mut().enumerate() {
                 *c -= u64::from(zcost((b - a) as u32, zd as u32) - zcost(0, zd as u32));
             }
@@ -145,6 +174,7 @@ impl Stats {
             zbits,
             zbits_min,
             zbits_data,
+            zbits_min_data,
             gaps,
             gap_zeros,
             block_zeros,
@@ -155,7 +185,7 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::swd::encode::cost::zdiv_costs;
+    use crate::swd::encode::cost::{zcost_min, zdiv_costs};
 
     #[test]
     fn stats_match_a_direct_count() {
@@ -172,5 +202,41 @@ mod tests {
         assert_eq!(s.zbits, zdiv_costs(&[0, 2, 100, 1, 70]));
         assert_eq!(s.zbits_min, 1 + 3 + 16 + 2 + 12);
         assert_eq!(s.zbits_data, zdiv_costs(&[0, 2, 0, 1, 0]));
+    }
+
+    #[test]
+    fn run_statistics_match_a_direct_count_on_random_sequences() {
+        let mut x = 0x2545_f491u32;
+        for case in 0..60u32 {
+            let n = 1 + (case as usize * 37) % 700;
+            let zeros = case % 10;
+            let w: Vec<i16> = (0..n)
+                .map(|k| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    if x % 10 < zeros || (case % 3 == 0 && (k / 150) % 2 == 1) {
+                        0
+                    } else {
+                        (x >> 8) as i16 % 100
+                    }
+                })
+                .collect();
+            let mut runs = Vec::new();
+            let mut r = 0u32;
+            for &v in &w {
+                if v == 0 {
+                    r += 1;
+                } else {
+                    runs.push(r);
+                    r = 0;
+                }
+            }
+            runs.push(r);
+            let s = Stats::new(&w);
+            assert_eq!(s.zbits, zdiv_costs(&runs), "case {case}");
+            let min: u64 = runs.iter().map(|&r| u64::from(zcost_min(r))).sum();
+            assert_eq!(s.zbits_min, min, "case {case}");
+        }
     }
 }
