@@ -63,9 +63,9 @@ fn weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel() {
     // feature maps in region 2 peak at 64 KiB early (two 1x1 convolutions, 48 + 16 KiB), then
     // shrink (max pool to 16x16x16, a 5x5 convolution to 16x16x64, ~3200 cycles); the last
     // convolution (3x3 stride 3 to 5x5x32) has 23 KiB of streams that take ~2000 cycles to
-    // read from DRAM, ~1200 from SRAM. They are copied into region 2 below the
-    // peak while the convolution before it runs, a DMA_WAIT precedes its kernel, and the
-    // result is bit-exact. Nothing else is staged (no room beside the early peak).
+    // read from DRAM, ~1200 from SRAM. They are copied into region 2 while the
+    // convolution before it runs, a DMA_WAIT precedes its kernel, and the result is
+    // bit-exact. Nothing else is staged (it does not pay).
     let mut rng = Rng(11);
     let mut b = GraphBuilder::new("staging");
     let mut x = b.input("x", DType::Int8, [1, 32, 32, 16]);
@@ -155,6 +155,73 @@ fn weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel() {
         let ours: Vec<u64> = model.operators.iter().map(|o| o.cycles).collect();
         assert_eq!(per_op, ours);
     }
+}
+
+#[test]
+fn staging_may_raise_the_sram_peak_when_optimising_for_performance() {
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::isa::Command as C;
+    // Five fully connected layers 128 -> 128 (16 KiB of weights each) on ethos-u85-2048 in
+    // DRAM_Mid / Dedicated_Sram_384KB: the feature maps take a few hundred bytes of region 2,
+    // so staging buffers go above them (the fast memory is there to be used for speed). A
+    // buffer written while the operation before the previous one may still read the same
+    // bytes waits for it (KERNEL_WAIT 1 right before the DMA). Optimising for size stages
+    // nothing and keeps region 2 at the feature maps' size. Both are bit-exact.
+    let mut rng = Rng(41);
+    let mut b = GraphBuilder::new("fcs");
+    let mut x = b.input("x", DType::Int8, [1, 128]);
+    for i in 0..5 {
+        let wt = b.const_i8(&format!("w{i}"), [128, 128], &rng.i8s(128 * 128));
+        let bt = b.const_i32(&format!("b{i}"), [128], &[0; 128]);
+        let fc = FullyConnectedAttrs {
+            input_zp: 0,
+            weight_zp: 0,
+        };
+        let acc = b.op(&format!("fc{i}"), Op::FullyConnected(fc), &[x, wt, bt]);
+        let r = out_rescale(&mut rng, 128, 44, RescaleRounding::DoubleRound, 0);
+        x = b.op(&format!("rescale{i}"), Op::Rescale(r), &[acc]);
+    }
+    b.output(x);
+    let g = b.finish().unwrap();
+    let fast = Options::new(Accelerator::U85_2048);
+    let small = Options {
+        optimise: npuc::compile::Optimise::Size,
+        ..fast.clone()
+    };
+    let m = compile(&g, &fast).unwrap();
+    let s = compile(&g, &small).unwrap();
+    let cmds: Vec<C> = decode_stream(&m.command_stream)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.command)
+        .collect();
+    let dmas = cmds
+        .iter()
+        .filter(|c| matches!(c, C::OpDmaStart(_)))
+        .count();
+    assert!(dmas >= 2, "{dmas} staging DMAs");
+    assert!(
+        m.fast_size >= 16 * 1024 + s.fast_size,
+        "{} / {}",
+        m.fast_size,
+        s.fast_size
+    );
+    assert!(m.estimated_cycles() < s.estimated_cycles());
+    assert!(!decode_stream(&s.command_stream)
+        .unwrap()
+        .iter()
+        .any(|d| matches!(d.command, C::OpDmaStart(_))));
+    // Some DMA reuses bytes of an earlier staging buffer and waits for its reader first.
+    let waited = cmds.windows(2).any(|w| {
+        matches!(w[0], C::OpKernelWait(k) if k.n == 1)
+            && matches!(w[1], C::SetDma0Src(_) | C::SetDma0Dst(_) | C::SetDma0Len(_))
+    });
+    assert!(waited, "no KERNEL_WAIT 1 before a staging DMA");
+    let inputs = random_inputs(&g, &mut Rng(5));
+    let want = npuc_ir::run_outputs(&g, inputs.clone()).unwrap();
+    let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
+    assert_eq!(simulate(&m, &bytes)[0], want[0].to_le_bytes());
+    assert_eq!(simulate(&s, &bytes)[0], want[0].to_le_bytes());
 }
 
 #[test]
@@ -321,8 +388,7 @@ fn large_weight_streams_are_staged_in_double_buffered_ofm_depth_slices() {
     // convolutions' streams do not fit whole below the feature maps' peak in region 2, so
     // they run as OFM-depth slices, each slice's streams copied into one of two buffers while
     // the previous slice runs (KERNEL_WAIT 1, DMA, ..., DMA_WAIT 0, kernel). Every NPU segment
-    // is bit-exact against the reference interpreter, and the peak SRAM is no higher than the
-    // feature maps alone need.
+    // is bit-exact against the reference interpreter.
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../models/tflite/mobilenet_v1_050_128_clustered.tflite");
     let bytes = std::fs::read(path).unwrap();
@@ -349,10 +415,4 @@ fn large_weight_streams_are_staged_in_double_buffered_ofm_depth_slices() {
     )
     .unwrap();
     assert!(parts.iter().all(|p| p.report.is_bit_exact()));
-    let without = Options {
-        optimise: npuc::compile::Optimise::Size,
-        ..Options::default()
-    };
-    let fm_only = npuc::tflite_out::compile_tflite(&bytes, &without, &mut |_| {}).unwrap();
-    assert_eq!(fm_only.partition.segments[0].model.fast_size, m.fast_size);
 }

@@ -458,8 +458,11 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     }
     // The DMA bringing operation k's (first) stream block into the staging memory.
     let stage_dma = |w: &mut Writer, k: usize| match &staged[k] {
-        staging::Staged::Whole { region, at } => {
+        staging::Staged::Whole { region, at, wait } => {
             if let Some(enc) = plans[k].enc.as_ref() {
+                if *wait {
+                    w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+                }
                 weights::dma_commands(w, blocks[k][0], *region, *at, enc.size());
             }
         }
@@ -467,8 +470,14 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             region,
             bufs,
             slices,
+            wait,
             ..
-        } => weights::dma_commands(w, blocks[k][0], *region, bufs[0], slices[0].enc.size()),
+        } => {
+            if *wait {
+                w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+            }
+            weights::dma_commands(w, blocks[k][0], *region, bufs[0], slices[0].enc.size())
+        }
         staging::Staged::Direct => {}
     };
     w.set(Command::SetBlockdep(SetBlockdep { blockdep: 0 }));
@@ -528,7 +537,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
                 .enumerate()
                 .map(|(j, s)| (&s.op, Some(s.enc.layout()), *region, bufs[j % 2]))
                 .collect(),
-            staging::Staged::Whole { region, at } => {
+            staging::Staged::Whole { region, at, .. } => {
                 vec![(op, plan.enc.as_ref().map(|e| e.layout()), *region, *at)]
             }
             staging::Staged::Direct => vec![(

@@ -1,20 +1,23 @@
 //! Weight and scale staging: copying an operation's stream block from region 0 into the
 //! staging memory ([`Target::staging`]) by DMA while the previous operation runs.
 //!
-//! The DMA for operation `k` is issued right after the kernel command of operation `k - 1`,
-//! when operation `k - 2` may still be running, so its buffer must not overlap anything live
-//! from `k - 2` to `k` ([`Item`] `k-2..=k`); at most two staging buffers are live at a time
-//! (double buffering). An operation whose whole block does not fit (or whose DMA the previous
-//! operation cannot hide) may instead run as OFM-depth slices ([`slice`]), each slice's block
-//! copied into one of two buffers while the previous slice runs (a KERNEL_WAIT 1 before each
-//! such DMA makes sure the slice that last read that buffer has finished). Operation by
-//! operation, in order, the cheapest of direct, whole and sliced (2, 3, 4, 6 or 8 slices of a
-//! multiple of the microblock depth, the block depth clamped to the slice) is taken, staged when the cost
-//! model says it pays: the operation's cycles with its streams in the staging memory, plus the
-//! part of the DMA's cycles the previous operation does not hide, must be below its cycles
-//! reading region 0; and when a buffer fits ([`alloc::fit`]) beside the feature maps of that
-//! region, below their high-water mark (staging never raises the peak memory use) and within
-//! the region's capacity.
+//! The DMA for operation `k` is issued right after the kernel command of operation `k - 1`.
+//! Its buffer must not overlap anything live at `k - 1` or `k` ([`Item`] `k-1..=k`); operation
+//! `k - 2` may still be running when the DMA is issued, so when the buffer overlaps bytes live
+//! at `k - 2` a KERNEL_WAIT 1 precedes the DMA (after a chained pair `k-2, k-1`, which runs
+//! interleaved, the buffer avoids everything live from `k - 2` instead). An operation whose
+//! whole block does not fit (or whose DMA the previous operation cannot hide) may instead run
+//! as OFM-depth slices ([`slice`]), each slice's block copied into one of two buffers while
+//! the previous slice runs (a KERNEL_WAIT 1 before each such DMA makes sure the slice that
+//! last read that buffer has finished). Operation by operation, in order, the cheapest of
+//! direct, whole and sliced (2, 3, 4, 6 or 8 slices of a multiple of the microblock depth,
+//! the block depth clamped to the slice) is taken, staged when the cost model says it pays:
+//! the operation's cycles with its streams in the staging memory, plus the part of the DMA's
+//! cycles the previous operation does not hide, must be below its cycles reading region 0;
+//! and when a buffer fits ([`alloc::fit`]) in the staging memory beside the feature maps.
+//! Staging is for speed (nothing is staged optimising for size), so buffers may raise the
+//! peak memory use above the feature maps' within the region's capacity when the memory mode
+//! gives one (`arena_cache_size`); without one they stay below the feature maps' peak.
 
 use super::plan::{estimate, OpPlan};
 use super::*;
@@ -24,8 +27,9 @@ use crate::compile::alloc::{self, Item};
 pub(super) enum Staged {
     /// From region 0.
     Direct,
-    /// Copied whole into `region` at `at`.
-    Whole { region: u8, at: u64 },
+    /// Copied whole into `region` at `at`; `wait`: the DMA waits for the kernel before the
+    /// previous one (KERNEL_WAIT 1), whose buffers the copy overwrites.
+    Whole { region: u8, at: u64, wait: bool },
     /// In OFM-depth slices, each copied into `bufs[j % 2]` of `region` (double buffering).
     Sliced {
         region: u8,
@@ -33,6 +37,8 @@ pub(super) enum Staged {
         slices: Vec<slice::Slice>,
         /// The slices' block (the operation's, its depth at most the slice depth).
         block: BlockConfig,
+        /// The first slice's DMA waits for the kernel before the previous one.
+        wait: bool,
     },
 }
 
@@ -55,13 +61,20 @@ pub(super) fn stage(
         .filter(|&i| p.regions[i] == region)
         .map(|i| (alloc::buffer_item(l, i), p.offsets[i]))
         .collect();
-    // Whole blocks go only where the feature maps leave room below their high-water mark.
+    // Staging is for speed (`--optimise performance`; nothing is staged optimising for
+    // size): buffers may use the whole staging memory, above the feature maps' peak, when the
+    // memory mode gives its size (`arena_cache_size`); without one they stay below the
+    // feature maps' high-water mark.
     let fm_size = if region == crate::compile::REGION_FAST {
         p.fast_size
     } else {
         p.arena_size
     };
-    let hwm = capacity.min(fm_size);
+    let hwm = if capacity == u64::MAX {
+        fm_size
+    } else {
+        capacity
+    };
     let none = BTreeMap::new();
     let dma_cycles = |size: u64| {
         let mut w = Writer::default();
@@ -74,10 +87,35 @@ pub(super) fn stage(
             prev_cycles = plan.cycles;
             continue;
         };
+        // The DMA is issued after the previous operation's kernel command, when the one
+        // before may still run: its buffer lives from the previous operation on, and waits
+        // (KERNEL_WAIT 1) for the one before when it overlaps what that one uses. After a
+        // chain the pair runs interleaved: the buffer then avoids both.
+        let after_chain = k >= 2 && chains[k - 2].is_some();
+        let first = if after_chain {
+            k.saturating_sub(2)
+        } else {
+            k.saturating_sub(1)
+        };
         let item = |size: u64| Item {
             size,
-            start: k.saturating_sub(2),
+            start: first,
             end: k,
+        };
+        let second = |size: u64| Item {
+            size,
+            start: k,
+            end: k,
+        };
+        let waits = |off: u64, size: u64| {
+            !after_chain
+                && k >= 2
+                && occupied.iter().any(|(o, at)| {
+                    o.start <= k - 2
+                        && k - 2 <= o.end
+                        && *at < off + size.next_multiple_of(alloc::ALIGN)
+                        && off < at + o.size.next_multiple_of(alloc::ALIGN)
+                })
         };
         let at = locs(op, p, l, &none);
         let staged = estimate(target, op, &plan.block, Some(&enc.layout()), region, &at);
@@ -85,7 +123,16 @@ pub(super) fn stage(
         let mut best = (plan.cycles, Staged::Direct, plan.cycles);
         if cost < best.0 {
             if let Some(off) = alloc::fit(&occupied, item(enc.size()), hwm) {
-                best = (cost, Staged::Whole { region, at: off }, staged);
+                let wait = waits(off, enc.size());
+                best = (
+                    cost,
+                    Staged::Whole {
+                        region,
+                        at: off,
+                        wait,
+                    },
+                    staged,
+                );
             }
         }
         // Slices: only the first slice's DMA waits for the previous operation; slice j + 1's
@@ -126,11 +173,13 @@ pub(super) fn stage(
                     cands.push((cost, size, last, slices, block));
                 }
             }
+            // The second buffer is first written after KERNEL_WAIT 1 behind slice 0: the
+            // operations before have finished.
             let place = |size: u64, cap: u64| {
                 let a = alloc::fit(&occupied, item(size), cap)?;
                 let mut with_a = occupied.clone();
                 with_a.push((item(size), a));
-                Some([a, alloc::fit(&with_a, item(size), cap)?])
+                Some([a, alloc::fit(&with_a, second(size), cap)?])
             };
             // The cheapest that fits below the high-water mark.
             let pick = cands
@@ -141,7 +190,8 @@ pub(super) fn stage(
                 .min_by_key(|&(cost, i, _)| (cost, i))
                 .map(|(_, i, b)| (i, b));
             if let Some((i, bufs)) = pick {
-                let (cost, _, last, slices, block) = cands.swap_remove(i);
+                let (cost, size, last, slices, block) = cands.swap_remove(i);
+                let wait = waits(bufs[0], size);
                 best = (
                     cost,
                     Staged::Sliced {
@@ -149,6 +199,7 @@ pub(super) fn stage(
                         bufs,
                         slices,
                         block,
+                        wait,
                     },
                     last,
                 );
@@ -161,7 +212,7 @@ pub(super) fn stage(
             Staged::Sliced { bufs, slices, .. } => {
                 let size = slices.iter().map(|s| s.enc.size()).max().unwrap_or(0);
                 occupied.push((item(size), bufs[0]));
-                occupied.push((item(size), bufs[1]));
+                occupied.push((second(size), bufs[1]));
             }
         }
         prev_cycles = last;
