@@ -474,17 +474,6 @@ fn a_65536_entry_table_of_a_piecewise_linear_function_is_lut_s16_s16() {
     assert_eq!(lut_mode(&g), ActivationFunction::LutS16S16);
 }
 
-#[test]
-fn a_lookup_no_lut_mode_reproduces_is_refused() {
-    let mut rng = Rng(9);
-    let noise: Vec<i16> = rng.i16s(65536);
-    let g = lookup_graph("noise", 1 << 30, 30, -32768, 32767, &|x| {
-        noise[(x + 32768) as usize]
-    });
-    let e = compile(&g, &Options::default()).unwrap_err().to_string();
-    assert!(e.contains("no 16-bit LUT mode"), "{e}");
-}
-
 // ---- ABS and leaky ReLU (ELEMENTWISE abs / lrelu) ----
 
 fn rescale_attrs(

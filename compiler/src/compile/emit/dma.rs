@@ -1,4 +1,5 @@
-//! Memory-to-memory DMA operations (TRM 3.10.4 NPU_OP_DMA_START): a SCATTER's copies.
+//! Memory-to-memory DMA operations (TRM 3.10.4 NPU_OP_DMA_START): a SCATTER's copies and a
+//! GATHER's table lookups (destination and source index modes).
 //!
 //! A DMA runs alongside kernel operations, so it is fenced on both sides: NPU_OP_KERNEL_WAIT 0
 //! before it (the kernel writing its source or reading its destination has finished) unless
@@ -6,7 +7,7 @@
 //! its result, and no later DMA reorders against it).
 
 use super::*;
-use crate::compile::lower::DmaCopy;
+use crate::compile::lower::{DmaCopy, DmaIndex};
 
 /// Bytes per cycle assumed by the compile-time estimate of a DMA.
 const BYTES_PER_CYCLE: u64 = 16;
@@ -21,17 +22,25 @@ pub(super) fn dma_commands(
 ) {
     let stride_mode = if d.size1 > 1 {
         DmaStrideMode::D3
-    } else if d.size0 > 1 || d.scatter.is_some() {
+    } else if d.size0 > 1 || d.index.is_some() {
         DmaStrideMode::D2
     } else {
         DmaStrideMode::D1
     };
-    let scatter = d.scatter.is_some() && idx.is_some();
+    let mode = |end: fn(&DmaIndex) -> bool| {
+        if idx.is_some() && d.index.as_ref().is_some_and(end) {
+            DmaIdxMode::Enabled
+        } else {
+            DmaIdxMode::Disabled
+        }
+    };
+    let gather = mode(|i| matches!(i, DmaIndex::Gather(_)));
+    let scatter = mode(|i| matches!(i, DmaIndex::Scatter(_)));
     w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
         region: src.0,
         region_mode: DmaRegionMode::External,
         stride_mode,
-        idx_mode: DmaIdxMode::Disabled,
+        idx_mode: gather,
     }));
     let a = |v: u64| addr(v);
     // Signed 40-bit strides: the high byte is bits 39:32 of the two's complement value.
@@ -44,11 +53,7 @@ pub(super) fn dma_commands(
     w.set(Command::SetDma0DstRegion(SetDma0DstRegion {
         region: dst.0,
         region_mode: DmaRegionMode::External,
-        idx_mode: if scatter {
-            DmaIdxMode::Enabled
-        } else {
-            DmaIdxMode::Disabled
-        },
+        idx_mode: scatter,
     }));
     let (hi, lo) = a(dst.1);
     w.set(Command::SetDma0Dst(SetDma0Dst {
@@ -89,12 +94,14 @@ pub(super) fn dma_commands(
             addr_hi: hi,
             addr_lo: lo,
         }));
-        if scatter {
+        if d.index.is_some() && idx.is_some() {
             // The indices of consecutive rows are contiguous.
             w.set(Command::SetDma0IdxSkip1(SetDma0IdxSkip1::default()));
         }
     }
-    if let (Some(max), Some((region, at))) = (d.scatter, idx) {
+    if let (Some(DmaIndex::Scatter(max) | DmaIndex::Gather(max)), Some((region, at))) =
+        (d.index, idx)
+    {
         w.set(Command::SetDma0IdxRegion(SetDma0IdxRegion { region }));
         w.set(Command::SetDma0IdxMax(SetDma0IdxMax { idx_max: max }));
         let (hi, lo) = a(at);

@@ -8,7 +8,8 @@
 //! comes out of the activation as `acc`, so LUT entry `(v + 128) & 255` must hold
 //! `table[v + c]`, i.e. `lut[p] = table[(p + c - 128) mod 256]` (the map is one-to-one on
 //! the 256 possible values). The LUT fuses into the operation writing `v` when nothing else
-//! reads `v`; otherwise a 1x1 max pool copies `v` through the LUT.
+//! reads `v`; otherwise a 1x1 max pool copies `v` through the LUT. Any other GATHER with
+//! computed indices is a DMA gather ([`super::gather_dma`]).
 
 use super::*;
 use npuc_backend::isa::ActivationFunction;
@@ -62,10 +63,7 @@ impl<'g> Ctx<'g> {
     pub(super) fn lower_gather_table(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let Some((function, table)) = self.gather_table(node) else {
-            return Err(unsupported(
-                node,
-                "GATHER with computed indices needs a constant [1, 256, 1] table",
-            ));
+            return self.lower_gather_dma(o, vec![node.name.clone()]);
         };
         let y = node.outputs()[0];
         // Back from the index through RESHAPEs and deferred constant additions.

@@ -11,8 +11,9 @@
 //! in one of the 16-bit LUT modes (`lut_s16_s16`, `lut_tanh`, `lut_sigmoid`), whose
 //! interpolating tables are fitted to the function `v -> y` ([`super::lut16::fit`]). The
 //! first mode whose table reproduces the graph for every value of `x` is used (checked
-//! against the reference interpreter, [`Ctx::verify_unary`]); if none does, the operator is
-//! refused.
+//! against the reference interpreter, [`Ctx::verify_unary`]); if none does, the operators
+//! before the GATHER are lowered as they are (the index computed as an i32 feature map) and
+//! the GATHER becomes a DMA gather from the table ([`super::gather_dma`]).
 
 use super::lut16::{fit, input_range, simulate};
 use super::table::pass_through;
@@ -172,16 +173,45 @@ impl<'g> Ctx<'g> {
                 break;
             }
         }
-        let lut = found.ok_or_else(|| {
-            unsupported(
-                node,
-                "no 16-bit LUT mode reproduces this table lookup for every input",
-            )
-        })?;
+        let Some(lut) = found else {
+            return self.lower_lookup_dma(o, &l);
+        };
         let idx = self.lowered.ops.len();
         op.ofm.buffer = self.new_buffer(y, Some(idx));
         self.push(op);
         self.lowered.luts.insert(idx, lut);
         Ok(())
+    }
+}
+
+impl<'g> Ctx<'g> {
+    /// A lookup no LUT mode reproduces: its index operators on their own, then a DMA gather.
+    fn lower_lookup_dma(&mut self, o: OpId, l: &Lookup) -> Result<(), CompileError> {
+        let (gather, index) = l.ops.split_last().expect("the GATHER");
+        for &p in index {
+            self.fused.remove(&p);
+            let pn = self.node(p);
+            match pn.op {
+                // Folded by its reader (the index ADD) where it can.
+                Op::Rescale(_) if self.dtype(pn.outputs()[0]) == DType::Int32 => {
+                    self.deferred.insert(p);
+                }
+                Op::Rescale(_) => self.lower_rescale(p)?,
+                Op::Clamp(_) => {
+                    self.materialize(pn.inputs()[0])?;
+                    self.lower_clamp_i32(p)?;
+                }
+                Op::Add => self.lower_elementwise(p)?,
+                _ => {
+                    // RESHAPE / IDENTITY: an alias.
+                    let x = pn.inputs()[0];
+                    self.materialize(x)?;
+                    let buf = self.input_buffer(pn, x)?;
+                    self.lowered.tensor_buffer.insert(pn.outputs()[0], buf);
+                }
+            }
+        }
+        let name = self.node(*gather).name.clone();
+        self.lower_gather_dma(o, vec![name])
     }
 }

@@ -10,6 +10,7 @@ mod constant;
 mod conv;
 mod elementwise;
 mod gather;
+mod gather_dma;
 mod irfn;
 mod logical;
 mod lookup;
@@ -41,7 +42,7 @@ use npuc_ir::{
     DType, Graph, Op, OpId, OpNode, RescaleAttrs, RescaleRounding, TensorData, TensorId,
 };
 pub use resize::{ResizeAxis, ResizeParams};
-pub use scatter::DmaCopy;
+pub use scatter::{DmaCopy, DmaIndex};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A feature-map buffer: one per graph input and per NPU operation output (RESHAPE aliases).

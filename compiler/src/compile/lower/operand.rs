@@ -223,6 +223,7 @@ impl<'g> Ctx<'g> {
                 | Op::Abs
                 | Op::Clz
                 | Op::Rescale(_)
+                | Op::FullyConnected(_)
         );
         listed && !self.g.outputs().contains(&out) && self.is_constant(out)
     }

@@ -24,9 +24,19 @@ pub struct DmaCopy {
     pub src_stride: (i64, i64),
     /// Destination byte steps per transfer and per row.
     pub dst_stride: (i64, i64),
-    /// Destination index mode: the largest valid index (IDX_MAX); the i32 indices are the
-    /// operation's IFM2, one per transfer, rows contiguous.
-    pub scatter: Option<u32>,
+    /// Index mode (destination: SCATTER, source: GATHER) with the largest valid index
+    /// (IDX_MAX); the i32 indices are the operation's IFM2, one per transfer, rows contiguous.
+    pub index: Option<DmaIndex>,
+}
+
+/// Which end of a DMA the indices address, and the largest valid index (IDX_MAX): an index
+/// outside `0..=max` skips its transfer (TRM 3.10.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DmaIndex {
+    /// Destination index mode: transfer `x` goes to `dst + idx[x] * dst_stride.0`.
+    Scatter(u32),
+    /// Source index mode: transfer `x` comes from `src + idx[x] * src_stride.0`.
+    Gather(u32),
 }
 
 impl DmaCopy {
@@ -37,7 +47,7 @@ impl DmaCopy {
 }
 
 /// A byte window of a buffer for a DMA operation.
-fn bytes_fm(buffer: usize, size: u64) -> Fm {
+pub(super) fn bytes_fm(buffer: usize, size: u64) -> Fm {
     Fm {
         buffer,
         shape: (1, 1, size.clamp(1, u64::from(u32::MAX)) as u32),
@@ -49,7 +59,14 @@ fn bytes_fm(buffer: usize, size: u64) -> Fm {
 }
 
 impl<'g> Ctx<'g> {
-    fn push_dma(&mut self, name: String, src: Fm, dst: Fm, idx: Option<Fm>, copy: DmaCopy) {
+    pub(super) fn push_dma(
+        &mut self,
+        name: String,
+        src: Fm,
+        dst: Fm,
+        idx: Option<Fm>,
+        copy: DmaCopy,
+    ) {
         self.push(NpuOp {
             fused: vec![name.clone()],
             name,
@@ -73,7 +90,7 @@ impl<'g> Ctx<'g> {
     }
 
     /// The buffer of a DMA source: its own, or its constant values stored as `dtype`.
-    fn dma_source(
+    pub(super) fn dma_source(
         &mut self,
         node: &OpNode,
         t: TensorId,
@@ -157,7 +174,7 @@ impl<'g> Ctx<'g> {
                     size1: 1,
                     src_stride: (0, 0),
                     dst_stride: (0, 0),
-                    scatter: None,
+                    index: None,
                 },
             );
         }
@@ -172,7 +189,7 @@ impl<'g> Ctx<'g> {
                 size1: n32,
                 src_stride: (row as i64, (row * w as u64) as i64),
                 dst_stride: (row as i64, (row * k as u64) as i64),
-                scatter: Some(k32 - 1),
+                index: Some(DmaIndex::Scatter(k32 - 1)),
             },
         );
         Ok(())
