@@ -61,6 +61,10 @@ fn add_stream(ofm_region: u8) -> Vec<u32> {
         Command::SetOfmWidth0M1(SetOfmWidth0M1 { width_m1: 7 }),
         Command::SetOfmHeight0M1(SetOfmHeight0M1 { height_m1: 7 }),
         Command::SetOfmHeight1M1(SetOfmHeight1M1 { height_m1: 7 }),
+        // One block covers the OFM.
+        Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 { height_m1: 7 }),
+        Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 { width_m1: 7 }),
+        Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 { depth_m1: 15 }),
         Command::OpElementwise(OpElementwise {
             elementwise_mode: ElementwiseMode::Add,
         }),
@@ -85,11 +89,17 @@ fn elementwise_add_is_bound_by_the_ao_unit_in_the_default_system() {
     assert_eq!(op.cost.macs, 0);
     // Table 4-12: CB_8 -> OB_8 at 1 element per SU per cycle, 4 SUs: 1024 / 4.
     assert_eq!(op.cost.compute_cycles, 256);
-    // Region 1 is DRAM (arena of Dedicated_Sram): 12 B/cycle reads, 12 B/cycle writes.
+    // Region 1 is DRAM (arena of Dedicated_Sram). Each operand is one contiguous kilobyte
+    // (16 channels fill whole words, the rows follow each other): 8 bursts of 128 bytes, each
+    // holding one of the 256's 32 outstanding reads for 500 cycles: 2 x 8 x 500 / 32 = 250
+    // cycles (the data alone would take 128 beats / 0.75 = 171).
     assert_eq!(op.memory_read[memory_index(MemoryKind::Dram)], 2048);
-    assert_eq!(op.memory_cycles[memory_index(MemoryKind::Dram)], 171);
-    assert_eq!(op.cycles, 256);
-    assert_eq!(p.total_cycles, 256);
+    assert_eq!(op.memory_cycles[memory_index(MemoryKind::Dram)], 250);
+    // The AO sets the pace (256); one block only, so nothing overlaps the fill and drain:
+    // the reads' data (171) and the write's (64 beats / 0.75 = 85) come on top, and the
+    // first read's latency (500) and the last write's (250).
+    assert_eq!(op.cycles, 256 + (128 + 64) * 4 / 3 + 750);
+    assert_eq!(p.total_cycles, op.cycles);
     // The OFM ends at 2048 + 1024.
     assert_eq!(p.peak[1], 3072);
     assert_eq!(p.memory_peak(&m.map, MemoryKind::Dram), 3072);
@@ -108,7 +118,9 @@ fn a_slow_memory_bounds_the_operation() {
     // 2048: 32 SUs -> 32 compute cycles; SRAM reads 2048 B at 32 B/cycle -> 64.
     assert_eq!(op.cost.compute_cycles, 32);
     assert_eq!(op.memory_cycles[memory_index(MemoryKind::Sram)], 64);
-    assert_eq!(op.cycles, 64);
+    // The reads set the pace; the block's AO (32) and write (1024 B / 32 = 32) and both
+    // SRAM latencies (8 + 8) come on top.
+    assert_eq!(op.cycles, 64 + 32 + 32 + 16);
 }
 
 #[test]
@@ -147,8 +159,10 @@ fn dma_from_flash_costs_its_bytes_at_flash_bandwidth() {
     assert_eq!(op.instruction, "NPU_OP_DMA_START");
     assert_eq!(op.memory_read[memory_index(MemoryKind::OffChipFlash)], 1000);
     assert_eq!(op.memory_written[memory_index(MemoryKind::Sram)], 1000);
-    // Off-chip flash: 16 B x 0.0625 = 1 B/cycle; 2 reads x 128 B / 64 cycles = 4 B/cycle.
-    assert_eq!(op.cycles, 1000);
+    // Off-chip flash: one 16-byte beat per 16 cycles (clock scale 0.0625), 63 beats (the
+    // last one partial); 8 bursts x 64 cycles / 2 outstanding reads = 256 is less. The flash
+    // read latency (64) and the SRAM write latency (32) come on top.
+    assert_eq!(op.cycles, 1008 + 64 + 32);
     assert_eq!((p.peak[0], p.peak[2]), (1256, 1000));
 }
 
@@ -182,4 +196,22 @@ fn dmas_overlap_kernels_until_the_stream_waits() {
     u.schedule(false, 10);
     assert!(u.issue >= 10);
     assert_eq!(u.end(), 30);
+}
+
+#[test]
+fn a_dma_and_a_kernel_on_the_same_memory_share_its_channels() {
+    use npuc_backend::perf::{Timeline, NUM_MEMORIES};
+    // A DMA that keeps the DRAM read channel (index 2) busy for 1000 cycles, then a kernel
+    // issued at once whose own cycles are 300 but which needs 200 cycles of that channel: it
+    // ends when the channel has served both (1200), not at 300.
+    let mut t = Timeline::default();
+    let mut dram_read = [0; 2 * NUM_MEMORIES];
+    dram_read[2 * memory_index(MemoryKind::Dram)] = 1000;
+    assert_eq!(t.schedule_on(true, 1000, &dram_read), (0, 1000));
+    dram_read[2 * memory_index(MemoryKind::Dram)] = 200;
+    assert_eq!(t.schedule_on(false, 300, &dram_read), (0, 1200));
+    // A kernel on another memory is not delayed.
+    let mut sram_read = [0; 2 * NUM_MEMORIES];
+    sram_read[2 * memory_index(MemoryKind::Sram)] = 200;
+    assert_eq!(t.schedule_on(false, 300, &sram_read), (1200, 1500));
 }

@@ -5,7 +5,10 @@
 //! Both are models, not measurements: the tests pin how far apart they are (`RATIO_RANGE`,
 //! `GEOMEAN_RANGE`; MACs exactly where Vela counts the stream's MAC-unit work) so that a change
 //! in either shows, and check the per-operation counts against the simulator.
-//! The table: `cargo test -p npuc-tests --test perf_vs_vela -- --ignored --nocapture`.
+//! The tables: `cargo test -p npuc-tests --test perf_vs_vela -- --ignored --nocapture`
+//! (`print_comparison_table` per network; `print_per_operation_table` per operation of
+//! `NPUC_PERF_NET` in `NPUC_PERF_CONFIG`; `print_single_operation_table` for the
+//! single-operation models of `NPUC_PERF_CONFIG`).
 
 mod common;
 
@@ -143,13 +146,15 @@ fn rows() -> Vec<Row> {
 }
 
 /// Measured on the 36 network x configuration rows (see docs/decisions.md P11): npuc's total
-/// cycles are 0.10 to 0.91 of Vela's, geometric mean 0.41. npuc is systematically lower: its
-/// model has no per-block or per-operation overhead (the TRM gives none, chapter 4 only warns
-/// that "there may be more overhead at top level") and hides memory latency behind the CC's
-/// pipelining, where Vela charges DRAM/flash access cycles per transfer. The bounds pin that
-/// spread with some room, so a change in either model shows.
-const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.07..=1.25;
-const GEOMEAN_RANGE: std::ops::RangeInclusive<f64> = 0.3..=0.6;
+/// cycles are 0.65 to 1.34 of Vela's, geometric mean 0.87. Where they differ, per operation
+/// (`print_per_operation_table`): Vela charges ~390 DRAM cycles per OFM block and 16-channel
+/// scale set for scales its own stream staged into SRAM (npuc times the SRAM reads); on the
+/// 256 npuc caps DRAM_Mid's 64 outstanding reads at the AXI_EXT port's 32 (TRM Table 3-23),
+/// doubling a 3-channel input image's latency-bound read; Vela's compute cycles exceed TRM
+/// chapter 4's for depthwise convolutions (~1.4x) and some pools and copies. The bounds pin
+/// the agreement with a little room, so a change in either model shows.
+const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.6..=1.45;
+const GEOMEAN_RANGE: std::ops::RangeInclusive<f64> = 0.8..=0.95;
 
 #[test]
 fn total_cycles_stay_within_the_measured_spread_of_velas_estimate() {
@@ -321,5 +326,170 @@ fn per_operation_counts_agree_with_the_simulator() {
                 );
             }
         }
+    }
+}
+
+/// Vela's per-operation rows with cycles (fused activations and chained elementwise
+/// operations have none): (NNG operator, Op Cycles, NPU, SRAM AC, DRAM AC, OnFlash AC,
+/// OffFlash AC).
+fn vela_rows(text: &str) -> Vec<(String, [u64; 6])> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 13 || f[2] != "NPU" {
+            continue;
+        }
+        let n = |i: usize| f[i].parse::<u64>().unwrap_or(0);
+        let row = [n(5), n(7), n(8), n(9), n(10), n(11)];
+        if row[0] > 0 {
+            out.push((f[1].to_string(), row));
+        }
+    }
+    out
+}
+
+/// Per operation: npuc's compute and memory cycles next to Vela's NPU and access cycles.
+/// `NPUC_PERF_NET` (default mobilenet_v2_035_96) and `NPUC_PERF_CONFIG` (default u85_256).
+#[test]
+#[ignore = "prints the per-operation comparison; run with --ignored --nocapture"]
+fn print_per_operation_table() {
+    use npuc_backend::perf::PerfModel;
+    let name = std::env::var("NPUC_PERF_NET").unwrap_or("mobilenet_v2_035_96".into());
+    let config = std::env::var("NPUC_PERF_CONFIG").unwrap_or("u85_256".into());
+    let map = memory_map(&config);
+    let dir = common::models_dir().join("vela").join(&config);
+    let text = std::fs::read_to_string(dir.join(format!("{name}.perf.txt"))).expect("perf");
+    let vela = vela_rows(&text);
+    let artifact =
+        npuc::artifact::Artifact::read(&dir.join(format!("{name}_vela.tflite"))).expect("model");
+    let mut v = vela.iter();
+    println!(
+        "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8} | {:<16} {:>8} {:>8} {:>8} {:>8} {:>8}",
+        "npuc op",
+        "cycles",
+        "compute",
+        "SRAM",
+        "DRAM",
+        "flash",
+        "Vela op",
+        "cycles",
+        "NPU",
+        "SRAM AC",
+        "DRAM AC",
+        "flashAC"
+    );
+    for stream in &artifact.streams {
+        let acc = stream.accelerator.expect("payload names it");
+        let perf = PerfModel::new(acc.config(), map.clone())
+            .stream(&stream.words)
+            .expect("decodes");
+        for p in &perf.ops {
+            let m = p.memory_cycles;
+            let left = format!(
+                "{:<22} {:>8} {:>8} {:>8} {:>8} {:>8}",
+                p.instruction.trim_start_matches("NPU_OP_"),
+                p.cycles,
+                p.cost.compute_cycles,
+                m[0],
+                m[1],
+                m[2] + m[3]
+            );
+            if p.instruction == "NPU_OP_DMA_START" {
+                println!("{left} |");
+                continue;
+            }
+            // A kernel whose OFM is chained writes nothing: Vela folds it into the next row.
+            if p.cost.written.iter().all(|&w| w == 0) && p.cost.macs > 0 {
+                println!("{left} | (chained)");
+                continue;
+            }
+            match v.next() {
+                Some((op, r)) => println!(
+                    "{left} | {:<16} {:>8} {:>8} {:>8} {:>8} {:>8}",
+                    op,
+                    r[0],
+                    r[1],
+                    r[2],
+                    r[3],
+                    r[4] + r[5]
+                ),
+                None => println!("{left} | -"),
+            }
+        }
+    }
+    for (op, r) in v {
+        println!("{:<64} | {op:<16} {:>8} {:>8}", "-", r[0], r[1]);
+    }
+}
+
+/// Every single-operation Vela model of a configuration (`NPUC_PERF_CONFIG`, default
+/// u85_256): npuc's kernel cycles (compute, memory per memory, DMAs) next to Vela's row.
+#[test]
+#[ignore = "prints single-operation comparisons; run with --ignored --nocapture"]
+fn print_single_operation_table() {
+    use npuc_backend::perf::PerfModel;
+    let config = std::env::var("NPUC_PERF_CONFIG").unwrap_or("u85_256".into());
+    let map = memory_map(&config);
+    let dir = common::models_dir().join("vela").join(&config);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .filter_map(|f| {
+            let n = f.file_name().to_string_lossy().to_string();
+            n.strip_suffix(".perf.txt").map(str::to_string)
+        })
+        .collect();
+    names.sort();
+    println!(
+        "{:<28} {:>4} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:<14} {:>7} {:>7} {:>7} {:>7} {:>7}",
+        "model",
+        "ops",
+        "cycles",
+        "compute",
+        "SRAM",
+        "DRAM",
+        "flash",
+        "dma",
+        "Vela op",
+        "cycles",
+        "NPU",
+        "SRAM",
+        "DRAM",
+        "flash"
+    );
+    for name in names {
+        let text = std::fs::read_to_string(dir.join(format!("{name}.perf.txt"))).expect("perf");
+        let vela = vela_rows(&text);
+        if vela.len() != 1 {
+            continue;
+        }
+        let Ok(artifact) = npuc::artifact::Artifact::read(&dir.join(format!("{name}_vela.tflite")))
+        else {
+            continue;
+        };
+        let (mut n, mut cyc, mut comp, mut mem, mut dma) = (0, 0, 0, [0u64; 3], 0);
+        for stream in &artifact.streams {
+            let acc = stream.accelerator.expect("payload names it");
+            let perf = PerfModel::new(acc.config(), map.clone())
+                .stream(&stream.words)
+                .expect("decodes");
+            for p in &perf.ops {
+                if p.instruction == "NPU_OP_DMA_START" {
+                    dma += p.cycles;
+                    continue;
+                }
+                n += 1;
+                cyc += p.cycles;
+                comp += p.cost.compute_cycles;
+                mem[0] += p.memory_cycles[0];
+                mem[1] += p.memory_cycles[1];
+                mem[2] += p.memory_cycles[2] + p.memory_cycles[3];
+            }
+        }
+        let (op, r) = &vela[0];
+        println!(
+            "{:<28} {:>4} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} | {:<14} {:>7} {:>7} {:>7} {:>7} {:>7}",
+            name, n, cyc, comp, mem[0], mem[1], mem[2], dma, op, r[0], r[1], r[2], r[3], r[4] + r[5]
+        );
     }
 }

@@ -5,20 +5,24 @@
 //! operation and DMA, derives from the registers alone:
 //! - MACs and compute cycles of the MAC unit, AO unit and weight decoders ([`cycles`]);
 //! - bytes read and written per region and the highest byte touched in each ([`op`]);
-//! - per memory (region -> memory from the [`MemoryMap`]): bytes and the cycles the memory
-//!   needs at its bandwidth (AXI port width x ports x clock scale, further limited by
-//!   outstanding transactions x burst length / latency).
+//! - per memory (region -> memory from the [`MemoryMap`]): bytes, and the cycles the memory
+//!   needs for the operation's accesses as AXI bursts and beats ([`traffic`], [`axi`],
+//!   [`memory`]): the data time at the ports' bandwidth or, for short bursts on a slow memory,
+//!   the latency time with the outstanding transactions the ports allow.
 //!
 //! An operation takes the longest of its compute cycles and its memory cycles (the units and
-//! the AXI channels work in parallel, TRM 2.3); latency is hidden (the CC sets up the next
-//! operation while the current one runs, TRM 2.3.2). Kernel operations run one after another;
+//! the AXI channels work in parallel, TRM 2.3). Kernel operations run one after another;
 //! DMAs run on the mem2mem channel alongside them, and the stream's NPU_OP_DMA_WAIT /
 //! NPU_OP_KERNEL_WAIT (TRM 3.10.5, 3.10.8), at most four outstanding DMA descriptors and at most
-//! two remaining kernel operations decide when each starts ([`Timeline`]). Branches are not
-//! taken: the model counts each command once, in stream order. See `docs/decisions.md` P1..P12.
+//! two remaining kernel operations decide when each starts ([`Timeline`]); a kernel and a DMA
+//! that use the same memory at the same time share its channels. Branches are not taken: the
+//! model counts each command once, in stream order. See `docs/decisions.md` P1..P16.
 
+pub mod axi;
 pub mod cycles;
+pub mod memory;
 pub mod op;
+pub mod traffic;
 
 pub use op::{OpCost, OpKind};
 
@@ -27,6 +31,8 @@ use crate::isa::stream::StreamDecoder;
 use crate::isa::{Command, DecodeError, RegisterFile};
 use crate::sim::NUM_REGIONS;
 use crate::system::{MemoryKind, MemoryMap};
+use axi::Access;
+use memory::MemoryTiming;
 
 /// Number of memory kinds ([`MemoryKind::ALL`]).
 pub const NUM_MEMORIES: usize = 4;
@@ -49,12 +55,18 @@ pub struct OpPerf {
     pub memory_read: [u64; NUM_MEMORIES],
     /// Bytes written per memory.
     pub memory_written: [u64; NUM_MEMORIES],
-    /// Cycles each memory needs for this operation's traffic.
+    /// Cycles each memory needs for this operation's traffic (the longer of its read and
+    /// write channel).
     pub memory_cycles: [u64; NUM_MEMORIES],
+    /// Cycles of each memory channel: index `2 * memory + (1 if write)`.
+    pub channel_cycles: [u64; 2 * NUM_MEMORIES],
     /// The operation's cycles: the longest of compute and memory cycles.
     pub cycles: u64,
     /// Cycle at which it starts (from the start of the stream, see [`Timeline`]).
     pub start: u64,
+    /// Cycle at which it ends: `start + cycles`, later when a memory it uses is busy with
+    /// a concurrent operation.
+    pub end: u64,
 }
 
 /// When operations run: kernel operations in order on the MAC/AO units, DMAs in order on the
@@ -67,6 +79,9 @@ pub struct Timeline {
     pub kernel_ends: Vec<u64>,
     /// End cycles of the DMAs issued so far.
     pub dma_ends: Vec<u64>,
+    /// When each memory channel (read and write of each memory, as
+    /// [`OpPerf::channel_cycles`]) has served everything issued so far.
+    pub channel_free: [u64; 2 * NUM_MEMORIES],
 }
 
 /// Kernel operations that may be remaining when a command starts (TRM 3.10.8).
@@ -98,6 +113,19 @@ impl Timeline {
 
     /// Schedules a kernel operation (`dma = false`) or DMA of `cycles`; returns its start.
     pub fn schedule(&mut self, dma: bool, cycles: u64) -> u64 {
+        self.schedule_on(dma, cycles, &[0; 2 * NUM_MEMORIES]).0
+    }
+
+    /// Schedules a kernel operation or DMA whose compute takes `compute` cycles and which
+    /// needs `channels[i]` cycles of memory channel `i`; returns its start and end. A channel
+    /// serves the operations that use it one after another, so an operation overlapping
+    /// another on the same memory ends when both demands have been served.
+    pub fn schedule_on(
+        &mut self,
+        dma: bool,
+        compute: u64,
+        channels: &[u64; 2 * NUM_MEMORIES],
+    ) -> (u64, u64) {
         let (ends, limit) = if dma {
             (&mut self.dma_ends, DMA_DESCRIPTORS - 1)
         } else {
@@ -106,8 +134,15 @@ impl Timeline {
         // The CC stalls while the unit's queue is full.
         self.issue = Self::wait(self.issue, ends, limit);
         let start = self.issue.max(ends.last().copied().unwrap_or(0));
-        ends.push(start + cycles);
-        start
+        let mut end = start + compute;
+        for (free, &need) in self.channel_free.iter_mut().zip(channels) {
+            if need > 0 {
+                *free = (*free).max(start) + need;
+                end = end.max(*free);
+            }
+        }
+        ends.push(end);
+        (start, end)
     }
 
     /// When everything issued has completed.
@@ -182,44 +217,20 @@ pub struct PerfModel {
     pub arch: ArchConfig,
     /// System configuration, memory mode and region -> memory mapping.
     pub map: MemoryMap,
+    /// Each memory's timing through the NPU's ports (index [`memory_index`]).
+    timing: [MemoryTiming; NUM_MEMORIES],
 }
 
 impl PerfModel {
     /// A model of `arch` in the system `map`.
     pub fn new(arch: ArchConfig, map: MemoryMap) -> PerfModel {
-        PerfModel { arch, map }
+        let timing = MemoryKind::ALL.map(|k| MemoryTiming::new(&map.system, k, arch.accelerator));
+        PerfModel { arch, map, timing }
     }
 
-    /// Effective bytes per core cycle of a memory for reads (`write = false`) or writes:
-    /// the peak bandwidth, limited by outstanding transactions x burst length / latency.
-    pub fn bandwidth(&self, kind: MemoryKind, write: bool) -> f64 {
-        let sys = &self.map.system;
-        let a = sys.area(kind);
-        let peak = sys.bytes_per_cycle(kind);
-        let (outstanding, latency) = if write {
-            (a.max_writes, a.write_latency)
-        } else {
-            (a.max_reads, a.read_latency)
-        };
-        if outstanding == 0 || latency == 0 {
-            return peak;
-        }
-        let in_flight =
-            f64::from(outstanding) * f64::from(a.burst_length) * f64::from(a.ports_used.max(1));
-        peak.min(in_flight / f64::from(latency))
-    }
-
-    /// Cycles a memory needs to read `read` and write `written` bytes (AXI read and write
-    /// channels are independent).
-    pub fn memory_cycles(&self, kind: MemoryKind, read: u64, written: u64) -> u64 {
-        let t = |bytes: u64, write: bool| {
-            if bytes == 0 {
-                0
-            } else {
-                (bytes as f64 / self.bandwidth(kind, write)).ceil() as u64
-            }
-        };
-        t(read, false).max(t(written, true))
+    /// A memory's timing through the NPU's ports.
+    pub fn timing(&self, kind: MemoryKind) -> &MemoryTiming {
+        &self.timing[memory_index(kind)]
     }
 
     /// Attaches memories and cycles to an operation's cost.
@@ -232,15 +243,57 @@ impl PerfModel {
             memory_written[m] += cost.written[r];
         }
         let mut memory_cycles = [0; NUM_MEMORIES];
+        let mut channel_cycles = [0; 2 * NUM_MEMORIES];
+        // Per-block data time of the read and write stages, and the latency of the first read
+        // and the last write.
+        let (mut read_data, mut write_data, mut read_latency, mut write_latency) =
+            (0.0f64, 0.0f64, 0.0f64, 0.0f64);
         for (i, kind) in MemoryKind::ALL.into_iter().enumerate() {
-            memory_cycles[i] = self.memory_cycles(kind, memory_read[i], memory_written[i]);
+            let (mut reads, mut writes) = (Access::default(), Access::default());
+            for r in 0..NUM_REGIONS {
+                if self.map.region_memory(r as u32) == kind {
+                    reads.merge(&cost.reads[r]);
+                    writes.merge(&cost.writes[r]);
+                }
+            }
+            let t = &self.timing[i];
+            let (rc, wc) = t.cycles(&reads, &writes);
+            channel_cycles[2 * i] = rc.ceil() as u64;
+            channel_cycles[2 * i + 1] = wc.ceil() as u64;
+            memory_cycles[i] = channel_cycles[2 * i].max(channel_cycles[2 * i + 1]);
+            if !reads.is_empty() {
+                read_data = read_data.max(t.read.data(&reads));
+                read_latency = read_latency.max(t.read.latency);
+            }
+            if !writes.is_empty() {
+                write_data = write_data.max(t.write.data(&writes));
+                write_latency = write_latency.max(t.write.latency);
+            }
         }
-        let cycles = memory_cycles
+        let steady = memory_cycles
             .iter()
             .copied()
             .max()
             .unwrap_or(0)
             .max(cost.compute_cycles);
+        // The blocks flow through the stages IFM fetch -> MAC -> AO -> OFM write; in steady
+        // state the slowest stage sets the pace, and the pipeline fills and drains once: the
+        // first block passes every other stage, the first data arrives after the read latency
+        // and the last write is acknowledged after the write latency (P16).
+        let fill = if cost.blocks > 0 {
+            let n = cost.blocks as f64;
+            let stages = [
+                read_data / n,
+                cost.mac_cycles as f64 / n,
+                cost.ao_cycles as f64 / n,
+                write_data / n,
+            ];
+            let max = stages.iter().copied().fold(0.0, f64::max);
+            stages.iter().sum::<f64>() - max
+        } else {
+            0.0
+        };
+        let cycles = steady + (fill + read_latency + write_latency).ceil() as u64;
         OpPerf {
             offset,
             instruction,
@@ -248,8 +301,10 @@ impl PerfModel {
             memory_read,
             memory_written,
             memory_cycles,
+            channel_cycles,
             cycles,
             start: 0,
+            end: cycles,
         }
     }
 
@@ -274,7 +329,8 @@ impl PerfModel {
                 continue;
             };
             let mut p = self.op(d.offset, d.opcode().spec().name, cost);
-            p.start = time.schedule(matches!(d.command, Command::OpDmaStart(_)), p.cycles);
+            let dma = matches!(d.command, Command::OpDmaStart(_));
+            (p.start, p.end) = time.schedule_on(dma, p.cycles, &p.channel_cycles);
             perf.serial_cycles += p.cycles;
             perf.macs += p.cost.macs;
             perf.weight_bytes += p.cost.weight_bytes;

@@ -2,16 +2,24 @@
 //! compute cycles (see [`super::cycles`]), bytes read and written per region and the highest
 //! byte it touches in each region. Nothing here needs the data.
 //!
-//! Traffic model (decisions P5..P8 in `docs/decisions.md`):
+//! Traffic model (decisions P8 and P13 in `docs/decisions.md`):
 //! - the OFM is traversed block by block (NPU_SET_OFM_BLK_*), depth slices outermost (the weight
 //!   stream is ordered by OFM depth block, TRM 3.9.2); each block reads the IFM window it needs
 //!   (kernel halo included, padding excluded); a CONV reads every IFM channel for each depth
 //!   slice, DEPTHWISE/POOL only the slice's channels;
-//! - weight and scale streams are read once per operation (WEIGHT*_LENGTH, SCALE_LENGTH);
-//! - the OFM is written once; chained tensors (storage `chained`) cost no memory traffic;
-//! - elementwise operands are read once, a broadcast dimension counting 1, a scalar 0.
+//! - each block reads its depth slice's part of the weight and scale streams (the weight
+//!   channel is "triggered for blocks that require the transfer of weights", TRM 2.3.4, and a
+//!   layer "reads the weights multiple times"): the streams are read once per spatial block;
+//! - the OFM is written once, block by block; chained tensors (storage `chained`) cost no
+//!   memory traffic;
+//! - elementwise operands are read block by block, a broadcast dimension counting 1, a scalar 0.
+//!
+//! Besides the bytes, every access is recorded as runs of contiguous bytes ([`traffic`]) so
+//! that the memory model can count AXI bursts and beats.
 
+use super::axi::Access;
 use super::cycles::{self, AoPath, ConvOrder, MacJob};
+use super::traffic::{self, FmBox};
 use crate::arch::ArchConfig;
 use crate::isa::{
     AccFormat, AccInput, AccOutput, ActivationFormat, ActivationStorage, ActivationTranspose,
@@ -45,6 +53,14 @@ pub struct OpCost {
     pub macs: u64,
     /// Cycles of the slowest compute unit (MAC, AO, weight decoders).
     pub compute_cycles: u64,
+    /// Cycles of the MAC stage: the MAC unit or the weight decoders feeding it, whichever is
+    /// slower (0 without MAC work).
+    pub mac_cycles: u64,
+    /// Cycles of the AO unit.
+    pub ao_cycles: u64,
+    /// Blocks the operation is processed in, one after another through the IFM fetch, MAC,
+    /// AO and OFM write stages (0 for a DMA, which streams).
+    pub blocks: u64,
     /// Bytes read per region.
     pub read: [u64; NUM_REGIONS],
     /// Bytes written per region.
@@ -55,6 +71,10 @@ pub struct OpCost {
     pub scale_bytes: u64,
     /// One past the highest byte touched per region (0: untouched).
     pub extent: [u64; NUM_REGIONS],
+    /// The reads per region as contiguous runs (what the memory model times).
+    pub reads: [Access; NUM_REGIONS],
+    /// The writes per region as contiguous runs.
+    pub writes: [Access; NUM_REGIONS],
 }
 
 impl OpCost {
@@ -67,6 +87,12 @@ impl OpCost {
     }
     fn write(&mut self, region: u8, bytes: u64) {
         self.written[usize::from(region) % NUM_REGIONS] += bytes;
+    }
+    fn read_runs(&mut self, region: u8) -> &mut Access {
+        &mut self.reads[usize::from(region) % NUM_REGIONS]
+    }
+    fn write_runs(&mut self, region: u8) -> &mut Access {
+        &mut self.writes[usize::from(region) % NUM_REGIONS]
     }
 }
 
@@ -107,22 +133,6 @@ fn fm_end(fm: &Fm, h: u64, w: u64, c: u64) -> u64 {
         }
     }
     end
-}
-
-/// Sum over blocks of `block` along a dimension of `n` outputs of the input span each block
-/// needs: rows `[o*s - pad, (o+b-1)*s - pad + k - 1]` clipped to `[0, len)`.
-fn window_sum(n: u64, block: u64, s: u64, k: u64, pad: u64, len: u64) -> u64 {
-    let block = block.clamp(1, n.max(1));
-    let mut sum = 0;
-    let mut o = 0;
-    while o < n {
-        let b = block.min(n - o);
-        let lo = (o * s).saturating_sub(pad);
-        let hi = ((o + b - 1) * s + k).saturating_sub(pad).min(len);
-        sum += hi.saturating_sub(lo);
-        o += b;
-    }
-    sum
 }
 
 fn acc_bits(r: &RegisterFile) -> u32 {
@@ -178,33 +188,72 @@ fn weight_streams(arch: &ArchConfig, r: &RegisterFile) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn scales(c: &mut OpCost, r: &RegisterFile) {
+/// The scale stream, read per spatial block in `slices` pieces when per-channel scaling is used.
+fn scales(c: &mut OpCost, r: &RegisterFile, slices: u64, spatial: u64) {
     if r.ofm_precision.scale_mode == OfmScaleMode::PerChannel
         && r.acc_format.acc_output == AccOutput::Enable
     {
         let len = u64::from(r.scale_length.length);
         let base = addr40(r.scale_base.addr_hi, r.scale_base.addr_lo);
+        let region = r.scale_region.region;
         c.scale_bytes = len;
-        c.read(r.scale_region.region, len);
-        c.touch(r.scale_region.region, base + len);
+        c.read(region, len * spatial);
+        traffic::stream(base, len, slices, spatial, c.read_runs(region));
+        c.touch(region, base + len);
     }
 }
 
+/// The OFM's shape as stored: write_ofm (TRM 3.6.5) stores (y, x, c) at the permuted
+/// coordinates of the transpose.
+fn transposed<T>(t: ActivationTranspose, (y, x, c): (T, T, T)) -> (T, T, T) {
+    match t {
+        ActivationTranspose::Hwc => (y, x, c),
+        ActivationTranspose::Whc => (x, y, c),
+        ActivationTranspose::Hcw => (y, c, x),
+        ActivationTranspose::Cwh => (c, x, y),
+        ActivationTranspose::Chw => (c, y, x),
+        ActivationTranspose::Wch => (x, c, y),
+    }
+}
+
+/// Whether the operation writes its OFM to memory.
+fn writes_ofm(r: &RegisterFile, ofm: &Fm) -> bool {
+    r.acc_format.acc_output == AccOutput::Enable && in_memory(ofm)
+}
+
+/// The OFM of `shape`, written once: bytes and extent.
 fn write_ofm(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, (h, w, d): (u64, u64, u64)) {
-    if r.acc_format.acc_output == AccOutput::Disable || !in_memory(ofm) {
+    if !writes_ofm(r, ofm) {
         return;
     }
     c.write(ofm.region, h * w * d * ofm.esize());
-    // write_ofm (TRM 3.6.5) stores (y, x, c) at the permuted coordinates of the transpose.
-    let (sh, sw, sd) = match r.ofm_precision.activation_transpose {
-        ActivationTranspose::Hwc => (h, w, d),
-        ActivationTranspose::Whc => (w, h, d),
-        ActivationTranspose::Hcw => (h, d, w),
-        ActivationTranspose::Cwh => (d, w, h),
-        ActivationTranspose::Chw => (d, h, w),
-        ActivationTranspose::Wch => (w, d, h),
-    };
+    let (sh, sw, sd) = transposed(r.ofm_precision.activation_transpose, (h, w, d));
     c.touch(ofm.region, fm_end(ofm, sh, sw, sd));
+}
+
+/// The runs of writing the OFM block at rows `ys`, columns `xs`, channels `cs`.
+fn write_ofm_block(
+    c: &mut OpCost,
+    r: &RegisterFile,
+    ofm: &Fm,
+    ys: (u64, u64),
+    xs: (u64, u64),
+    cs: (u64, u64),
+) {
+    if !writes_ofm(r, ofm) {
+        return;
+    }
+    let t = r.ofm_precision.activation_transpose;
+    let (y, x, ch) = transposed(t, (ys, xs, cs));
+    let b = FmBox {
+        y: y.0,
+        h: y.1,
+        x: x.0,
+        w: x.1,
+        c: ch.0,
+        d: ch.1,
+    };
+    traffic::fm_box(ofm, b, 1, c.write_runs(ofm.region));
 }
 
 /// The cost of a kernel operation or DMA; `None` for any other command.
@@ -263,34 +312,84 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
     let wide = ifm.esize() >= 2;
     let elements = oh * ow * od;
 
-    // IFM: window per block, depth slices outermost.
-    let rows = window_sum(oh, bh, sy, kh_dil, pt, ifm_h_up).div_ceil(up);
-    let cols = window_sum(ow, bw, sx, kw_dil, pl, ifm_w_up).div_ceil(up);
-    let slices = od.div_ceil(bd);
-    let channels = if kind == OpKind::Conv {
-        slices * ifm_d
+    // Blocks: depth slices outermost, each over the spatial blocks; each block reads its IFM
+    // window (stored rows and columns, upscaling undone).
+    let ywin = traffic::windows(oh, bh, sy, kh_dil, pt, ifm_h_up, up);
+    let xwin = traffic::windows(ow, bw, sx, kw_dil, pl, ifm_w_up, up);
+    let (yblk, xblk) = (traffic::spans(oh, bh), traffic::spans(ow, bw));
+    let slices = traffic::spans(od, bd);
+    let spatial = (ywin.len() * xwin.len()) as u64;
+    let (rows, cols): (u64, u64) = (
+        ywin.iter().map(|w| w.1).sum(),
+        xwin.iter().map(|w| w.1).sum(),
+    );
+    let conv = kind == OpKind::Conv;
+    let channels = if conv {
+        slices.len() as u64 * ifm_d
     } else {
         od
     };
+    let acc_ifm2 = !weights_ifm2 && r.acc_format.acc_input == AccInput::Ifm2 && in_memory(&ifm2);
     if in_memory(&ifm) {
         c.read(ifm.region, rows * cols * channels * ifm.esize());
-        let d = if kind == OpKind::Conv { ifm_d } else { od };
+        let d = if conv { ifm_d } else { od };
         c.touch(
             ifm.region,
             fm_end(&ifm, ifm_h_up.div_ceil(up), ifm_w_up.div_ceil(up), d),
         );
     }
-    // IFM2: weights of a matrix multiply (width = OFM depth, channels = IFM depth), or the
-    // accumulator input.
+    for &(c0, cd) in &slices {
+        let (ic, id) = if conv { (0, ifm_d) } else { (c0, cd) };
+        for (&(y, h), &(oy, bh)) in ywin.iter().zip(&yblk) {
+            for (&(x, w), &(ox, bw)) in xwin.iter().zip(&xblk) {
+                if in_memory(&ifm) {
+                    let b = FmBox {
+                        y,
+                        h,
+                        x,
+                        w,
+                        c: ic,
+                        d: id,
+                    };
+                    traffic::fm_box(&ifm, b, 1, c.read_runs(ifm.region));
+                }
+                if acc_ifm2 {
+                    let b = FmBox {
+                        y: oy,
+                        h: bh,
+                        x: ox,
+                        w: bw,
+                        c: c0,
+                        d: cd,
+                    };
+                    traffic::fm_box(&ifm2, b, 1, c.read_runs(ifm2.region));
+                }
+                write_ofm_block(&mut c, r, &ofm, (oy, bh), (ox, bw), (c0, cd));
+            }
+        }
+        // IFM2 as the weights of a matrix multiply (width = OFM depth, channels = IFM
+        // depth): the slice's columns, per spatial block.
+        if weights_ifm2 && in_memory(&ifm2) {
+            let b = FmBox {
+                y: 0,
+                h: 1,
+                x: c0,
+                w: cd,
+                c: 0,
+                d: ifm_d,
+            };
+            traffic::fm_box(&ifm2, b, spatial, c.read_runs(ifm2.region));
+        }
+    }
     if weights_ifm2 && in_memory(&ifm2) {
-        c.read(ifm2.region, od * ifm_d * ifm2.esize());
+        c.read(ifm2.region, od * ifm_d * ifm2.esize() * spatial);
         c.touch(ifm2.region, fm_end(&ifm2, 1, od, ifm_d));
-    } else if r.acc_format.acc_input == AccInput::Ifm2 && in_memory(&ifm2) {
+    } else if acc_ifm2 {
         c.read(ifm2.region, elements * ifm2.esize());
         c.touch(ifm2.region, fm_end(&ifm2, oh, ow, od));
     }
     write_ofm(&mut c, r, &ofm, (oh, ow, od));
-    scales(&mut c, r);
+    scales(&mut c, r, slices.len() as u64, spatial);
 
     let job = MacJob {
         ofm: (oh, ow, od),
@@ -328,17 +427,44 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
         let lens: Vec<u64> = streams.iter().map(|s| s.1).collect();
         for &(base, len) in &streams {
             c.weight_bytes += len;
-            c.read(region, len);
+            c.read(region, len * spatial);
+            traffic::stream(base, len, slices.len() as u64, spatial, c.read_runs(region));
             if len > 0 {
                 c.touch(region, base + len);
             }
         }
+        // The decoders decode what the blocks read: the streams once per spatial block.
         let fast = r.weight_format.weight_format == WeightFormat::Fwd;
-        wd_cycles = cycles::weight_decode_cycles(&lens, fast);
+        wd_cycles = cycles::weight_decode_cycles(&lens, fast) * spatial;
     }
     let ao = mac_ao_cycles(arch, r, &ofm, elements);
-    c.compute_cycles = mac_cycles.max(ao).max(wd_cycles);
+    c.mac_cycles = mac_cycles.max(wd_cycles);
+    c.ao_cycles = ao;
+    c.blocks = slices.len() as u64 * spatial;
+    c.compute_cycles = c.mac_cycles.max(ao);
     c
+}
+
+/// The OFM blocks of an operation of OFM `shape`: spans of rows, columns and channels.
+type Blocks = [Vec<(u64, u64)>; 3];
+
+fn ofm_blocks(r: &RegisterFile, (h, w, d): (u64, u64, u64)) -> Blocks {
+    [
+        traffic::spans(h, m1(r.ofm_blk_height_m1.height_m1)),
+        traffic::spans(w, m1(r.ofm_blk_width_m1.width_m1)),
+        traffic::spans(d, m1(r.ofm_blk_depth_m1.depth_m1)),
+    ]
+}
+
+/// Calls `f` with the row, column and channel span of every block.
+fn for_blocks(b: &Blocks, mut f: impl FnMut((u64, u64), (u64, u64), (u64, u64))) {
+    for &cs in &b[2] {
+        for &ys in &b[0] {
+            for &xs in &b[1] {
+                f(ys, xs, cs);
+            }
+        }
+    }
 }
 
 /// Elements an operand contributes under a broadcast mode (broadcast dimensions count 1).
@@ -365,6 +491,7 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
     );
     let elements = shape.0 * shape.1 * shape.2;
     let unary = matches!(mode, M::Lrelu | M::Abs | M::Clz | M::Not);
+    let blocks = ofm_blocks(r, shape);
     let mut in_bits = 0;
     let mut operand = |fm: &Fm, b: BroadcastMode, c: &mut OpCost| {
         if b == BroadcastMode::Scalar {
@@ -375,6 +502,20 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
             let (h, w, d) = broadcast_dims(b, shape);
             c.read(fm.region, h * w * d * fm.esize());
             c.touch(fm.region, fm_end(fm, h, w, d));
+            // Per OFM block, the operand's box (a broadcast dimension is its one element).
+            let one = |(o, n): (u64, u64), full: u64| if full == 1 { (0, 1) } else { (o, n) };
+            for_blocks(&blocks, |ys, xs, cs| {
+                let ((y, h), (x, w), (ch, dd)) = (one(ys, h), one(xs, w), one(cs, d));
+                let bx = FmBox {
+                    y,
+                    h,
+                    x,
+                    w,
+                    c: ch,
+                    d: dd,
+                };
+                traffic::fm_box(fm, bx, 1, c.read_runs(fm.region));
+            });
         }
     };
     operand(&ifm, r.ifm_broadcast.broadcast_mode, &mut c);
@@ -382,6 +523,9 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
         operand(&ifm2, r.ifm2_broadcast.broadcast_mode, &mut c);
     }
     write_ofm(&mut c, r, &ofm, shape);
+    for_blocks(&blocks, |ys, xs, cs| {
+        write_ofm_block(&mut c, r, &ofm, ys, xs, cs)
+    });
     let in_bits = in_bits.max(8);
     let out_bits = (ofm.esize() * 8) as u32;
     let path = if ofm.storage == ActivationStorage::Chained {
@@ -395,6 +539,8 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
         let rate = cycles::ao_rate(arch, path, in_bits, out_bits, !unary);
         cycles::ao_cycles(arch, elements, rate)
     };
+    c.ao_cycles = c.compute_cycles;
+    c.blocks = blocks.iter().map(|b| b.len() as u64).product();
     c
 }
 
@@ -412,8 +558,21 @@ fn resize(arch: &ArchConfig, r: &RegisterFile) -> OpCost {
     if in_memory(&ifm) {
         c.read(ifm.region, ih * iw * d * ifm.esize());
         c.touch(ifm.region, fm_end(&ifm, ih, iw, d));
+        let b = FmBox {
+            y: 0,
+            h: ih,
+            x: 0,
+            w: iw,
+            c: 0,
+            d,
+        };
+        traffic::fm_box(&ifm, b, 1, c.read_runs(ifm.region));
     }
     write_ofm(&mut c, r, &ofm, shape);
+    let blocks = ofm_blocks(r, shape);
+    for_blocks(&blocks, |ys, xs, cs| {
+        write_ofm_block(&mut c, r, &ofm, ys, xs, cs)
+    });
     let upscale = (shape.0 / ih.max(1)).min(shape.1 / iw.max(1));
     let wide = ifm.esize() >= 2;
     let out_bits = (ofm.esize() * 8) as u32;
@@ -427,6 +586,8 @@ fn resize(arch: &ArchConfig, r: &RegisterFile) -> OpCost {
     let rs = cycles::resize_rate(arch.accelerator, wide, upscale);
     let rate = if ew.0 * rs.1 <= rs.0 * ew.1 { ew } else { rs };
     c.compute_cycles = cycles::ao_cycles(arch, elements, rate);
+    c.ao_cycles = c.compute_cycles;
+    c.blocks = blocks.iter().map(|b| b.len() as u64).product();
     c
 }
 
@@ -456,6 +617,7 @@ fn dma(r: &RegisterFile) -> OpCost {
     let s0 = saddr40(r.dma0_src_stride0.addr_hi, r.dma0_src_stride0.addr_lo);
     let s1 = saddr40(r.dma0_src_stride1.addr_hi, r.dma0_src_stride1.addr_lo);
     c.read(sr.region, bytes);
+    traffic::dma_side(src, len, (w, s0), (h, s1), c.read_runs(sr.region));
     if bytes > 0 {
         c.touch(sr.region, end(src, s0, s1));
     }
@@ -464,24 +626,10 @@ fn dma(r: &RegisterFile) -> OpCost {
         let d0 = saddr40(r.dma0_dst_stride0.addr_hi, r.dma0_dst_stride0.addr_lo);
         let d1 = saddr40(r.dma0_dst_stride1.addr_hi, r.dma0_dst_stride1.addr_lo);
         c.write(dr.region, bytes);
+        traffic::dma_side(dst, len, (w, d0), (h, d1), c.write_runs(dr.region));
         if bytes > 0 {
             c.touch(dr.region, end(dst, d0, d1));
         }
     }
     c
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn window_sum_counts_halos_once_per_block_and_skips_padding() {
-        // 8 outputs, stride 1, 3-tap kernel, pad 1, IFM 8: one block reads the 8 rows.
-        assert_eq!(window_sum(8, 8, 1, 3, 1, 8), 8);
-        // Blocks of 4: [0..5) and [3..8): the 2-row halo is read twice.
-        assert_eq!(window_sum(8, 4, 1, 3, 1, 8), 10);
-        // Stride 2, 1x1 kernel: only every other row is needed, but the span is counted.
-        assert_eq!(window_sum(4, 4, 2, 1, 0, 7), 7);
-    }
 }

@@ -1,0 +1,147 @@
+//! Memory accesses as contiguous runs of bytes, and what they cost on an AXI port: bursts
+//! (a run is split at every multiple of the burst length, TRM 3.3.1.18 `max_beats`: "bursts
+//! are split at an aligned boundary") and data beats (one AXI data transfer moves one
+//! aligned port-width word, [`crate::system::AXI_PORT_BYTES`]).
+//!
+//! An operation's accesses are summarised as families of runs of one length whose start
+//! addresses are multiples of one alignment (the gcd of the family's first address and the
+//! strides between its runs); where in a burst or word a run starts is then taken uniformly
+//! over the possible residues, so a family costs its exact expected number of bursts and beats
+//! without enumerating its runs. Decision P14 in `docs/decisions.md`.
+
+/// The alignment recorded for an address that is a multiple of every burst length and port
+/// width (larger than any of them).
+pub const MAX_ALIGN: u64 = 4096;
+
+/// `count` contiguous runs of `len` bytes whose start addresses are multiples of `align`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Runs {
+    /// Bytes per run.
+    pub len: u64,
+    /// Start addresses are multiples of this (a divisor of [`MAX_ALIGN`]).
+    pub align: u64,
+    /// Number of runs.
+    pub count: u64,
+}
+
+/// The accesses of one operation in one direction (read or write) to one region.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Access {
+    families: Vec<Runs>,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// The alignment of addresses `start + i * step` for every step given: the largest power of
+/// two up to [`MAX_ALIGN`] dividing all of them.
+pub fn alignment(start: u64, steps: &[u64]) -> u64 {
+    let g = steps.iter().fold(gcd(MAX_ALIGN, start), |g, &s| gcd(g, s));
+    // gcd with a power of two is a power of two.
+    g.max(1)
+}
+
+/// Expected number of `unit`-aligned chunks a run of `len` bytes overlaps when it starts at a
+/// uniformly distributed multiple of `align` (modulo `unit`): `1 + floor((r + len - 1) / unit)`
+/// averaged over the residues `r`.
+pub fn chunks(len: u64, align: u64, unit: u64) -> f64 {
+    if len == 0 || unit == 0 {
+        return 0.0;
+    }
+    let g = gcd(align.max(1), unit);
+    let (q, s) = ((len - 1) / unit, (len - 1) % unit);
+    // Residues r (multiples of g below unit) with r + s >= unit cross one more boundary.
+    let crossing = (unit - 1) / g - (unit - 1 - s) / g;
+    1.0 + q as f64 + crossing as f64 / (unit / g) as f64
+}
+
+impl Access {
+    /// Adds `count` runs of `len` bytes aligned to `align`.
+    pub fn add(&mut self, len: u64, align: u64, count: u64) {
+        if len == 0 || count == 0 {
+            return;
+        }
+        let align = gcd(MAX_ALIGN, align.max(1));
+        match self
+            .families
+            .iter_mut()
+            .find(|f| f.len == len && f.align == align)
+        {
+            Some(f) => f.count += count,
+            None => self.families.push(Runs { len, align, count }),
+        }
+    }
+
+    /// Adds every family of `other`.
+    pub fn merge(&mut self, other: &Access) {
+        for f in &other.families {
+            self.add(f.len, f.align, f.count);
+        }
+    }
+
+    /// The families of runs.
+    pub fn runs(&self) -> &[Runs] {
+        &self.families
+    }
+
+    /// Bytes moved.
+    pub fn bytes(&self) -> u64 {
+        self.families.iter().map(|f| f.len * f.count).sum()
+    }
+
+    /// Expected AXI bursts when bursts are split at multiples of `burst` bytes.
+    pub fn bursts(&self, burst: u64) -> f64 {
+        self.families
+            .iter()
+            .map(|f| f.count as f64 * chunks(f.len, f.align, burst))
+            .sum()
+    }
+
+    /// Expected data beats on a port `width` bytes wide.
+    pub fn beats(&self, width: u64) -> f64 {
+        self.bursts(width)
+    }
+
+    /// Whether nothing is accessed.
+    pub fn is_empty(&self) -> bool {
+        self.families.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_costs_the_aligned_chunks_it_overlaps() {
+        // 128 aligned bytes: one 128-byte burst, eight 16-byte beats.
+        assert_eq!(chunks(128, 128, 128), 1.0);
+        assert_eq!(chunks(128, 128, 16), 8.0);
+        // A 3-byte pixel anywhere: one burst, and a second one when it straddles a boundary
+        // (2 of the 128 byte positions).
+        assert_eq!(chunks(3, 1, 128), 1.0 + 2.0 / 128.0);
+        // 147 bytes at any byte: two or three bursts of 128.
+        assert_eq!(chunks(147, 1, 128), 2.0 + 18.0 / 128.0);
+        // 64 bytes 16-aligned in 64-byte bursts: one burst at offset 0, else two.
+        assert_eq!(chunks(64, 16, 64), 1.75);
+    }
+
+    #[test]
+    fn families_merge_by_length_and_alignment() {
+        let mut a = Access::default();
+        a.add(32, 32, 3);
+        a.add(32, 96, 2); // aligned to 32 as well
+        a.add(16, 16, 1);
+        assert_eq!(a.runs().len(), 2);
+        assert_eq!(a.bytes(), 5 * 32 + 16);
+        assert_eq!(a.bursts(64), 6.0);
+        assert_eq!(a.beats(16), 11.0);
+        assert_eq!(alignment(0x9000, &[0x300, 0x10]), 16);
+        assert_eq!(alignment(0, &[]), MAX_ALIGN);
+    }
+}
