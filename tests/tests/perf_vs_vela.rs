@@ -146,15 +146,16 @@ fn rows() -> Vec<Row> {
 }
 
 /// Measured on the 36 network x configuration rows (see docs/decisions.md P11): npuc's total
-/// cycles are 0.65 to 1.34 of Vela's, geometric mean 0.87. Where they differ, per operation
+/// cycles are 0.65 to 1.34 of Vela's, geometric mean 0.87 (0.10 to 0.91, 0.41, with the
+/// bandwidth-only memory model before P13-P16). Where they differ, per operation
 /// (`print_per_operation_table`): Vela charges ~390 DRAM cycles per OFM block and 16-channel
 /// scale set for scales its own stream staged into SRAM (npuc times the SRAM reads); on the
 /// 256 npuc caps DRAM_Mid's 64 outstanding reads at the AXI_EXT port's 32 (TRM Table 3-23),
 /// doubling a 3-channel input image's latency-bound read; Vela's compute cycles exceed TRM
 /// chapter 4's for depthwise convolutions (~1.4x) and some pools and copies. The bounds pin
 /// the agreement with a little room, so a change in either model shows.
-const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.6..=1.45;
-const GEOMEAN_RANGE: std::ops::RangeInclusive<f64> = 0.8..=0.95;
+const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.6..=1.4;
+const GEOMEAN_RANGE: std::ops::RangeInclusive<f64> = 0.82..=0.92;
 
 #[test]
 fn total_cycles_stay_within_the_measured_spread_of_velas_estimate() {
@@ -276,6 +277,42 @@ fn print_comparison_table() {
         "geometric mean of npuc/Vela cycles over {} rows: {:.3} (SRAM/DRAM in MB; Vela's DRAM column is its DRAM bandwidth line, npuc's includes flash)",
         rows.len(),
         (log_sum / rows.len() as f64).exp(),
+    );
+}
+
+/// Vela's access cycles as a measurement of the memory model: mobilenet_v2_035_96's first
+/// convolution on u85_256 reads its 96x96x3 NHWC input from DRAM one 3-byte position at a time
+/// (P14), latency-bound. Vela's DRAM access cycles for it are what npuc's model gives with
+/// DRAM_Mid's 64 outstanding reads; npuc caps them at the 256's 32 (P15), so its DRAM read
+/// time is twice Vela's figure, to 2%.
+#[test]
+fn a_shallow_input_image_costs_what_velas_access_cycles_measure() {
+    use npuc_backend::perf::{memory_index, PerfModel};
+    use npuc_backend::system::MemoryKind;
+    let dir = common::models_dir().join("vela/u85_256");
+    let text = std::fs::read_to_string(dir.join("mobilenet_v2_035_96.perf.txt")).expect("perf");
+    let (op, vela) = &vela_rows(&text)[0];
+    assert_eq!(op, "Conv2D");
+    let artifact = npuc::artifact::Artifact::read(&dir.join("mobilenet_v2_035_96_vela.tflite"))
+        .expect("model");
+    let stream = &artifact.streams[0];
+    let perf = PerfModel::new(
+        stream.accelerator.expect("named").config(),
+        memory_map("u85_256"),
+    )
+    .stream(&stream.words)
+    .expect("decodes");
+    let conv = perf
+        .ops
+        .iter()
+        .find(|o| o.instruction == "NPU_OP_CONV")
+        .expect("a convolution");
+    let dram_read = conv.channel_cycles[2 * memory_index(MemoryKind::Dram)] as f64;
+    let ratio = dram_read / (2.0 * vela[3] as f64);
+    assert!(
+        (0.98..=1.02).contains(&ratio),
+        "npuc DRAM read {dram_read}, Vela DRAM AC {}",
+        vela[3]
     );
 }
 
