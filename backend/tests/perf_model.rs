@@ -215,3 +215,32 @@ fn a_dma_and_a_kernel_on_the_same_memory_share_its_channels() {
     sram_read[2 * memory_index(MemoryKind::Sram)] = 200;
     assert_eq!(t.schedule_on(false, 300, &sram_read), (1200, 1500));
 }
+
+#[test]
+fn the_largest_operation_in_one_element_blocks_is_estimated_at_once() {
+    // 65536^3 elements in 1x1x1 blocks (the reset block size): blocks of one shape are
+    // costed together, so this takes no longer than a small operation.
+    let cmds = vec![
+        Command::SetOfmHeightM1(SetOfmHeightM1 { height_m1: 65535 }),
+        Command::SetOfmWidthM1(SetOfmWidthM1 { width_m1: 65535 }),
+        Command::SetOfmDepthM1(SetOfmDepthM1 { depth_m1: 65535 }),
+        Command::SetIfmDepthM1(SetIfmDepthM1 { depth_m1: 65535 }),
+        Command::SetKernelHeightM1(SetKernelHeightM1 { height_m1: 2 }),
+        Command::SetKernelWidthM1(SetKernelWidthM1 { width_m1: 2 }),
+        Command::OpElementwise(OpElementwise {
+            elementwise_mode: ElementwiseMode::Add,
+        }),
+        Command::OpDepthwise(OpDepthwise::default()),
+        Command::OpStop(OpStop { mask: 0 }),
+    ];
+    let m = model(
+        Accelerator::U85_256,
+        "Ethos_U85_SYS_DRAM_Mid",
+        "Dedicated_Sram_384KB",
+    );
+    let start = std::time::Instant::now();
+    let p = m.stream(&encode_stream(&cmds).unwrap()).unwrap();
+    assert_eq!(p.ops.len(), 2);
+    assert!(p.ops.iter().all(|o| o.cycles > 65536u64.pow(3) / 4));
+    assert!(start.elapsed() < std::time::Duration::from_secs(2));
+}

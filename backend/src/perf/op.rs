@@ -232,14 +232,7 @@ fn write_ofm(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, (h, w, d): (u64, u64, u
 }
 
 /// The runs of writing the OFM block at rows `ys`, columns `xs`, channels `cs`.
-fn write_ofm_block(
-    c: &mut OpCost,
-    r: &RegisterFile,
-    ofm: &Fm,
-    ys: (u64, u64),
-    xs: (u64, u64),
-    cs: (u64, u64),
-) {
+fn write_ofm_block(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, (ys, xs, cs): Spans3, times: u64) {
     if !writes_ofm(r, ofm) {
         return;
     }
@@ -253,7 +246,7 @@ fn write_ofm_block(
         c: ch.0,
         d: ch.1,
     };
-    traffic::fm_box(ofm, b, 1, c.write_runs(ofm.region));
+    traffic::fm_box(ofm, b, times, c.write_runs(ofm.region));
 }
 
 /// The cost of a kernel operation or DMA; `None` for any other command.
@@ -338,10 +331,17 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
             fm_end(&ifm, ifm_h_up.div_ceil(up), ifm_w_up.div_ceil(up), d),
         );
     }
-    for &(c0, cd) in &slices {
+    // Blocks of the same shape cost the same runs: grouped, the work does not grow with
+    // their number.
+    let (ygroups, xgroups) = (
+        traffic::pair_groups(&ywin, &yblk),
+        traffic::pair_groups(&xwin, &xblk),
+    );
+    for &(c0, cd, cn) in &traffic::groups(&slices) {
         let (ic, id) = if conv { (0, ifm_d) } else { (c0, cd) };
-        for (&(y, h), &(oy, bh)) in ywin.iter().zip(&yblk) {
-            for (&(x, w), &(ox, bw)) in xwin.iter().zip(&xblk) {
+        for &((y, h), (oy, bh), yn) in &ygroups {
+            for &((x, w), (ox, bw), xn) in &xgroups {
+                let n = cn * yn * xn;
                 if in_memory(&ifm) {
                     let b = FmBox {
                         y,
@@ -351,7 +351,7 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
                         c: ic,
                         d: id,
                     };
-                    traffic::fm_box(&ifm, b, 1, c.read_runs(ifm.region));
+                    traffic::fm_box(&ifm, b, n, c.read_runs(ifm.region));
                 }
                 if acc_ifm2 {
                     let b = FmBox {
@@ -362,9 +362,9 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
                         c: c0,
                         d: cd,
                     };
-                    traffic::fm_box(&ifm2, b, 1, c.read_runs(ifm2.region));
+                    traffic::fm_box(&ifm2, b, n, c.read_runs(ifm2.region));
                 }
-                write_ofm_block(&mut c, r, &ofm, (oy, bh), (ox, bw), (c0, cd));
+                write_ofm_block(&mut c, r, &ofm, ((oy, bh), (ox, bw), (c0, cd)), n);
             }
         }
         // IFM2 as the weights of a matrix multiply (width = OFM depth, channels = IFM
@@ -378,7 +378,7 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
                 c: 0,
                 d: ifm_d,
             };
-            traffic::fm_box(&ifm2, b, spatial, c.read_runs(ifm2.region));
+            traffic::fm_box(&ifm2, b, spatial * cn, c.read_runs(ifm2.region));
         }
     }
     if weights_ifm2 && in_memory(&ifm2) {
@@ -445,6 +445,9 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
     c
 }
 
+/// A block's (or a group of blocks') rows, columns and channels, each as (start, length).
+type Spans3 = ((u64, u64), (u64, u64), (u64, u64));
+
 /// The OFM blocks of an operation of OFM `shape`: spans of rows, columns and channels.
 type Blocks = [Vec<(u64, u64)>; 3];
 
@@ -456,12 +459,18 @@ fn ofm_blocks(r: &RegisterFile, (h, w, d): (u64, u64, u64)) -> Blocks {
     ]
 }
 
-/// Calls `f` with the row, column and channel span of every block.
-fn for_blocks(b: &Blocks, mut f: impl FnMut((u64, u64), (u64, u64), (u64, u64))) {
-    for &cs in &b[2] {
-        for &ys in &b[0] {
-            for &xs in &b[1] {
-                f(ys, xs, cs);
+/// Calls `f` once per group of same-shaped blocks with their spans (starts: the gcd of the
+/// group's, see [`traffic::groups`]) and how many blocks the group has.
+fn for_blocks(b: &Blocks, mut f: impl FnMut(Spans3, u64)) {
+    let g = [
+        traffic::groups(&b[0]),
+        traffic::groups(&b[1]),
+        traffic::groups(&b[2]),
+    ];
+    for &(c, d, cn) in &g[2] {
+        for &(y, h, yn) in &g[0] {
+            for &(x, w, xn) in &g[1] {
+                f(((y, h), (x, w), (c, d)), cn * yn * xn);
             }
         }
     }
@@ -504,7 +513,7 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
             c.touch(fm.region, fm_end(fm, h, w, d));
             // Per OFM block, the operand's box (a broadcast dimension is its one element).
             let one = |(o, n): (u64, u64), full: u64| if full == 1 { (0, 1) } else { (o, n) };
-            for_blocks(&blocks, |ys, xs, cs| {
+            for_blocks(&blocks, |(ys, xs, cs), n| {
                 let ((y, h), (x, w), (ch, dd)) = (one(ys, h), one(xs, w), one(cs, d));
                 let bx = FmBox {
                     y,
@@ -514,7 +523,7 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
                     c: ch,
                     d: dd,
                 };
-                traffic::fm_box(fm, bx, 1, c.read_runs(fm.region));
+                traffic::fm_box(fm, bx, n, c.read_runs(fm.region));
             });
         }
     };
@@ -523,9 +532,7 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
         operand(&ifm2, r.ifm2_broadcast.broadcast_mode, &mut c);
     }
     write_ofm(&mut c, r, &ofm, shape);
-    for_blocks(&blocks, |ys, xs, cs| {
-        write_ofm_block(&mut c, r, &ofm, ys, xs, cs)
-    });
+    for_blocks(&blocks, |s, n| write_ofm_block(&mut c, r, &ofm, s, n));
     let in_bits = in_bits.max(8);
     let out_bits = (ofm.esize() * 8) as u32;
     let path = if ofm.storage == ActivationStorage::Chained {
@@ -570,9 +577,7 @@ fn resize(arch: &ArchConfig, r: &RegisterFile) -> OpCost {
     }
     write_ofm(&mut c, r, &ofm, shape);
     let blocks = ofm_blocks(r, shape);
-    for_blocks(&blocks, |ys, xs, cs| {
-        write_ofm_block(&mut c, r, &ofm, ys, xs, cs)
-    });
+    for_blocks(&blocks, |s, n| write_ofm_block(&mut c, r, &ofm, s, n));
     let upscale = (shape.0 / ih.max(1)).min(shape.1 / iw.max(1));
     let wide = ifm.esize() >= 2;
     let out_bits = (ofm.esize() * 8) as u32;

@@ -47,28 +47,30 @@ pub fn fm_box(fm: &Fm, b: FmBox, times: u64, acc: &mut Access) {
     let e = fm.esize();
     let base = fm.base[0];
     let (sy, sx, sc) = (fm.stride_y, fm.stride_x, fm.stride_c);
-    let (len, count, start, steps): (u64, u64, u64, [u64; 2]) =
+    // The box's offsets from the base, as separate terms: the alignment of their sum over a
+    // group of boxes (starts given as the gcd of the group's starts) is at least their gcd.
+    let (len, count, offsets, steps): (u64, u64, [u64; 3], [u64; 2]) =
         if fm.format == ActivationFormat::Nhcwb16 {
             let (b0, b1) = (b.c / 16, (b.c + b.d).div_ceil(16));
             let bricks = b1 - b0;
-            let start = base + b.y * sy + b0 * sc + b.x * 16 * e;
+            let offsets = [b.y * sy, b0 * sc, b.x * 16 * e];
             let row = b.w * 16 * e;
             if b.x == 0 && row == sc {
                 let run = row * bricks;
                 if b0 == 0 && run == sy {
-                    (run * b.h, 1, start, [0, 0])
+                    (run * b.h, 1, offsets, [0, 0])
                 } else {
-                    (run, b.h, start, [sy, 0])
+                    (run, b.h, offsets, [sy, 0])
                 }
             } else {
-                (row, b.h * bricks, start, [sy, sc])
+                (row, b.h * bricks, offsets, [sy, sc])
             }
         } else {
-            let start = base + b.y * sy + b.x * sx + b.c * e;
+            let offsets = [b.y * sy, b.x * sx, b.c * e];
             let pixel = b.d * e;
             // Whole words, or whole positions in every word: the position size divides the
             // word and the positions are aligned to it.
-            let align = alignment(start, &[sx, sy]);
+            let align = alignment(base, &[offsets[0], offsets[1], offsets[2], sx, sy]);
             let packs = if pixel % WORD == 0 {
                 align % WORD == 0
             } else {
@@ -77,15 +79,63 @@ pub fn fm_box(fm: &Fm, b: FmBox, times: u64, acc: &mut Access) {
             if pixel == sx && packs {
                 let row = pixel * b.w;
                 if b.x == 0 && row == sy {
-                    (row * b.h, 1, start, [0, 0])
+                    (row * b.h, 1, offsets, [0, 0])
                 } else {
-                    (row, b.h, start, [sy, 0])
+                    (row, b.h, offsets, [sy, 0])
                 }
             } else {
-                (pixel, b.h * b.w, start, [sy, sx])
+                (pixel, b.h * b.w, offsets, [sy, sx])
             }
         };
-    acc.add(len, alignment(start, &steps), count * times);
+    let align = alignment(
+        base,
+        &[offsets[0], offsets[1], offsets[2], steps[0], steps[1]],
+    );
+    acc.add(len, align, count * times);
+}
+
+/// Spans grouped by length, as (gcd of their starts, length, number of spans): a group stands
+/// for all its spans in [`fm_box`] (a start of 0 only when every start is 0).
+pub fn groups(spans: &[(u64, u64)]) -> Vec<(u64, u64, u64)> {
+    let mut out: Vec<(u64, u64, u64)> = Vec::new();
+    for &(start, len) in spans {
+        match out.iter_mut().find(|g| g.1 == len) {
+            Some(g) => {
+                g.0 = gcd(g.0, start);
+                g.2 += 1;
+            }
+            None => out.push((start, len, 1)),
+        }
+    }
+    out
+}
+
+/// A group of paired spans: (gcd of window starts, window length), (gcd of block starts,
+/// block length), number of pairs.
+pub type PairGroup = ((u64, u64), (u64, u64), u64);
+
+/// Paired spans (an IFM window and its OFM block) grouped by both lengths.
+pub fn pair_groups(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<PairGroup> {
+    let mut out: Vec<PairGroup> = Vec::new();
+    for (&(sa, la), &(sb, lb)) in a.iter().zip(b) {
+        match out.iter_mut().find(|g| g.0 .1 == la && g.1 .1 == lb) {
+            Some(g) => {
+                g.0 .0 = gcd(g.0 .0, sa);
+                g.1 .0 = gcd(g.1 .0, sb);
+                g.2 += 1;
+            }
+            None => out.push(((sa, la), (sb, lb), 1)),
+        }
+    }
+    out
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
 }
 
 /// Blocks of `block` outputs along a dimension of `n`: (first output, outputs) of each.
@@ -147,6 +197,23 @@ pub fn dma_side(addr: u64, len: u64, (w, s0): (u64, i64), (h, s1): (u64, i64), a
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_group_by_length() {
+        // 10 outputs in blocks of 4: two of 4 (starts 0 and 4), one of 2 (start 8).
+        let s = spans(10, 4);
+        assert_eq!(groups(&s), vec![(4, 4, 2), (8, 2, 1)]);
+        assert_eq!(groups(&[(0, 5)]), vec![(0, 5, 1)]);
+        let w = windows(10, 4, 1, 3, 1, 10, 1);
+        assert_eq!(
+            pair_groups(&w, &s),
+            vec![
+                ((0, 5), (0, 4), 1),
+                ((3, 6), (4, 4), 1),
+                ((7, 3), (8, 2), 1)
+            ]
+        );
+    }
 
     #[test]
     fn windows_count_halos_once_per_block_and_skip_padding() {
