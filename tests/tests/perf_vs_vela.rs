@@ -146,16 +146,18 @@ fn rows() -> Vec<Row> {
 }
 
 /// Measured on the 36 network x configuration rows (see docs/decisions.md P11): npuc's total
-/// cycles are 0.65 to 1.34 of Vela's, geometric mean 0.87 (0.10 to 0.91, 0.41, with the
+/// cycles are 0.50 to 1.33 of Vela's, geometric mean 0.83 (0.10 to 0.91, 0.41, with the
 /// bandwidth-only memory model before P13-P16). Where they differ, per operation
 /// (`print_per_operation_table`): Vela charges ~390 DRAM cycles per OFM block and 16-channel
 /// scale set for scales its own stream staged into SRAM (npuc times the SRAM reads); on the
 /// 256 npuc caps DRAM_Mid's 64 outstanding reads at the AXI_EXT port's 32 (TRM Table 3-23),
-/// doubling a 3-channel input image's latency-bound read; Vela's compute cycles exceed TRM
-/// chapter 4's for depthwise convolutions (~1.4x) and some pools and copies. The bounds pin
+/// doubling a 3-channel input image's latency-bound read; Vela charges weight streams read
+/// from DRAM ~2.4 times npuc's full-burst cost (dense_autoencoder); Vela's compute cycles
+/// exceed TRM chapter 4's for depthwise convolutions (~1.4x) and some pools, lookups and
+/// copies. The bounds pin
 /// the agreement with a little room, so a change in either model shows.
-const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.6..=1.4;
-const GEOMEAN_RANGE: std::ops::RangeInclusive<f64> = 0.82..=0.92;
+const RATIO_RANGE: std::ops::RangeInclusive<f64> = 0.45..=1.4;
+const GEOMEAN_RANGE: std::ops::RangeInclusive<f64> = 0.78..=0.88;
 
 #[test]
 fn total_cycles_stay_within_the_measured_spread_of_velas_estimate() {

@@ -249,20 +249,23 @@ impl PerfModel {
         let (mut read_data, mut write_data, mut read_latency, mut write_latency) =
             (0.0f64, 0.0f64, 0.0f64, 0.0f64);
         for (i, kind) in MemoryKind::ALL.into_iter().enumerate() {
-            let (mut reads, mut writes) = (Access::default(), Access::default());
+            let (mut fm_reads, mut reads, mut writes) =
+                (Access::default(), Access::default(), Access::default());
             for r in 0..NUM_REGIONS {
                 if self.map.region_memory(r as u32) == kind {
-                    reads.merge(&cost.reads[r]);
+                    fm_reads.merge(&cost.reads[r]);
+                    reads.merge(&cost.stream_reads[r]);
                     writes.merge(&cost.writes[r]);
                 }
             }
+            reads.merge(&fm_reads);
             let t = &self.timing[i];
             let (rc, wc) = t.cycles(&reads, &writes);
             channel_cycles[2 * i] = rc.ceil() as u64;
             channel_cycles[2 * i + 1] = wc.ceil() as u64;
             memory_cycles[i] = channel_cycles[2 * i].max(channel_cycles[2 * i + 1]);
             if !reads.is_empty() {
-                read_data = read_data.max(t.read.data(&reads));
+                read_data = read_data.max(t.read.data(&fm_reads));
                 read_latency = read_latency.max(t.read.latency);
             }
             if !writes.is_empty() {
@@ -279,7 +282,9 @@ impl PerfModel {
         // The blocks flow through the stages IFM fetch -> MAC -> AO -> OFM write; in steady
         // state the slowest stage sets the pace, and the pipeline fills and drains once: the
         // first block passes every other stage, the first data arrives after the read latency
-        // and the last write is acknowledged after the write latency (P16).
+        // and the last write is acknowledged after the write latency (P16). Weight and scale
+        // streams flow into the decoders and the AO as they arrive, and count only in the
+        // steady state.
         let fill = if cost.blocks > 0 {
             let n = cost.blocks as f64;
             let stages = [

@@ -71,8 +71,11 @@ pub struct OpCost {
     pub scale_bytes: u64,
     /// One past the highest byte touched per region (0: untouched).
     pub extent: [u64; NUM_REGIONS],
-    /// The reads per region as contiguous runs (what the memory model times).
+    /// The feature-map reads per region as contiguous runs (what the memory model times).
     pub reads: [Access; NUM_REGIONS],
+    /// The weight and scale stream reads per region (a matrix multiply's IFM2 too): consumed
+    /// as they arrive, they do not fill the block pipeline (P16).
+    pub stream_reads: [Access; NUM_REGIONS],
     /// The writes per region as contiguous runs.
     pub writes: [Access; NUM_REGIONS],
 }
@@ -90,6 +93,9 @@ impl OpCost {
     }
     fn read_runs(&mut self, region: u8) -> &mut Access {
         &mut self.reads[usize::from(region) % NUM_REGIONS]
+    }
+    fn stream_runs(&mut self, region: u8) -> &mut Access {
+        &mut self.stream_reads[usize::from(region) % NUM_REGIONS]
     }
     fn write_runs(&mut self, region: u8) -> &mut Access {
         &mut self.writes[usize::from(region) % NUM_REGIONS]
@@ -198,7 +204,7 @@ fn scales(c: &mut OpCost, r: &RegisterFile, slices: u64, spatial: u64) {
         let region = r.scale_region.region;
         c.scale_bytes = len;
         c.read(region, len * spatial);
-        traffic::stream(base, len, slices, spatial, c.read_runs(region));
+        traffic::stream(base, len, slices, spatial, c.stream_runs(region));
         c.touch(region, base + len);
     }
 }
@@ -378,7 +384,7 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
                 c: 0,
                 d: ifm_d,
             };
-            traffic::fm_box(&ifm2, b, spatial * cn, c.read_runs(ifm2.region));
+            traffic::fm_box(&ifm2, b, spatial * cn, c.stream_runs(ifm2.region));
         }
     }
     if weights_ifm2 && in_memory(&ifm2) {
@@ -428,7 +434,13 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
         for &(base, len) in &streams {
             c.weight_bytes += len;
             c.read(region, len * spatial);
-            traffic::stream(base, len, slices.len() as u64, spatial, c.read_runs(region));
+            traffic::stream(
+                base,
+                len,
+                slices.len() as u64,
+                spatial,
+                c.stream_runs(region),
+            );
             if len > 0 {
                 c.touch(region, base + len);
             }
