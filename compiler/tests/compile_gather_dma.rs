@@ -98,6 +98,14 @@ fn the_table_is_read_in_place_in_every_memory_mode() {
     }
 }
 
+#[test]
+fn the_index_is_one_elementwise_operation_and_the_lookup_one_dma() {
+    // widen + 32768 is one SUB of -32768 (the scalar fits the 16-bit operand).
+    let m = compile(&noise_lookup(1), &Options::default()).unwrap();
+    let kinds: Vec<&str> = m.operators.iter().map(|o| o.kernel.as_str()).collect();
+    assert_eq!(kinds, ["ELEMENTWISE", "DMA"]);
+}
+
 /// The DMA0 source-region commands of a compiled graph.
 fn dma_sources(m: &npuc::compile::CompiledModel) -> Vec<(u8, DmaIdxMode)> {
     decode_stream(&m.command_stream)

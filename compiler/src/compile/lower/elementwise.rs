@@ -11,7 +11,8 @@
 //!
 //! The output stage (semantics.md §5-§7):
 //! * add/sub/min/max/abs/clz/bitwise and 8/16-bit mul rescale with OFM_SCALE (`global`), so
-//!   a following per-tensor RESCALE fuses as the OFM scale, zero point and saturation;
+//!   a following per-tensor RESCALE fuses as the OFM scale, zero point and saturation (and
+//!   after an 8/16-bit mul, a rounding division by a power of two, [`super::rdbpot`]);
 //! * mul of b32 operands is `shift_only`: the TOSA shift is the OFM shift with natural
 //!   rounding on the exact 64-bit product, which is TOSA's `(a*b + 2^(s-1)) >> s`;
 //! * shr / shl / lshr skip the rescale (shr rounds with the OFM round mode: natural for
@@ -210,8 +211,24 @@ impl<'g> Ctx<'g> {
         if matches!(node.op, Op::Mul(_)) && self.dtype(node.outputs()[0]) != DType::Int32 {
             return Err(unsupported(node, "MUL into a type other than i32"));
         }
-        let inputs: Vec<TensorId> = node.inputs()[..if spec.unary { 1 } else { 2 }].to_vec();
+        let mut inputs: Vec<TensorId> = node.inputs()[..if spec.unary { 1 } else { 2 }].to_vec();
         let mut ops: Vec<Opnd> = inputs.iter().map(|&t| self.classify(&spec, t)).collect();
+        // `x + 32768` of a folded 16-bit operand (a table index) is `x - (-32768)`: the
+        // scalar then fits the operand's 16 bits.
+        let mut spec = spec;
+        if spec.mode == ElementwiseMode::Add && !spec.unary {
+            let big = ops.iter().position(|o| matches!(o, Opnd::Scalar(32768)));
+            if let Some(i) = big.filter(|&i| matches!(ops[1 - i], Opnd::Fold(_))) {
+                ops[i] = Opnd::Scalar(-32768);
+                ops.swap(0, i ^ 1);
+                inputs.swap(0, i ^ 1);
+                spec = Spec {
+                    mode: ElementwiseMode::Sub,
+                    commutative: false,
+                    ..spec
+                };
+            }
+        }
         // Two scalars: the first one is read from memory.
         if ops.iter().all(|o| matches!(o, Opnd::Scalar(_))) {
             ops[0] = Opnd::Tensor(inputs[0]);
@@ -284,7 +301,11 @@ impl<'g> Ctx<'g> {
             _ => Stage::Global,
         };
         let y = node.outputs()[0];
-        let out = self.output_stage(node, y, stage, &mut names)?;
+        let product = spec.mode == ElementwiseMode::Mul && narrow && spec.shift == 0;
+        let out = match product.then(|| self.rounding_divide(y)).flatten() {
+            Some((ops, e)) => self.fuse_rounding_divide(&ops, e, &mut names),
+            None => self.output_stage(node, y, stage, &mut names)?,
+        };
         if spec.mode == ElementwiseMode::Div && out.zp != 0 {
             return Err(unsupported(node, "INTDIV with an output zero point"));
         }
@@ -398,6 +419,24 @@ impl<'g> Ctx<'g> {
             && r.input_zp == 0
             && (0..=63).contains(&r.shift[0])
             && r.multiplier[0] >= 0
+    }
+
+    /// The output stage of a rounding division by `2^e` fused into the operation (see
+    /// [`super::rdbpot`]): `ops` are its operators, the SELECT last.
+    fn fuse_rounding_divide(&mut self, ops: &[OpId], e: u8, names: &mut Vec<String>) -> OutStage {
+        for &p in ops {
+            self.fused.insert(p);
+            names.push(self.node(p).name.clone());
+        }
+        let last = self.node(*ops.last().expect("the SELECT"));
+        OutStage {
+            t: last.outputs()[0],
+            name: last.name.clone(),
+            zp: 0,
+            act: NO_CLIP,
+            requant: Some((1, e)),
+            round: Some(RoundModeOfm::Symmetric),
+        }
     }
 
     /// [`Ctx::output_stage`] of an operation that rescales with OFM_SCALE.

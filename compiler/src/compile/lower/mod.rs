@@ -20,6 +20,7 @@ mod movement;
 mod operand;
 mod pool;
 mod range;
+mod rdbpot;
 mod reduce;
 mod rescale;
 mod resize;
