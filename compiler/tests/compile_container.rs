@@ -89,22 +89,24 @@ fn unsupported_operators_are_errors_naming_the_operator() {
     let e = compile(&g, &Options::default()).unwrap_err();
     assert!(e.to_string().contains("lonely"), "{e}");
 
-    // TRANSPOSE_CONV2D with stride 3 (the NPU inserts zeros for stride 2 only).
-    let mut b = GraphBuilder::new("tconv3");
-    let x = b.input("x", DType::Int8, [1, 4, 4, 2]);
-    let w = b.const_i8("w", [2, 3, 3, 2], &[1; 36]);
-    let bias = b.const_i32("b", [2], &[0; 2]);
-    let attrs = TransposeConvAttrs {
-        stride: [3, 3],
-        ..TransposeConvAttrs::default()
+    // AVG_POOL2D above 8x8 with padding (the NPU's average pooling takes 8x8; Vela refuses it
+    // too).
+    let mut b = GraphBuilder::new("avgpool_9x9_same");
+    let x = b.input("x", DType::Int8, [1, 9, 9, 2]);
+    let attrs = AvgPool2dAttrs {
+        kernel: [9, 9],
+        stride: [1, 1],
+        pad: [4, 4, 4, 4],
+        input_zp: 0,
+        output_zp: 0,
+        rounding: AvgPoolRounding::Tflite,
     };
-    let acc = b.op("tconv", Op::TransposeConv2d(attrs), &[x, w, bias]);
-    let r = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 32, RescaleRounding::DoubleRound);
-    let y = b.op("rs", Op::Rescale(r), &[acc]);
+    let y = b.op("wide_pool", Op::AvgPool2d(attrs), &[x]);
     b.output(y);
     let g = b.finish().unwrap();
     let e = compile(&g, &Options::default()).unwrap_err();
-    assert!(e.to_string().contains("stride 3x3"), "{e}");
+    assert!(e.to_string().contains("wide_pool"), "{e}");
+    assert!(e.to_string().contains("with padding"), "{e}");
 }
 
 /// Register values of the compiled conv2d_3x3_relu corpus model next to the ones in Vela's

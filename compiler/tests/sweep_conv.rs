@@ -26,7 +26,12 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn family_models(f: Family, seed: u64, n: usize, size: Size) -> impl Iterator<Item = sweep_common::Model> {
+fn family_models(
+    f: Family,
+    seed: u64,
+    n: usize,
+    size: Size,
+) -> impl Iterator<Item = sweep_common::Model> {
     let mut rng = Rng(seed ^ 0x9e37_79b9_7f4a_7c15);
     (0..n).map(move |_| model(f, &mut rng, size))
 }
@@ -35,7 +40,7 @@ fn small(f: Family) {
     let name = format!("{f:?}");
     let tally = run_sweep(
         &name,
-        family_models(f, 1 + f as u64, 6, Size::Small),
+        family_models(f, 1 + f as u64, 10, Size::Small),
         &all_targets(),
     );
     assert_clean(&name, &tally);
@@ -81,7 +86,9 @@ fn batch_matmul_small() {
 fn sweep_large() {
     let seed = env_u64("SWEEP_SEED", 1000);
     let n = env_u64("SWEEP_N", 40) as usize;
-    let filter = std::env::var("SWEEP_FAMILY").unwrap_or_default().to_lowercase();
+    let filter = std::env::var("SWEEP_FAMILY")
+        .unwrap_or_default()
+        .to_lowercase();
     let targets = all_targets();
     let mut tally = Tally::default();
     for f in FAMILIES {

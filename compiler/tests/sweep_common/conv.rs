@@ -421,7 +421,11 @@ fn transpose_conv(rng: &mut Rng, size: Size) -> Model {
     );
     let mut b = Builder::new();
     let qx = ty.quant(rng);
-    let shape_t = b.const_i32("output_shape", &[4], &[1, oh as i32, ow as i32, cout as i32]);
+    let shape_t = b.const_i32(
+        "output_shape",
+        &[4],
+        &[1, oh as i32, ow as i32, cout as i32],
+    );
     let x = b.input("x", &[1, h, w, cin], ty.tensor_type(), qx.clone());
     let wv = weights(rng, cout * kh * kw * cin);
     let ws = weight_scales(rng, per_channel, cout);
@@ -485,7 +489,11 @@ fn pool(rng: &mut Rng, size: Size, max: bool) -> Model {
     let act = rng.pick(&ACTS);
     let desc = format!(
         "{} {}: n{n} {h}x{w}x{c} -> {oh}x{ow} k{kh}x{kw} s{sh}x{sw} {} {act:?}",
-        if max { "MAX_POOL_2D" } else { "AVERAGE_POOL_2D" },
+        if max {
+            "MAX_POOL_2D"
+        } else {
+            "AVERAGE_POOL_2D"
+        },
         if ty.i16 { "16x8" } else { "int8" },
         if same { "SAME" } else { "VALID" },
     );

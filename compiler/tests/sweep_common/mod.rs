@@ -149,12 +149,16 @@ pub fn check_model(m: &Model, targets: &[Target], samples: usize) -> Tally {
                 let text = e.to_string();
                 let text: Vec<&str> = text
                     .lines()
-                    .filter(|l| !l.starts_with("write a .tflite") && !l.contains("cannot be one npuc"))
+                    .filter(|l| {
+                        !l.starts_with("write a .tflite") && !l.contains("cannot be one npuc")
+                    })
                     .map(str::trim)
                     .collect();
                 let msg = format!("{what}: {}", text.join(" | "));
                 if m.vela.is_ok() {
-                    tally.failures.push(format!("refused (Vela accepts): {msg}"));
+                    tally
+                        .failures
+                        .push(format!("refused (Vela accepts): {msg}"));
                 } else {
                     tally.refused.push(msg);
                 }

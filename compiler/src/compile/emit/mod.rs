@@ -345,7 +345,11 @@ fn op_commands(
     }));
     w.set(Command::SetAccFormat(SetAccFormat {
         acc_format: op.acc,
-        acc_input: AccInput::Reset,
+        acc_input: if op.acc_from_ifm2() {
+            AccInput::Ifm2
+        } else {
+            AccInput::Reset
+        },
         acc_output: AccOutput::Enable,
         microblock: block.microblock.encoding,
     }));

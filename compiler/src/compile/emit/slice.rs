@@ -1,9 +1,10 @@
 //! OFM-depth slices of an operation, so that its weight and scale streams can be staged in
 //! small double-buffered pieces: slice `j` is the same operation on OFM channels
 //! `c0..c0 + depth` (a window of the OFM buffer, the original strides), with those channels'
-//! weights and scale records; a DEPTHWISE also reads only those IFM channels. Every output
-//! channel depends on its own weights and scale record only, so the slices together compute
-//! exactly what the whole operation computes.
+//! weights and scale records; a DEPTHWISE also reads only those IFM channels, and an initial
+//! accumulator (IFM2 of a window part) only those channels. Every output channel depends on
+//! its own weights and scale record only, so the slices together compute exactly what the
+//! whole operation computes.
 
 use super::weights::{encode, Encoded};
 use super::*;
@@ -18,7 +19,7 @@ pub(super) struct Slice {
 /// Whether `op` can be sliced along the OFM depth.
 pub(super) fn sliceable(op: &NpuOp) -> bool {
     match op.kernel {
-        Kernel::Conv => op.weights.is_some() && op.ifm2.is_none(),
+        Kernel::Conv => op.weights.is_some(),
         Kernel::Depthwise => op.weights.is_some() && op.ifm.shape.2 == op.ofm.shape.2,
         _ => false,
     }
@@ -57,7 +58,8 @@ fn restrict(op: &NpuOp, c0: u32, depth: u32) -> Option<NpuOp> {
         } else {
             op.ifm
         },
-        ifm2: op.ifm2,
+        // An initial accumulator (IFM2) is laid out like the OFM.
+        ifm2: op.ifm2.as_ref().map(window),
         ofm: window(&op.ofm),
         kernel_size: op.kernel_size,
         stride: op.stride,

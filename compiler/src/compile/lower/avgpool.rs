@@ -17,6 +17,7 @@
 //! 16-bit inputs use the same 32-bit accumulator (the window sum of `|x| <= 32768` fits it for
 //! windows below 65536 taps), as the int16 fully-connected does (decision L1).
 
+use super::window::Window;
 use super::*;
 use npuc_ir::quant::reciprocal_scale;
 use npuc_ir::AvgPoolRounding;
@@ -77,11 +78,10 @@ impl<'g> Ctx<'g> {
         }
         let mut names = vec![node.name.clone()];
         let (out_t, act) = self.fuse_clamp(node.outputs()[0], &mut names);
-        let ifm = self.fm(node, x, true, a.input_zp)?;
-        let ofm = self.ofm(node, out_t, true, a.output_zp)?;
+        let (ifm, images) = self.image_fm(node, x, true, a.input_zp)?;
+        let (ofm, _) = self.image_ofm(node, out_t, true, a.output_zp)?;
         let k = (a.kernel[0] as u32, a.kernel[1] as u32);
         let stride = unit_stride_if_single(a.stride, &ofm);
-        let geometry = Geometry::new(node, &ifm, &ofm, k, stride, [1, 1], a.pad)?;
         let c = ifm.shape.2 as usize;
         let (scale, shift) = divide_by(k.0 * k.1, a.rounding)
             .ok_or_else(|| unsupported(node, "average pool window too large"))?;
@@ -93,7 +93,7 @@ impl<'g> Ctx<'g> {
             scale,
             shift,
         };
-        self.push(NpuOp {
+        let op = NpuOp {
             name: node.name.clone(),
             fused: names,
             kernel: Kernel::Depthwise,
@@ -101,9 +101,9 @@ impl<'g> Ctx<'g> {
             ifm2: None,
             ofm,
             kernel_size: k,
-            stride: geometry.stride,
+            stride: (1, 1),
             dilation: (1, 1),
-            pad: geometry.pad,
+            pad: [0; 4],
             weights: Some(weights),
             requant: Requant::PerChannel(vec![record; c]),
             round: RoundModeOfm::Natural,
@@ -112,7 +112,14 @@ impl<'g> Ctx<'g> {
             act,
             acc: AccFormat::I32,
             upscale: IfmUpscaleMode::None,
-        });
+        };
+        let window = Window {
+            kernel: (a.kernel[0], a.kernel[1]),
+            stride,
+            dilation: [1, 1],
+            pad: a.pad,
+        };
+        self.push_window(node, op, window, images)?;
         Ok(())
     }
 }

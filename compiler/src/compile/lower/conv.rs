@@ -10,6 +10,7 @@
 //!   output channel's own input channel.
 //! * A dilation above 2 becomes a dilation-1 kernel with zeros between the taps.
 
+use super::window::Window;
 use super::*;
 
 /// The requantization of a convolution accumulator: the fused RESCALE(s), the one that sets
@@ -182,7 +183,7 @@ impl<'g> Ctx<'g> {
             && (ws.kernel_height, ws.kernel_width) == (1, 1)
             && stride == [1, 1]
             && pad == [0; 4];
-        let (ifm, ofm) = match (self.batch_folded(x), self.batch_folded(out_t)) {
+        let (ifm, ofm, images) = match (self.batch_folded(x), self.batch_folded(out_t)) {
             (Some(ishape), Some(oshape)) if pointwise && self.dims(x)[0] > 1 => {
                 if !(-128..=127).contains(&input_zp) || !(-128..=127).contains(&r.output_zp) {
                     return Err(unsupported(node, "zero point out of range"));
@@ -205,31 +206,31 @@ impl<'g> Ctx<'g> {
                     broadcast: (false, false, false),
                     view: View::default(),
                 };
-                (ifm, ofm)
+                (ifm, ofm, 1)
             }
-            _ => (
-                self.fm(node, x, spatial, input_zp)?,
-                self.ofm(node, out_t, spatial, r.output_zp)?,
-            ),
+            _ => {
+                let (ifm, n) = self.image_fm(node, x, spatial, input_zp)?;
+                let (ofm, _) = self.image_ofm(node, out_t, spatial, r.output_zp)?;
+                (ifm, ofm, n)
+            }
         };
         let oc = ofm.shape.2 as usize;
         if weights.shape().ofm_depth != oc {
             return Err(unsupported(node, "weight and output depths differ"));
         }
         let channels = self.channel_scales(&rq, &weights, bd, in_dtype, input_zp, oc)?;
-        let (kh, kw) = (ws.kernel_height as u32, ws.kernel_width as u32);
-        let geometry = Geometry::new(node, &ifm, &ofm, (kh, kw), stride, dilation, pad)?;
-        self.push(NpuOp {
+        let (kh, kw) = (ws.kernel_height, ws.kernel_width);
+        let op = NpuOp {
             name: self.node(o).name.clone(),
             fused: names,
             kernel,
             ifm,
             ifm2: None,
             ofm,
-            kernel_size: (kh, kw),
-            stride: geometry.stride,
-            dilation: geometry.dilation,
-            pad: geometry.pad,
+            kernel_size: (kh as u32, kw as u32),
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
             weights: Some(weights),
             requant: Requant::PerChannel(channels),
             round: rescale_round(r),
@@ -238,7 +239,14 @@ impl<'g> Ctx<'g> {
             act,
             acc: rq.acc,
             upscale: IfmUpscaleMode::None,
-        });
+        };
+        let window = Window {
+            kernel: (kh, kw),
+            stride,
+            dilation,
+            pad,
+        };
+        self.push_window(node, op, window, images)?;
         Ok(())
     }
 }

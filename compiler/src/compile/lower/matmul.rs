@@ -7,8 +7,10 @@
 //! one CONV reads A `[H, C]` as an IFM of `1 x H x C` and the scratch as IFM2 of `1 x W x C`
 //! and writes `1 x H x W` of the output. The RESCALE after the MATMUL (possibly behind
 //! RESHAPEs) is the OFM scale: per-tensor only, no bias; 16-bit inputs use the 48-bit
-//! accumulator with the 16-bit multiplier, like convolutions (decision L1).
+//! accumulator with the 16-bit multiplier, like convolutions (decision L1). A constant B is
+//! handled in `matmul_const`.
 
+use super::matmul_const::{matrix_index, ConstMatMul};
 use super::movement::CopyAxis;
 use super::*;
 
@@ -78,14 +80,32 @@ impl<'g> Ctx<'g> {
         let e = dtype.byte_size() as i64;
         let oe = r.output_dtype.byte_size() as i64;
         let abuf = self.input_buffer(node, ta)?;
-        let bbuf = self.input_buffer(node, tb)?;
-        let obuf = self.new_buffer(out_t, Some(self.lowered.ops.len()));
         let zp_ok = |z: i64| (-128..=127).contains(&z) && (dtype == DType::Int8 || z == 0);
         if !zp_ok(a.a_zp) || !zp_ok(a.b_zp) || !(-128..=127).contains(&r.output_zp) {
             return Err(unsupported(node, "zero points out of range"));
         }
+        // A constant B: int8 as the weights of a 1x1 CONV, int16 stored transposed.
+        let const_b = !self.lowered.tensor_buffer.contains_key(&tb) && self.is_constant(tb);
+        if const_b && dtype == DType::Int8 {
+            let mm = ConstMatMul {
+                names,
+                act,
+                out_t,
+                acc: rq.acc,
+                dims: [da, db, dm],
+                abuf,
+                a_zp: a.a_zp,
+                b_zp: a.b_zp,
+            };
+            return self.lower_matmul_const_weights(node, tb, r, mm);
+        }
+        let bbuf = match const_b {
+            true => self.transposed_constant(node, tb, &db, dtype)?,
+            false => self.input_buffer(node, tb)?,
+        };
+        let obuf = self.new_buffer(out_t, Some(self.lowered.ops.len()));
         // The scratch buffer for B^T (one, reused by every batch).
-        let transpose = c > 1 && w > 1;
+        let transpose = c > 1 && w > 1 && !const_b;
         let scratch = transpose.then(|| {
             let idx = self.lowered.buffers.len();
             self.lowered.buffers.push(Buffer {
@@ -99,20 +119,7 @@ impl<'g> Ctx<'g> {
         });
         let batch = &dm[..rank - 2];
         let batches: usize = batch.iter().product();
-        // Batch index -> matrix index of a broadcast operand.
-        let matrix = |dims: &[usize], mut k: usize| -> usize {
-            let (mut m, mut stride) = (0, 1);
-            for (i, &n) in batch.iter().enumerate().rev() {
-                let j = k % n;
-                k /= n;
-                let d = dims[i];
-                if d != 1 {
-                    m += j * stride;
-                }
-                stride *= d;
-            }
-            m
-        };
+        let matrix = |dims: &[usize], k: usize| matrix_index(batch, dims, k);
         let fm = |buffer: usize, offset: i64, shape: (usize, usize), zp: i64| Fm {
             buffer,
             shape: (1, shape.0 as u32, shape.1 as u32),

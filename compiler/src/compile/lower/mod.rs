@@ -16,6 +16,7 @@ mod logical;
 mod lookup;
 mod lut16;
 mod matmul;
+mod matmul_const;
 mod movement;
 mod operand;
 mod pool;
@@ -29,6 +30,7 @@ mod select;
 mod table;
 mod tconv;
 mod unary;
+mod window;
 
 pub use table::Lut;
 

@@ -1,5 +1,6 @@
 //! MAX_POOL2D, AVG_POOL2D and standalone CLAMP as NPU pooling operations.
 
+use super::window::Window;
 use super::*;
 
 impl<'g> Ctx<'g> {
@@ -33,35 +34,38 @@ impl<'g> Ctx<'g> {
             act = (a.min.max(range.0), a.max.min(range.1));
         }
         let spatial = !matches!(node.op, Op::Clamp(_));
-        let ifm = self.fm(node, x, spatial, izp)?;
-        let ofm = self.ofm(node, out_t, spatial, ozp)?;
-        let k = (kernel[0] as u32, kernel[1] as u32);
+        let (ifm, images) = self.image_fm(node, x, spatial, izp)?;
+        let (ofm, _) = self.image_ofm(node, out_t, spatial, ozp)?;
         let stride = super::avgpool::unit_stride_if_single(stride, &ofm);
-        let geometry = Geometry::new(node, &ifm, &ofm, k, stride, [1, 1], pad)?;
-        let (scale, round) = match mode {
-            PoolingMode::Average => (1, RoundModeOfm::Natural),
-            _ => (1, RoundModeOfm::Natural),
-        };
-        self.push(NpuOp {
+        let op = NpuOp {
             name: node.name.clone(),
             fused: names,
             kernel: Kernel::Pool(mode),
             ifm,
             ifm2: None,
             ofm,
-            kernel_size: k,
-            stride: geometry.stride,
+            kernel_size: (kernel[0] as u32, kernel[1] as u32),
+            stride: (1, 1),
             dilation: (1, 1),
-            pad: geometry.pad,
+            pad: [0; 4],
             weights: None,
-            requant: Requant::Global { scale, shift },
-            round,
+            requant: Requant::Global { scale: 1, shift },
+            round: RoundModeOfm::Natural,
             ifm_scale: None,
             ifm2_scale: None,
             act,
             acc: AccFormat::I32,
             upscale: IfmUpscaleMode::None,
-        });
-        Ok(())
+        };
+        let window = Window {
+            kernel: (kernel[0], kernel[1]),
+            stride,
+            dilation: [1, 1],
+            pad,
+        };
+        if mode == PoolingMode::Average && stride.iter().any(|&s| s > 3) {
+            return self.push_avgpool_strided(node, op, window, images);
+        }
+        self.push_window(node, op, window, images)
     }
 }
