@@ -98,6 +98,16 @@ NETWORKS = [
     "transformer_encoder", "efficientnet_se", "unet_small",
 ]
 
+# Edge cases of the convolution family (edgecases.py, names "edge_*"): TFLite goldens only,
+# not compiled by Vela (the corpus is near its size budget).
+EDGE_PREFIX = "edge_"
+
+
+def no_vela(name):
+    """Models compile_vela.py leaves out."""
+    return name.startswith(EDGE_PREFIX)
+
+
 # Models without a TFLite golden, and why (oracles.md).
 NO_GOLDEN = {
     "depth_to_space": "int8 DEPTH_TO_SPACE has no TFLite reference kernel",

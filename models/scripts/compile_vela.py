@@ -35,6 +35,7 @@ from common import (  # noqa: E402
     ORIGINAL,
     TFLITE_DIR,
     VELA_DIR,
+    no_vela,
     tflite_path,
     vela_root,
 )
@@ -266,7 +267,7 @@ def main():
 
     all_names = sorted(os.path.basename(p)[: -len(".tflite")] for p in glob.glob(os.path.join(TFLITE_DIR, "*.tflite")))
     all_names += [n for n in LARGE_NETWORKS if os.path.exists(tflite_path(n))]
-    names = a.names or all_names
+    names = [n for n in (a.names or all_names) if not no_vela(n)]
     with tempfile.TemporaryDirectory(prefix="npuc-vela-") as workdir:
         for cfg, flags, only, fmt in CONFIGS:
             for name in names:

@@ -2,7 +2,8 @@
 """Golden inputs and outputs for every models/tflite/*.tflite.
 
 For each model, N_SAMPLES seeded inputs spanning the whole integer range of
-the input type (each input contains its minimum and maximum), and the outputs
+the input type (each input contains its minimum and maximum; a one-element
+input is the minimum, the maximum, then -1), and the outputs
 of the TFLite *reference* kernels (OpResolverType.BUILTIN_REF; the optimised
 kernels differ by +-1 LSB on some ops):
 
@@ -113,8 +114,13 @@ def golden(name):
         interp.reset_all_variables()
         for i, d in enumerate(ins):
             dtype = np.dtype(d["dtype"])
-            x = quantize_full_range(structured_sample(rng, d["shape"]), dtype)
-            assert x.min() == np.iinfo(dtype).min and x.max() == np.iinfo(dtype).max
+            info = np.iinfo(dtype)
+            if int(np.prod(d["shape"])) == 1:
+                # a single element cannot hold both extremes: minimum, maximum, then -1
+                x = np.full(d["shape"], [info.min, info.max, -1][k % 3], dtype=dtype)
+            else:
+                x = quantize_full_range(structured_sample(rng, d["shape"]), dtype)
+                assert x.min() == info.min and x.max() == info.max
             if name in POSITIVE_GOLDEN_INPUT:
                 x = np.maximum((x.astype(np.int32) + 32768) // 2, 1).astype(dtype)
             for bad, good in GOLDEN_INPUT_REPLACE.get(name, {}).get(i, {}).items():

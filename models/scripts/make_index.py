@@ -21,6 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (  # noqa: E402
+    EDGE_PREFIX,
     LARGE_DIR,
     LARGE_NETWORKS,
     MODELS_DIR,
@@ -65,6 +66,8 @@ def kind_of(name, ops):
         return "network"
     if name == "two_npu_subgraphs":
         return "multi-op"
+    if name.startswith(EDGE_PREFIX):
+        return "edge-case"
     return "single-op"
 
 

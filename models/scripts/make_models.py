@@ -344,6 +344,7 @@ def _(name, rng):
 sys.modules.setdefault("make_models", sys.modules[__name__])
 import singleops  # noqa: E402,F401
 import networks  # noqa: E402,F401
+import edgecases  # noqa: E402,F401
 
 # --------------------------------------------------------------------------
 
