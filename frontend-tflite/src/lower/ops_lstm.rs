@@ -20,7 +20,9 @@
 //!   when `proj_clip > 0`; `y` is the output and the next state.
 //!
 //! The activations are tabulated for all 65536 inputs here (gemmlowp's functions are not
-//! piecewise linear, so not a TOSA TABLE) and looked up with a GATHER. The input half of
+//! piecewise linear, so not a TOSA TABLE) and looked up with a GATHER: one per step for the
+//! four gates (logistic and tanh side by side in one table, the index offset per column),
+//! one for the cell state. The input half of
 //! every gate does not depend on the state, so it is one FULLY_CONNECTED over all time steps;
 //! the recurrent half is one FULLY_CONNECTED per step with the four gates' weights stacked.
 //! The state starts from the values TFLite resets variable tensors to (the zero point for the
@@ -192,27 +194,32 @@ pub(crate) fn unidirectional_sequence_lstm(cx: &mut OpCx<'_, '_>) -> R<()> {
     let bias = cx.constant("gate_bias", vec![4 * n_cell], bias)?;
     let no_bias = cx.constant("no_bias", vec![1], TensorData::I32(vec![0]))?;
 
-    // Activation tables, shared by every step.
-    let table = |f: &dyn Fn(i16) -> i16| TensorData::I16((i16::MIN..=i16::MAX).map(f).collect());
-    let sigmoid = cx.constant(
-        "logistic_q3",
-        vec![1, 65536, 1],
-        table(&|x| gemmlowp16::logistic(x, 3)),
+    // Activation tables, shared by every step: the gates' logistic and tanh as one table
+    // (`[logistic; tanh]`, so the four gates are one lookup), and the cell state's tanh.
+    let table = |f: &dyn Fn(i16) -> i16| (i16::MIN..=i16::MAX).map(f).collect::<Vec<i16>>();
+    let mut gate_fns = table(&|x| gemmlowp16::logistic(x, 3));
+    gate_fns.extend(table(&|x| gemmlowp16::tanh(x, 3)));
+    let gate_table = cx.constant(
+        "logistic_tanh_q3",
+        vec![1, 2 * 65536, 1],
+        TensorData::I16(gate_fns),
     )?;
-    let tanh_gate = cx.constant(
-        "tanh_q3",
-        vec![1, 65536, 1],
-        table(&|x| gemmlowp16::tanh(x, 3)),
+    // Index of each gate column: x + 32768 into the logistic, + 65536 more into the tanh.
+    let offsets: Vec<i32> = (0..4 * n_cell)
+        .map(|j| if j < 3 * n_cell { 32768 } else { 98304 })
+        .collect();
+    let gate_offsets = cx.constant(
+        "gate_offsets",
+        vec![1, 4 * n_cell],
+        TensorData::I32(offsets),
     )?;
     let cell_bits = 15 + cell_log2;
-    let tanh_cell = if cell_bits == 3 {
-        tanh_gate
+    let (tanh_cell, cell_offset) = if cell_bits == 3 {
+        (gate_table, 98304)
     } else {
-        cx.constant(
-            "tanh_cell",
-            vec![1, 65536, 1],
-            table(&|x| gemmlowp16::tanh(x, cell_bits)),
-        )?
+        let t = table(&|x| gemmlowp16::tanh(x, cell_bits));
+        let t = cx.constant("tanh_cell", vec![1, 65536, 1], TensorData::I16(t))?;
+        (t, 32768)
     };
 
     // The input half of every gate for all steps: [B*T or T*B, 4H] as i32.
@@ -242,12 +249,9 @@ pub(crate) fn unidirectional_sequence_lstm(cx: &mut OpCx<'_, '_>) -> R<()> {
         let g_rec = cx.requant_double(acc, DType::Int32, &s_rec, 0)?;
         let pre = cx.emit("gates", Op::Add, &[g_in, g_rec])?;
         let pre = saturate(cx, pre, DType::Int16)?;
-        let sig = slice_cols(cx, pre, 0, 3 * n_cell)?;
-        let sig = lookup(cx, sig, sigmoid)?;
-        let gate = |cx: &mut OpCx<'_, '_>, k: usize| slice_cols(cx, sig, k * n_cell, n_cell);
-        let (ig, fg, og) = (gate(cx, 0)?, gate(cx, 1)?, gate(cx, 2)?);
-        let cg = slice_cols(cx, pre, 3 * n_cell, n_cell)?;
-        let cg = lookup(cx, cg, tanh_gate)?;
+        let act = lookup(cx, pre, gate_table, gate_offsets)?;
+        let gate = |cx: &mut OpCx<'_, '_>, k: usize| slice_cols(cx, act, k * n_cell, n_cell);
+        let (ig, fg, og, cg) = (gate(cx, 0)?, gate(cx, 1)?, gate(cx, 2)?, gate(cx, 3)?);
 
         // c = sat16(rdbpot(f * c, 15) + rdbpot(i * g, 30 + cell_log2)), clipped.
         let fc_ = mul(cx, fg, c)?;
@@ -261,7 +265,8 @@ pub(crate) fn unidirectional_sequence_lstm(cx: &mut OpCx<'_, '_>) -> R<()> {
         }
 
         // h = sat8(MBQM(o * tanh(c), 2^-30 / hidden_scale) + hidden_zp).
-        let tc = lookup(cx, c, tanh_cell)?;
+        let off = cx.constant("offset", vec![1, 1], TensorData::I32(vec![cell_offset]))?;
+        let tc = lookup(cx, c, tanh_cell, off)?;
         let oc = mul(cx, og, tc)?;
         h = cx.requant_double(oc, DType::Int8, &[s_out], z_hidden)?;
         if let Some(p) = &proj {
@@ -349,13 +354,13 @@ fn mul(cx: &mut OpCx<'_, '_>, a: IrT, b: IrT) -> R<IrT> {
     cx.emit("mul", Op::Mul(MulAttrs { shift: 0 }), &[a, b])
 }
 
-/// `table[x + 32768]` for a 2-D `i16` tensor `x` (a GATHER from a `[1, 65536, 1]` table).
-fn lookup(cx: &mut OpCx<'_, '_>, x: IrT, table: IrT) -> R<IrT> {
+/// `table[x + offset]` for a 2-D `i16` tensor `x` and an `i32` offset broadcast along its
+/// rows (a GATHER from a `[1, K, 1]` table).
+fn lookup(cx: &mut OpCx<'_, '_>, x: IrT, table: IrT, offset: IrT) -> R<IrT> {
     let shape = cx.ty(x).shape.0.clone();
     let n: usize = shape.iter().product();
     let w = cx.widen_i32(x, 0)?;
-    let off = cx.constant("offset", vec![1, 1], TensorData::I32(vec![32768]))?;
-    let idx = cx.emit("index", Op::Add, &[w, off])?;
+    let idx = cx.emit("index", Op::Add, &[w, offset])?;
     let idx = cx.reshape(idx, vec![1, n])?;
     let y = cx.emit("activation", Op::Gather, &[table, idx])?;
     cx.reshape(y, shape)
