@@ -32,6 +32,12 @@ fn int_type(dt: DType) -> R<()> {
     }
 }
 
+/// TFLite's `CheckedLog2`: the scale is a power of two within 1e-3 in log2 (f32).
+fn is_pot(scale: f32) -> bool {
+    let l = scale.ln() * (1.0f32 / 2f32.ln());
+    (l - l.round()).abs() < 1e-3
+}
+
 /// `(x - zp) << shift` as `i32`.
 fn shifted_i32(cx: &mut OpCx<'_, '_>, x: IrT, zp: i64, shift: i32) -> R<IrT> {
     let v = cx.widen_i32(x, zp)?;
@@ -58,12 +64,17 @@ pub(crate) fn add_sub(cx: &mut OpCx<'_, '_>, sub: bool) -> R<()> {
     if OpCx::dtype(t2)? != dt || OpCx::dtype(to)? != dt {
         return Err("inputs and output must have the same type".into());
     }
-    if dt == DType::Int16 && pot16 {
-        return Err("int16 with pot_scale_int16 (power-of-two scales) is not supported".into());
-    }
     let (s1, z1) = OpCx::qparams(t1)?;
     let (s2, z2) = OpCx::qparams(t2)?;
     let (so, zo) = OpCx::qparams(to)?;
+    // With pot_scale_int16, TFLite takes its power-of-two shift path only when all three
+    // scales are powers of two (within its CheckedLog2 tolerance); otherwise the general one.
+    if dt == DType::Int16 && pot16 && [s1, s2, so].into_iter().all(is_pot) {
+        return Err(
+            "int16 with pot_scale_int16 and power-of-two scales (TFLite's shift path) is not supported"
+                .into(),
+        );
+    }
     let ls = if dt == DType::Int8 { 20 } else { 15 };
     let twice_max = 2.0 * f64::from(s1).max(f64::from(s2));
     let r1 = f64::from(s1) / twice_max;
@@ -160,5 +171,25 @@ pub(crate) fn relu(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
 }
 
 pub(crate) fn unary(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
+    if code == BuiltinOperator::QUANTIZE {
+        return quantize(cx);
+    }
     super::ops_table::unary(cx, code)
+}
+
+/// QUANTIZE between integer types (requantization, TFLite's `Requantize`): `x - zp_in`
+/// scaled by `s_in / s_out` (`MultiplyByQuantizedMultiplier`, double rounding), plus
+/// `zp_out`, saturated.
+fn quantize(cx: &mut OpCx<'_, '_>) -> R<()> {
+    let (xt, ot) = (cx.tin(0)?, cx.tout(0)?);
+    let (di, dout) = (OpCx::dtype(xt)?, OpCx::dtype(ot)?);
+    int_type(di)?;
+    int_type(dout)?;
+    let (si, zi) = OpCx::qparams(xt)?;
+    let (so, zo) = OpCx::qparams(ot)?;
+    let x = cx.input(0)?;
+    let v = cx.widen_i32(x, zi)?;
+    let real = f64::from(si) / f64::from(so);
+    let y = cx.requant_double(v, dout, &[real], zo)?;
+    cx.bind_output(0, y)
 }

@@ -422,14 +422,18 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
     }
     let scale10 = |i: usize, o: usize| -> i64 {
         let (i, o) = (i as i64, o as i64);
-        if align && o > 1 {
+        if i == 1 {
+            // One input row or column: every output samples it (any positive scale does;
+            // 1024 keeps the int16 sums small).
+            1024
+        } else if align && o > 1 {
             (1024 * (i - 1) + (o - 1) / 2) / (o - 1)
         } else {
             (1024 * i + o / 2) / o
         }
     };
     let (sy, sx) = (scale10(xs[1], os[1]), scale10(xs[2], os[2]));
-    let off = |s: i64| if half { s / 2 - 512 } else { 0 };
+    let off = |s: i64| if half && s != 1024 { s / 2 - 512 } else { 0 };
     let (oy, ox) = (off(sy), off(sx));
     if !same_sampling(os[1] as i64, xs[1] as i64, sy, oy, half)
         || !same_sampling(os[2] as i64, xs[2] as i64, sx, ox, half)
@@ -482,15 +486,20 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
         sum
     };
     // TFLite rounds sum / 2^20 (here sum / (uy * ux)) half away from zero: subtract 1 from
-    // negative sums, then round half up.
-    let c31 = cx.constant("c31", vec![1, 1, 1, 1], TensorData::I32(vec![31]))?;
-    let sign = cx.emit(
-        "sign",
-        Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: false }),
-        &[sum, c31],
-    )?;
-    let adj = cx.emit("adjust", Op::Add, &[sum, sign])?;
+    // negative sums, then round half up (no rounding at all when the weights are 1: both
+    // axes sample whole rows and columns).
     let bits = (uy * ux).trailing_zeros() as i32;
+    let adj = if bits >= 1 {
+        let c31 = cx.constant("c31", vec![1, 1, 1, 1], TensorData::I32(vec![31]))?;
+        let sign = cx.emit(
+            "sign",
+            Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: false }),
+            &[sum, c31],
+        )?;
+        cx.emit("adjust", Op::Add, &[sum, sign])?
+    } else {
+        sum
+    };
     let (m, sh) = if bits >= 1 {
         (1 << (31 - bits), 31)
     } else {

@@ -2,7 +2,7 @@
 //! REVERSE_V2, TILE, PACK, UNPACK, MIRROR_PAD, GATHER, SPACE_TO_BATCH_ND, BATCH_MATMUL and
 //! SQUARED_DIFFERENCE.
 //!
-//! int8 comparisons follow TFLite's quantized scheme: each input becomes
+//! int8 comparisons (and int16 EQUAL / NOT_EQUAL) follow TFLite's quantized scheme: each input becomes
 //! `MultiplyByQuantizedMultiplier((x - zp) << 8, s_input)` before the integer comparison.
 //! SQUARED_DIFFERENCE shifts by 7, rescales each input by `s_i / (2 max(s1, s2))`, squares the
 //! difference and rescales by `(2 max)^2 / (2^14 s_out)`.
@@ -33,17 +33,18 @@ pub(crate) fn compare(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
     let (t1, t2, to) = (cx.tin(0)?, cx.tin(1)?, cx.tout(0)?);
     let rank = OpCx::shape(to)?.len();
     let dt = OpCx::dtype(t1)?;
-    let (a, b) = if dt == DType::Int8 {
+    // TFLite (2.21) rescales int16 operands for EQUAL / NOT_EQUAL only; the ordering
+    // comparisons of int16 compare raw values (checked against its reference kernels).
+    let quantized = t1.quantization.is_some() && t2.quantization.is_some();
+    let eq = matches!(code, B::EQUAL | B::NOT_EQUAL);
+    let (a, b) = if dt == DType::Int8 || dt == DType::Int16 && quantized && eq {
         let (s1, _) = OpCx::qparams(t1)?;
         let (s2, _) = OpCx::qparams(t2)?;
         (
             shifted_scaled(cx, 0, rank, 8, f64::from(s1))?,
             shifted_scaled(cx, 1, rank, 8, f64::from(s2))?,
         )
-    } else if dt == DType::Int32
-        || dt == DType::Bool
-        || dt == DType::Int16 && t1.quantization.is_none()
-    {
+    } else if matches!(dt, DType::Int32 | DType::Bool | DType::Int16) {
         let a = cx.input(0)?;
         let a = to_rank(cx, a, rank)?;
         let b = cx.input(1)?;
@@ -96,10 +97,21 @@ pub(crate) fn select(cx: &mut OpCx<'_, '_>) -> R<()> {
             ));
         }
     }
+    // SELECT (v1) with a rank-1 condition over a higher-rank x picks whole rows along the
+    // first axis (TFLite's RankOneSelect).
+    let cs = OpCx::shape(cx.tin(0)?)?;
+    let xs = OpCx::shape(cx.tin(1)?)?;
+    let rows = cx.op.opcode.builtin == BuiltinOperator::SELECT && cs.len() == 1 && xs.len() > 1;
     let mut ins = vec![];
     for i in 0..3 {
         let x = cx.input(i)?;
-        ins.push(to_rank(cx, x, rank)?);
+        ins.push(if i == 0 && rows {
+            let mut s = vec![1; rank];
+            s[0] = cs[0];
+            cx.reshape(x, s)?
+        } else {
+            to_rank(cx, x, rank)?
+        });
     }
     let y = cx.emit("select", Op::Select, &ins)?;
     cx.bind_output(0, y)

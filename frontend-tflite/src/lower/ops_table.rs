@@ -23,12 +23,17 @@ pub(crate) fn mbqm(x: i64, real: f64) -> R<i64> {
     Ok(i64::from(fixed::rdbpot(v, right)))
 }
 
+/// TFLite's `LUTPopulateInt8`: a NaN result (LOG or RSQRT of a negative value) becomes
+/// -128, infinities saturate.
 fn float_lut(si: f32, zi: i64, so: f32, zo: i64, f: impl Fn(f32) -> f32) -> Vec<i64> {
     (-128i64..=127)
         .map(|q| {
             let x = si * (q - zi) as f32;
             let y = f(x);
-            let r = (y / so).round() as i64 + zo;
+            if y.is_nan() {
+                return -128;
+            }
+            let r = ((y / so).round() as i64).saturating_add(zo);
             r.clamp(-128, 127)
         })
         .collect()

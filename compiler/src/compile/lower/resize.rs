@@ -162,6 +162,14 @@ impl<'g> Ctx<'g> {
                         "bilinear RESIZE rescale must be a power-of-two division",
                     ));
                 }
+                // `acc + (acc >> 31)` then a division by 2^0 keeps the -1 of negative sums:
+                // only a real division rounds half away from zero.
+                if round == RoundModeOfm::Symmetric && s <= i64::from(m.trailing_zeros()) {
+                    return Err(unsupported(
+                        rnode,
+                        "bilinear RESIZE sign adjustment without a division",
+                    ));
+                }
                 let k = s - i64::from(m.trailing_zeros()) - i64::from(ky + kx);
                 if !(0..=47).contains(&k) {
                     return Err(unsupported(rnode, "bilinear RESIZE rescale shift"));
