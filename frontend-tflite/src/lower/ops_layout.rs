@@ -9,7 +9,7 @@ use super::ctx::{IrT, OpCx, R};
 use crate::schema::{ActivationFunctionType, BuiltinOptionsT};
 use npuc_ir::{
     ArithmeticRightShiftAttrs, AxisAttrs, DType, Op, PadAttrs, RescaleRounding, ResizeAttrs,
-    ResizeMode, SliceAttrs, TensorData, TransposeAttrs,
+    ResizeMode, SliceAttrs, TensorData, TileAttrs, TransposeAttrs,
 };
 
 pub(crate) fn axis(a: i64, rank: usize) -> R<usize> {
@@ -417,23 +417,50 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
     }
     let xs = OpCx::shape(xt)?;
     let os = OpCx::shape(cx.tout(0)?)?;
-    if xs.len() != 4 || os.len() != 4 {
-        return Err("needs 4-D tensors".into());
+    if xs.len() != 4 || os.len() != 4 || xs[0] != os[0] || xs[3] != os[3] {
+        return Err("needs 4-D tensors of the same batch and depth".into());
     }
+    // An axis with one input row (column) copies it to every output row (all of TFLite's
+    // weights fall on it): the other axis is resized, then the result tiled.
+    let unit = |i: usize| if xs[i] == 1 { 1 } else { os[i] };
+    let mid = vec![os[0], unit(1), unit(2), os[3]];
+    let x = cx.input(0)?;
+    let y = if mid == xs {
+        x
+    } else {
+        bilinear(cx, x, &xs, &mid, align, half, dt)?
+    };
+    let y = if mid != os {
+        let multiples = vec![1, os[1] / mid[1], os[2] / mid[2], 1];
+        cx.emit("tile", Op::Tile(TileAttrs { multiples }), &[y])?
+    } else if y == x {
+        cx.emit("copy", Op::Identity, &[y])?
+    } else {
+        y
+    };
+    bind_copy(cx, y)
+}
+
+/// TFLite's bilinear resize of `x` (shape `xs`) to `os` (same batch and depth).
+fn bilinear(
+    cx: &mut OpCx<'_, '_>,
+    x: IrT,
+    xs: &[usize],
+    os: &[usize],
+    align: bool,
+    half: bool,
+    dt: DType,
+) -> R<IrT> {
     let scale10 = |i: usize, o: usize| -> i64 {
         let (i, o) = (i as i64, o as i64);
-        if i == 1 {
-            // One input row or column: every output samples it (any positive scale does;
-            // 1024 keeps the int16 sums small).
-            1024
-        } else if align && o > 1 {
+        if align && o > 1 {
             (1024 * (i - 1) + (o - 1) / 2) / (o - 1)
         } else {
             (1024 * i + o / 2) / o
         }
     };
     let (sy, sx) = (scale10(xs[1], os[1]), scale10(xs[2], os[2]));
-    let off = |s: i64| if half && s != 1024 { s / 2 - 512 } else { 0 };
+    let off = |s: i64| if half { s / 2 - 512 } else { 0 };
     let (oy, ox) = (off(sy), off(sx));
     if !same_sampling(os[1] as i64, xs[1] as i64, sy, oy, half)
         || !same_sampling(os[2] as i64, xs[2] as i64, sx, ox, half)
@@ -468,7 +495,6 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
         offset: [oy / gy, ox / gx],
         border: [by / gy, bx / gx],
     };
-    let x = cx.input(0)?;
     let sum = cx.emit("resize", Op::Resize(attrs), &[x])?;
     let sum = if dt == DType::Int16 {
         // i48 -> i32 exactly: (4 v + 2) >> 2 == v.
@@ -515,5 +541,5 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
         0,
         0,
     )?;
-    bind_copy(cx, y)
+    Ok(y)
 }

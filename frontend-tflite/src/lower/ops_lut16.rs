@@ -368,6 +368,21 @@ pub(crate) fn unary16(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
     if OpCx::dtype(ot)? != DType::Int16 {
         return Err("int16 input needs an int16 output".into());
     }
+    if code == B::NEG {
+        // TFLite's int16 NEG negates the raw values, wrapping -(-32768) to -32768 (like the
+        // int8 kernel): 0 - x in i32, then its low 16 bits.
+        let x = cx.input(0)?;
+        let rank = cx.ty(x).shape.0.len();
+        let v = cx.widen_i32(x, 0)?;
+        let zero = cx.constant("zero", vec![1; rank], TensorData::I32(vec![0]))?;
+        let n = cx.emit("neg", Op::Sub, &[zero, v])?;
+        let y = cx.emit(
+            "wrap",
+            Op::Cast(npuc_ir::CastAttrs { to: DType::Int16 }),
+            &[n],
+        )?;
+        return cx.bind_output(0, y);
+    }
     let (si, zi) = OpCx::qparams(xt)?;
     let (so, zo) = OpCx::qparams(ot)?;
     if zi != 0 || zo != 0 {

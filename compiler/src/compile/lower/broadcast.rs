@@ -42,7 +42,56 @@ fn folded(out: &[usize], ins: &[Vec<usize>]) -> Result<Vec<(usize, Vec<bool>)>, 
     Ok(axes)
 }
 
+/// (H, W, C) of a dense tensor read or written element by element with its shape unchanged:
+/// the natural view for batch 1 and rank 4 or less; otherwise the depth is the last axis and
+/// the leading axes fold into the height and the width (as much as possible into the height).
+fn flat_dims(d: &[usize]) -> Option<(usize, usize, usize)> {
+    let r = d.len();
+    if r <= 3 || (r == 4 && d[0] == 1) {
+        return None;
+    }
+    let c = d[r - 1];
+    let lead = &d[..r - 1];
+    (0..lead.len()).rev().find_map(|k| {
+        let h: usize = lead[..k].iter().product();
+        let w: usize = lead[k..].iter().product();
+        (h <= MAX_DIM && w <= MAX_DIM && c <= MAX_DIM).then_some((h, w, c))
+    })
+}
+
 impl<'g> Ctx<'g> {
+    /// The (H, W, C) view of `t` for an operation that keeps the shape and treats every
+    /// element alike (RESCALE, TABLE, CLAMP, CAST, ...): [`flat_dims`].
+    pub(super) fn flat_hwc(
+        &self,
+        node: &OpNode,
+        t: TensorId,
+    ) -> Result<(u32, u32, u32), CompileError> {
+        let d = self.dims(t);
+        if d.len() <= 3 || (d.len() == 4 && d[0] == 1) {
+            return self.hwc(node, t, false);
+        }
+        let (h, w, c) = flat_dims(d).ok_or_else(|| unsupported(node, "a dimension above 65536"))?;
+        Ok((h as u32, w as u32, c as u32))
+    }
+
+    /// [`Ctx::fm`] in the [`Ctx::flat_hwc`] view.
+    pub(super) fn fm_flat(&self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
+        let shape = self.flat_hwc(node, t)?;
+        self.fm_shaped(node, t, shape, zp)
+    }
+
+    /// [`Ctx::ofm`] in the [`Ctx::flat_hwc`] view.
+    pub(super) fn ofm_flat(
+        &mut self,
+        node: &OpNode,
+        t: TensorId,
+        zp: i64,
+    ) -> Result<Fm, CompileError> {
+        let shape = self.flat_hwc(node, t)?;
+        self.ofm_shaped(node, t, shape, zp)
+    }
+
     /// An elementwise operand's feature map with zero point `zp` (shape set by
     /// [`Ctx::broadcast_layout`]).
     pub(super) fn ew_fm(&self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
@@ -171,6 +220,14 @@ mod tests {
         let axes = folded(&[2, 3, 4, 5, 6], &ins).unwrap();
         let got: Vec<(usize, bool)> = axes.iter().map(|a| (a.0, a.1[1])).collect();
         assert_eq!(got, [(6, false), (20, true), (6, false)]);
+    }
+
+    #[test]
+    fn flat_views_keep_the_depth_and_fold_the_rest() {
+        assert_eq!(flat_dims(&[1, 4, 5, 6]), None);
+        assert_eq!(flat_dims(&[2, 4, 5, 6]), Some((8, 5, 6)));
+        assert_eq!(flat_dims(&[2, 3, 4, 5, 6]), Some((24, 5, 6)));
+        assert_eq!(flat_dims(&[300, 300, 2, 6]), Some((300, 600, 6)));
     }
 
     #[test]

@@ -200,7 +200,7 @@ impl<'g> Ctx<'g> {
     /// The feature map of a tensor read whole (its (H, W, C) view).
     fn tensor_fm(&mut self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
         let mut fm = self.operand_tensor_fm(node, t, zp)?;
-        fm.shape = self.hwc(node, t, false)?;
+        fm.shape = self.flat_hwc(node, t)?;
         Ok(fm)
     }
 
@@ -531,7 +531,7 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "CAST between i32 and bool"));
         }
         let ifm = self.tensor_fm(node, x, 0)?;
-        let ofm = self.ofm(node, y, false, 0)?;
+        let ofm = self.ofm_flat(node, y, 0)?;
         self.push(NpuOp {
             name: node.name.clone(),
             fused: vec![node.name.clone()],
@@ -595,7 +595,7 @@ impl<'g> Ctx<'g> {
         .map(|s| (s.0, s.1))
         .collect();
         if act_representable((lo, hi)) || steps.is_empty() {
-            let ofm = self.ofm(node, y, false, 0)?;
+            let ofm = self.ofm_flat(node, y, 0)?;
             self.push(copy(ifm, ofm, (lo, hi)));
             return Ok(());
         }
@@ -604,7 +604,7 @@ impl<'g> Ctx<'g> {
         for (i, &(mode, bound)) in steps.iter().enumerate() {
             let idx = self.lowered.ops.len();
             let ofm = if i + 1 == steps.len() {
-                self.ofm(node, y, false, 0)?
+                self.ofm_flat(node, y, 0)?
             } else {
                 let buffer = self.temp_buffer(y, idx);
                 Fm { buffer, ..src }

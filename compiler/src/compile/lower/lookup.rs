@@ -105,7 +105,7 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(rnode, "multiplier/shift out of range"));
         }
         let y = node.outputs()[0];
-        let ifm = self.fm(rnode, l.x, false, r.input_zp)?;
+        let ifm = self.fm_flat(rnode, l.x, r.input_zp)?;
         if self.dtype(l.x) == DType::Int16 && r.input_zp != 0 {
             return Err(unsupported(rnode, "i16 input with a nonzero zero point"));
         }

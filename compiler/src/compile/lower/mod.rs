@@ -378,6 +378,18 @@ impl<'g> Ctx<'g> {
     }
 
     fn fm(&self, node: &OpNode, t: TensorId, spatial: bool, zp: i64) -> Result<Fm, CompileError> {
+        let shape = self.hwc(node, t, spatial)?;
+        self.fm_shaped(node, t, shape, zp)
+    }
+
+    /// The feature map of `t` read as `shape` (H, W, C).
+    fn fm_shaped(
+        &self,
+        node: &OpNode,
+        t: TensorId,
+        shape: (u32, u32, u32),
+        zp: i64,
+    ) -> Result<Fm, CompileError> {
         let dtype = self.dtype(t);
         if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Int32) {
             return Err(unsupported(
@@ -393,7 +405,7 @@ impl<'g> Ctx<'g> {
         }
         Ok(Fm {
             buffer: self.input_buffer(node, t)?,
-            shape: self.hwc(node, t, spatial)?,
+            shape,
             zero_point: zp,
             dtype,
             broadcast: (false, false, false),
@@ -423,9 +435,21 @@ impl<'g> Ctx<'g> {
         spatial: bool,
         zp: i64,
     ) -> Result<Fm, CompileError> {
+        let shape = self.hwc(node, t, spatial)?;
+        self.ofm_shaped(node, t, shape, zp)
+    }
+
+    /// The output feature map of `t` written as `shape` (H, W, C), in a new buffer.
+    fn ofm_shaped(
+        &mut self,
+        node: &OpNode,
+        t: TensorId,
+        shape: (u32, u32, u32),
+        zp: i64,
+    ) -> Result<Fm, CompileError> {
         let idx = self.lowered.ops.len();
         let buf = self.new_buffer(t, Some(idx));
-        let r = self.fm(node, t, spatial, zp);
+        let r = self.fm_shaped(node, t, shape, zp);
         if r.is_err() {
             self.lowered.buffers.pop();
             self.lowered.tensor_buffer.remove(&t);

@@ -34,8 +34,14 @@ impl<'g> Ctx<'g> {
             act = (a.min.max(range.0), a.max.min(range.1));
         }
         let spatial = !matches!(node.op, Op::Clamp(_));
-        let (ifm, images) = self.image_fm(node, x, spatial, izp)?;
-        let (ofm, _) = self.image_ofm(node, out_t, spatial, ozp)?;
+        let (ifm, ofm, images) = if spatial {
+            let (ifm, images) = self.image_fm(node, x, true, izp)?;
+            let (ofm, _) = self.image_ofm(node, out_t, true, ozp)?;
+            (ifm, ofm, images)
+        } else {
+            let ifm = self.fm_flat(node, x, izp)?;
+            (ifm, self.ofm_flat(node, out_t, ozp)?, 1)
+        };
         let stride = super::avgpool::unit_stride_if_single(stride, &ofm);
         let op = NpuOp {
             name: node.name.clone(),

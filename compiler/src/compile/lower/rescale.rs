@@ -72,8 +72,8 @@ impl<'g> Ctx<'g> {
         } else {
             self.fuse_clamp(node.outputs()[0], &mut names)
         };
-        let ifm = self.fm(node, x, false, izp)?;
-        let ofm = self.ofm(node, out_t, false, r.output_zp)?;
+        let ifm = self.fm_flat(node, x, izp)?;
+        let ofm = self.ofm_flat(node, out_t, r.output_zp)?;
         if ifm.shape != ofm.shape {
             return Err(CompileError::Graph(format!(
                 "{}: RESCALE changes the shape",
@@ -153,8 +153,8 @@ impl<'g> Ctx<'g> {
         } else {
             self.fuse_clamp(node.outputs()[0], &mut names)
         };
-        let ifm = self.fm(node, x, false, 0)?;
-        let ofm = self.ofm(node, out_t, false, r.output_zp)?;
+        let ifm = self.fm_flat(node, x, 0)?;
+        let ofm = self.ofm_flat(node, out_t, r.output_zp)?;
         if ifm.shape != ofm.shape {
             return Err(CompileError::Graph(format!(
                 "{}: RESCALE changes the shape",

@@ -80,8 +80,8 @@ impl<'g> Ctx<'g> {
             self.lowered.tensor_buffer.insert(y, buf);
             return Ok(());
         }
-        let ifm = self.fm(node, x, false, 0)?;
-        let ofm = self.ofm(node, y, false, 0)?;
+        let ifm = self.fm_flat(node, x, 0)?;
+        let ofm = self.ofm_flat(node, y, 0)?;
         if ifm.shape != ofm.shape {
             return Err(CompileError::Graph(format!(
                 "{}: TABLE changes the shape",
@@ -110,7 +110,7 @@ impl<'g> Ctx<'g> {
                 ),
             )
         })?;
-        let ifm = self.fm(node, x, false, 0)?;
+        let ifm = self.fm_flat(node, x, 0)?;
         let template = |dtype| pass_through(node, ifm, Fm { dtype, ..ifm }, (-32768, 32767));
         let mut chosen = None;
         if let Some(c) = self.sole_consumer(y) {
@@ -157,7 +157,7 @@ impl<'g> Ctx<'g> {
             self.lowered.tensor_buffer.insert(out, buf);
             return Ok(());
         }
-        let shape = self.hwc(node, out, false)?;
+        let shape = self.flat_hwc(node, out)?;
         if shape != ifm.shape {
             return Err(CompileError::Graph(format!(
                 "{}: TABLE changes the shape",

@@ -104,11 +104,11 @@ impl<'g> Ctx<'g> {
         if out != node.outputs()[0] {
             ops.push(self.g.producer(out).expect("CLAMP"));
         }
-        let ifm = self.fm(node, l.x, false, ra.input_zp)?;
+        let ifm = self.fm_flat(node, l.x, ra.input_zp)?;
         if ifm.dtype == DType::Int16 && ra.input_zp != 0 {
             return Err(unsupported(node, "i16 input with a nonzero zero point"));
         }
-        let ofm = self.ofm(node, out, false, ra.output_zp)?;
+        let ofm = self.ofm_flat(node, out, ra.output_zp)?;
         let op = NpuOp {
             name: node.name.clone(),
             fused: names,
@@ -191,11 +191,11 @@ impl<'g> Ctx<'g> {
         if out != rnode.outputs()[0] {
             ops.push(self.g.producer(out).expect("CLAMP"));
         }
-        let ifm = self.fm(node, x, false, zp)?;
+        let ifm = self.fm_flat(node, x, zp)?;
         if ifm.dtype == DType::Int16 && zp != 0 {
             return Err(unsupported(node, "i16 input with a nonzero zero point"));
         }
-        let ofm = self.ofm(node, out, false, r.output_zp)?;
+        let ofm = self.ofm_flat(node, out, r.output_zp)?;
         let op = NpuOp {
             name: rnode.name.clone(),
             fused: names,
