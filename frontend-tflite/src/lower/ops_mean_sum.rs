@@ -7,7 +7,7 @@
 //! broken, so the goldens come from the optimised ones; `models/README.md`):
 //!
 //! * equal input and output quantization (the only case TFLite accepts for int16, zero points
-//!   0): the `i32` sum of the raw values, saturated to the output type;
+//!   0): `Σ (x - zp) + zp` in `i32`, saturated to the output type;
 //! * int8 with different quantization: TFLite rescales the `i32` sum `S` of the *raw* values
 //!   in `f32`: `clamp(round(f32(f32(S) * scale) + bias) + zp_out)` with
 //!   `scale = f32(s_in / s_out)`, `bias = f32(f32(-zp_in * scale) * n)`, `round` half away
@@ -61,14 +61,8 @@ pub(crate) fn mean_sum(cx: &mut OpCx<'_, '_>, sum: bool) -> R<()> {
         return mean(cx, v, dt, si, so, zo, n);
     }
     if si == so && zi == zo {
-        if zi != 0 {
-            return Err(
-                "SUM with equal input and output quantization and a non-zero zero point is not \
-                 lowered (TFLite's kernel for it is unverified)"
-                    .into(),
-            );
-        }
-        let v = reduce_sum(cx, &axes, 0)?;
+        // Σ (x - zp) + zp, saturated (checked against TFLite's optimised kernel).
+        let v = reduce_sum(cx, &axes, zi)?;
         let y = cx.rescale(
             v,
             dt,
@@ -77,7 +71,7 @@ pub(crate) fn mean_sum(cx: &mut OpCx<'_, '_>, sum: bool) -> R<()> {
             true,
             RescaleRounding::SingleRound,
             0,
-            0,
+            zo,
         )?;
         return cx.bind_output(0, y);
     }

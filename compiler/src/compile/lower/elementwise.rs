@@ -527,8 +527,14 @@ impl<'g> Ctx<'g> {
         let node = self.node(o);
         let (x, y) = (node.inputs()[0], node.outputs()[0]);
         let ok = |d: DType| matches!(d, DType::Int8 | DType::Int16 | DType::Int32);
+        if self.dtype(x) == DType::Int32 && self.dtype(y) == DType::Int64 {
+            return self.lower_cast_i64(o);
+        }
         if !ok(self.dtype(x)) || !ok(self.dtype(y)) {
-            return Err(unsupported(node, "CAST between i32 and bool"));
+            return Err(unsupported(
+                node,
+                format!("CAST from {} to {}", self.dtype(x), self.dtype(y)),
+            ));
         }
         let ifm = self.tensor_fm(node, x, 0)?;
         let ofm = self.ofm_flat(node, y, 0)?;
@@ -552,6 +558,80 @@ impl<'g> Ctx<'g> {
             acc: AccFormat::I32,
             upscale: IfmUpscaleMode::None,
         });
+        Ok(())
+    }
+
+    /// CAST of an i32 tensor to i64 (ARG_MAX's int64 output): the low words are the values,
+    /// the high words their sign (`x >> 31`, one ELEMENTWISE shr by an OP_SCALAR; the zero
+    /// constant when `x` is an ARGMAX index); both are interleaved by strided copies.
+    fn lower_cast_i64(&mut self, o: OpId) -> Result<(), CompileError> {
+        use super::movement::CopyAxis;
+        let node = self.node(o);
+        let (x, y) = (node.inputs()[0], node.outputs()[0]);
+        self.materialize(x)?;
+        let n = self
+            .g
+            .tensor(x)
+            .and_then(|t| t.ty.shape.num_elements())
+            .unwrap_or(0);
+        let src = self.input_buffer(node, x)?;
+        let non_negative = self
+            .g
+            .producer(x)
+            .is_some_and(|p| matches!(self.node(p).op, Op::ArgMax(_)));
+        let sign = if non_negative {
+            (self.anonymous_constant(vec![0; 4]), 0)
+        } else {
+            let ifm = self.tensor_fm(node, x, 0)?;
+            let ofm = self.scratch_fm(ifm.shape, DType::Int32);
+            let idx = self.lowered.ops.len();
+            self.lowered.scalars.insert(
+                idx,
+                ScalarOperand {
+                    ifm2: true,
+                    value: 31,
+                },
+            );
+            self.push(NpuOp {
+                name: node.name.clone(),
+                fused: vec![node.name.clone()],
+                kernel: Kernel::Elementwise(ElementwiseMode::Shr),
+                ifm,
+                ifm2: Some(Fm {
+                    shape: (1, 1, 1),
+                    broadcast: (true, true, true),
+                    ..ofm
+                }),
+                ofm,
+                kernel_size: (1, 1),
+                stride: (1, 1),
+                dilation: (1, 1),
+                pad: [0; 4],
+                weights: None,
+                requant: Requant::Global { scale: 1, shift: 0 },
+                round: RoundModeOfm::TruncateToLower,
+                ifm_scale: Some(IDENTITY),
+                ifm2_scale: Some(IDENTITY),
+                act: NO_CLIP,
+                acc: AccFormat::I32,
+                upscale: IfmUpscaleMode::None,
+            });
+            (ofm.buffer, 4)
+        };
+        let idx = self.lowered.ops.len();
+        let dst = self.new_buffer(y, Some(idx));
+        let word = CopyAxis {
+            n: 4,
+            src: 1,
+            dst: 1,
+        };
+        let values = CopyAxis { n, src: 4, dst: 8 };
+        self.strided_copy(node, (src, 0), (dst, 0), &[values, word])?;
+        let highs = CopyAxis {
+            src: sign.1,
+            ..values
+        };
+        self.strided_copy(node, (sign.0, 0), (dst, 4), &[highs, word])?;
         Ok(())
     }
 

@@ -23,6 +23,26 @@ fn hwc_axis(rank: usize, axis: usize) -> Option<usize> {
     }
 }
 
+/// The axes of a reduction of `axes` of a tensor of `dims`: unit axes dropped, neighbours that
+/// are both reduced or both kept merged; (extent, reduced), outermost first.
+fn reduction_groups(dims: &[usize], axes: &[usize]) -> Vec<(usize, bool)> {
+    let mut g: Vec<(usize, bool)> = vec![];
+    for (i, &d) in dims.iter().enumerate() {
+        if d == 1 {
+            continue;
+        }
+        let r = axes.contains(&i);
+        match g.last_mut() {
+            Some(last) if last.1 == r => last.0 *= d,
+            _ => g.push((d, r)),
+        }
+    }
+    g
+}
+
+/// An (H, W, C) view of a reduction and which of H, W, C it reduces.
+type ReductionView = ((u32, u32, u32), [bool; 3]);
+
 /// Largest window a single POOL max/min or convolution-like reduction takes.
 fn pool_window_ok(kh: u32, kw: u32) -> bool {
     u64::from(kh) * u64::from(kw) <= 65536 && kh.min(kw) <= 256
@@ -33,17 +53,12 @@ fn conv_window_ok(kh: u32, kw: u32) -> bool {
 }
 
 impl<'g> Ctx<'g> {
-    /// Follows a chain of reductions of the same kind starting at `o`; returns the reduced
-    /// (H, W, C) flags, the last tensor of the chain and the operator names.
-    fn reduce_chain(
-        &mut self,
-        o: OpId,
-        rank: usize,
-        names: &mut Vec<String>,
-    ) -> Result<([bool; 3], TensorId), CompileError> {
+    /// Follows a chain of reductions of the same kind starting at `o`; returns the reduced IR
+    /// axes, the last tensor of the chain and the operator names.
+    fn reduce_chain(&mut self, o: OpId, names: &mut Vec<String>) -> (Vec<usize>, TensorId) {
         let node = self.node(o);
         let same = |a: &Op, b: &Op| std::mem::discriminant(a) == std::mem::discriminant(b);
-        let mut reduced = [false; 3];
+        let mut axes = vec![];
         let mut cur = o;
         loop {
             let n = self.node(cur);
@@ -55,10 +70,8 @@ impl<'g> Ctx<'g> {
                 | Op::ReduceAll(a) => a.axis,
                 _ => unreachable!("reduce_chain on a non-reduction"),
             };
-            if let Some(i) = hwc_axis(rank, axis) {
-                reduced[i] = true;
-            } else if rank > 4 {
-                return Err(unsupported(n, format!("tensor rank {rank}")));
+            if !axes.contains(&axis) {
+                axes.push(axis);
             }
             let out = n.outputs()[0];
             match self.sole_consumer(out) {
@@ -67,22 +80,63 @@ impl<'g> Ctx<'g> {
                     names.push(self.node(c).name.clone());
                     cur = c;
                 }
-                _ => return Ok((reduced, out)),
+                _ => return (axes, out),
             }
         }
     }
 
-    /// The feature map of `t` (zero point 0); booleans are bytes 0 / 1 read as signed 8-bit.
-    /// `output`: `t` is the operation's output (gets its buffer).
-    fn fm_or_bool(&mut self, node: &OpNode, t: TensorId, output: bool) -> Result<Fm, CompileError> {
+    /// The (H, W, C) view of a reduction of `axes` of `t` and the reduced flags: the natural
+    /// view of a batch-1 tensor of rank 4 or less, else the [`reduction_groups`] in three
+    /// axes. `None`: the groups do not fit three axes.
+    fn reduction_view(
+        &self,
+        node: &OpNode,
+        t: TensorId,
+        axes: &[usize],
+    ) -> Result<Option<ReductionView>, CompileError> {
+        let d = self.dims(t);
+        let rank = d.len();
+        if rank <= 3 || (rank == 4 && d[0] == 1) {
+            let mut reduced = [false; 3];
+            for &a in axes {
+                if let Some(i) = hwc_axis(rank, a) {
+                    reduced[i] = true;
+                }
+            }
+            return Ok(Some((self.hwc(node, t, false)?, reduced)));
+        }
+        let g = reduction_groups(d, axes);
+        if g.len() > 3 {
+            return Ok(None);
+        }
+        let mut e = [1usize; 3];
+        let mut f = [false; 3];
+        for (k, &(n, r)) in g.iter().enumerate() {
+            e[3 - g.len() + k] = n;
+            f[3 - g.len() + k] = r;
+        }
+        if e.iter().any(|&v| v > 65536) {
+            return Err(unsupported(node, "a dimension above 65536"));
+        }
+        Ok(Some(((e[0] as u32, e[1] as u32, e[2] as u32), f)))
+    }
+
+    /// The feature map of `t` (zero point 0) viewed as `shape`; booleans are bytes 0 / 1
+    /// read as signed 8-bit. `output`: `t` is the operation's output (gets its buffer).
+    fn fm_or_bool(
+        &mut self,
+        node: &OpNode,
+        t: TensorId,
+        shape: (u32, u32, u32),
+        output: bool,
+    ) -> Result<Fm, CompileError> {
         if self.dtype(t) != DType::Bool {
             return if output {
-                self.ofm(node, t, false, 0)
+                self.ofm_shaped(node, t, shape, 0)
             } else {
-                self.fm(node, t, false, 0)
+                self.fm_shaped(node, t, shape, 0)
             };
         }
-        let shape = self.hwc(node, t, false)?;
         let buffer = if output {
             let idx = self.lowered.ops.len();
             self.new_buffer(t, Some(idx))
@@ -118,16 +172,21 @@ impl<'g> Ctx<'g> {
             _ => PoolingMode::Min,
         };
         let mut names = vec![node.name.clone()];
-        let rank = self.dims(x).len();
-        let (reduced, out_t) = self.reduce_chain(o, rank, &mut names)?;
+        let (axes, out_t) = self.reduce_chain(o, &mut names);
         // i32 maxima pass unclamped (clip range none); narrower ones are in their range.
         let act = match self.dtype(x) {
             DType::Int32 => super::elementwise::NO_CLIP,
             DType::Int16 => (-32768, 32767),
             _ => (-128, 127),
         };
-        let mut ifm = self.fm_or_bool(node, x, false)?;
-        let mut ofm = self.fm_or_bool(node, out_t, true)?;
+        let view = self.reduction_view(node, x, &axes)?;
+        let Some((shape, reduced)) = view.filter(|(_, r)| !(r[2] && r[0] != r[1])) else {
+            // Groups that no single pool reduces: one pool per reduced group.
+            let g = reduction_groups(self.dims(x), &axes);
+            return self.reduce_minmax_steps(node, names, x, out_t, &g, mode, act);
+        };
+        let mut ifm = self.fm_or_bool(node, x, shape, false)?;
+        let mut ofm = self.fm_or_bool(node, out_t, shape, true)?;
         let (h, w, c) = ifm.shape;
         if u64::from(h) * u64::from(w) * u64::from(c) > 1 << 24 {
             return Err(unsupported(node, "reduction of more than 2^24 elements"));
@@ -185,6 +244,72 @@ impl<'g> Ctx<'g> {
         Ok(())
     }
 
+    /// A max / min reduction whose groups no single pool reduces: one POOL per reduced
+    /// group, innermost first, each over the view (outer, group, inner) with a 1 x group
+    /// window, through scratch buffers.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_minmax_steps(
+        &mut self,
+        node: &OpNode,
+        names: Vec<String>,
+        x: TensorId,
+        out_t: TensorId,
+        groups: &[(usize, bool)],
+        mode: PoolingMode,
+        act: (i64, i64),
+    ) -> Result<(), CompileError> {
+        let mut ext: Vec<usize> = groups.iter().map(|g| g.0).collect();
+        let steps: Vec<usize> = (0..groups.len()).rev().filter(|&i| groups[i].1).collect();
+        let dtype = self.dtype(x);
+        if steps.is_empty() {
+            return Err(unsupported(node, "a reduction of unit axes only"));
+        }
+        let mut src = self.fm_or_bool(node, x, (1, 1, 1), false)?;
+        for (k, &i) in steps.iter().enumerate() {
+            let outer: usize = ext[..i].iter().product();
+            let inner: usize = ext[i + 1..].iter().product();
+            let n = ext[i];
+            if outer > 65536 || inner > 65536 || n > 65536 {
+                return Err(unsupported(node, "a dimension above 65536"));
+            }
+            let (outer, n, inner) = (outer as u32, n as u32, inner as u32);
+            let ifm = Fm {
+                shape: (outer, n, inner),
+                ..src
+            };
+            let ofm = if k + 1 == steps.len() {
+                self.fm_or_bool(node, out_t, (outer, 1, inner), true)?
+            } else {
+                let mut f = self.scratch_fm((outer, 1, inner), dtype);
+                f.dtype = dtype;
+                f
+            };
+            self.push(NpuOp {
+                name: node.name.clone(),
+                fused: names.clone(),
+                kernel: Kernel::Pool(mode),
+                ifm,
+                ifm2: None,
+                ofm,
+                kernel_size: (1, n),
+                stride: (1, 1),
+                dilation: (1, 1),
+                pad: [0; 4],
+                weights: None,
+                requant: Requant::Global { scale: 1, shift: 0 },
+                round: RoundModeOfm::Natural,
+                ifm_scale: None,
+                ifm2_scale: None,
+                act,
+                acc: AccFormat::I32,
+                upscale: IfmUpscaleMode::None,
+            });
+            ext[i] = 1;
+            src = ofm;
+        }
+        Ok(())
+    }
+
     /// Whether REDUCE_SUM `o` is a MEAN: an exact widening of an i8 tensor in, the sums
     /// (after further REDUCE_SUMs and an optional RESHAPE) into one per-tensor RESCALE.
     fn mean_applies(&self, o: OpId) -> bool {
@@ -227,10 +352,8 @@ impl<'g> Ctx<'g> {
         }
         let mut names = vec![node.name.clone()];
         let out = self.output_stage_global(node, node.outputs()[0], &mut names)?;
-        let mut ifm = self.fm(node, x, false, 0)?;
-        ifm.shape = (1, outer as u32, extent as u32);
-        let mut ofm = self.ofm(node, out.t, false, out.zp)?;
-        ofm.shape = (1, outer as u32, 1);
+        let ifm = self.fm_shaped(node, x, (1, outer as u32, extent as u32), 0)?;
+        let ofm = self.ofm_shaped(node, out.t, (1, outer as u32, 1), out.zp)?;
         let (scale, shift) = out.requant.unwrap_or((1, 0));
         self.push(NpuOp {
             name: out.name,
@@ -266,8 +389,13 @@ impl<'g> Ctx<'g> {
             ));
         };
         let mut names = vec![self.node(wp).name.clone(), node.name.clone()];
-        let rank = self.dims(x).len();
-        let (reduced, sum_t) = self.reduce_chain(o, rank, &mut names)?;
+        let (axes, sum_t) = self.reduce_chain(o, &mut names);
+        let (shape, reduced) = self.reduction_view(node, x, &axes)?.ok_or_else(|| {
+            unsupported(
+                node,
+                "a sum over axes that alternate with kept axes more than three times",
+            )
+        })?;
         // An optional RESHAPE of the sums, then the output RESCALE.
         let mut t = sum_t;
         let mut reshape = None;
@@ -289,7 +417,7 @@ impl<'g> Ctx<'g> {
         if r.multiplier.len() != 1 {
             return Err(unsupported(rnode, "per-channel rescale after a reduction"));
         }
-        let ifm = self.fm(node, x, false, zp)?;
+        let ifm = self.fm_shaped(node, x, shape, zp)?;
         let (h, w, c) = ifm.shape;
         let k = (
             if reduced[0] { h } else { 1 },
@@ -306,9 +434,8 @@ impl<'g> Ctx<'g> {
         self.fused.insert(rescale_op);
         names.push(rnode.name.clone());
         let (out_t, act) = self.fuse_clamp(rnode.outputs()[0], &mut names);
-        let mut ofm = self.ofm(node, out_t, false, r.output_zp)?;
         let od = if reduced[2] { 1 } else { c };
-        ofm.shape = (h / k.0, w / k.1, od);
+        let ofm = self.ofm_shaped(node, out_t, (h / k.0, w / k.1, od), r.output_zp)?;
         let (kernel, weights) = if reduced[2] {
             let shape = WeightShape {
                 ofm_depth: 1,
@@ -372,24 +499,38 @@ impl<'g> Ctx<'g> {
         if self.dtype(x) != DType::Int8 || self.dtype(out_t) != DType::Int32 {
             return Err(unsupported(node, "ARGMAX of i8 into i32 only"));
         }
-        let rank = self.dims(x).len();
-        let Some(axis) = hwc_axis(rank, a.axis) else {
-            return Err(unsupported(
-                node,
-                "ARGMAX over the batch axis or rank above 4",
-            ));
-        };
-        let mut ifm = self.fm(node, x, false, -128)?;
-        let (h, w, c) = ifm.shape;
-        if u64::from(h) * u64::from(w) > 65536 {
-            return Err(unsupported(node, "ARGMAX over more than 65536 rows"));
-        }
-        let (mode, ofm_shape, k) = match axis {
-            0 => (PoolingMode::ArgmaxY, (1, w, c), (h, 1)),
-            1 => (PoolingMode::ArgmaxX, (h, 1, c), (1, w)),
-            _ => {
-                ifm.shape = (h * w, c, 1);
-                (PoolingMode::ArgmaxX, (h * w, 1, 1), (1, c))
+        let d = self.dims(x);
+        let rank = d.len();
+        let natural = rank <= 3 || (rank == 4 && d[0] == 1);
+        let (ifm, mode, ofm_shape, k) = match hwc_axis(rank, a.axis).filter(|_| natural) {
+            Some(axis) => {
+                let mut ifm = self.fm(node, x, false, -128)?;
+                let (h, w, c) = ifm.shape;
+                if u64::from(h) * u64::from(w) > 65536 {
+                    return Err(unsupported(node, "ARGMAX over more than 65536 rows"));
+                }
+                let (mode, ofm_shape, k) = match axis {
+                    0 => (PoolingMode::ArgmaxY, (1, w, c), (h, 1)),
+                    1 => (PoolingMode::ArgmaxX, (h, 1, c), (1, w)),
+                    _ => {
+                        ifm.shape = (h * w, c, 1);
+                        (PoolingMode::ArgmaxX, (h * w, 1, 1), (1, c))
+                    }
+                };
+                (ifm, mode, ofm_shape, k)
+            }
+            None => {
+                // Any other shape: the axes before and after the reduced one fold into the
+                // height and the depth.
+                let outer: usize = d[..a.axis].iter().product();
+                let inner: usize = d[a.axis + 1..].iter().product();
+                let n = d[a.axis];
+                if outer > 65536 || inner > 65536 {
+                    return Err(unsupported(node, "a dimension above 65536"));
+                }
+                let (outer, n, inner) = (outer as u32, n as u32, inner as u32);
+                let ifm = self.fm_shaped(node, x, (outer, n, inner), -128)?;
+                (ifm, PoolingMode::ArgmaxX, (outer, 1, inner), (1, n))
             }
         };
         if k.0.max(k.1) > 256 {

@@ -1,4 +1,5 @@
-//! RESIZE (bilinear and nearest neighbour) as one NPU_OP_RESIZE.
+//! RESIZE (bilinear and nearest neighbour) as one NPU_OP_RESIZE (one per image when the
+//! batch is above 1, on windows of the input and output buffers).
 //!
 //! The IR's integer RESIZE (TOSA §2.12.1) samples `y = oy * d + offset` in units of `1 / n`;
 //! the NPU walks the same positions from RESIZE_*_OFFSET in steps of `d / n` (integer part
@@ -183,8 +184,27 @@ impl<'g> Ctx<'g> {
                 (t, act, r.output_zp, 16 + k as u32, round, m)
             }
         };
-        let ifm = self.fm(node, x, true, 0)?;
-        let ofm = self.ofm(node, out_t, true, ozp)?;
+        // A batch above 1: one operation per image, on windows of the buffers.
+        let batch = match self.dims(x) {
+            [n, h, w, c] if *n > 1 => Some((*n, (*h, *w, *c))),
+            _ => None,
+        };
+        let (ifm, ofm) = match batch {
+            None => {
+                let ifm = self.fm(node, x, true, 0)?;
+                (ifm, self.ofm(node, out_t, true, ozp)?)
+            }
+            Some((_, (h, w, c))) => {
+                let od = self.dims(out_t);
+                let big = |v: usize| v > 65536;
+                if [h, w, c, od[1], od[2]].into_iter().any(big) {
+                    return Err(unsupported(node, "a dimension above 65536"));
+                }
+                let ifm = self.fm_shaped(node, x, (h as u32, w as u32, c as u32), 0)?;
+                let oshape = (od[1] as u32, od[2] as u32, c as u32);
+                (ifm, self.ofm_shaped(node, out_t, oshape, ozp)?)
+            }
+        };
         let (ih, iw, _) = ifm.shape;
         let (oh, ow, _) = ofm.shape;
         // IFM rows/columns read: up to the last output's sample position + 1 (KERNEL_*_M1).
@@ -211,7 +231,7 @@ impl<'g> Ctx<'g> {
         } else {
             AccFormat::I48
         };
-        self.push(NpuOp {
+        let op = NpuOp {
             name: self.node(o).name.clone(),
             fused: names,
             kernel: Kernel::Resize(ResizeParams { mode, y, x: xa }),
@@ -233,7 +253,22 @@ impl<'g> Ctx<'g> {
             act,
             acc,
             upscale: IfmUpscaleMode::None,
-        });
+        };
+        let (n, (istep, ostep)) = match batch {
+            None => (1, (0, 0)),
+            Some((n, _)) => {
+                let bytes = |f: &Fm| {
+                    u64::from(f.shape.0 * f.shape.1 * f.shape.2) * u64::from(f.elem_bytes())
+                };
+                (n, (bytes(&op.ifm), bytes(&op.ofm)))
+            }
+        };
+        for b in 0..n as u64 {
+            let mut op = op.clone();
+            op.ifm.view.offset += b * istep;
+            op.ofm.view.offset += b * ostep;
+            self.push(op);
+        }
         Ok(())
     }
 }

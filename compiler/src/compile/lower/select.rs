@@ -16,7 +16,7 @@ use super::*;
 
 impl<'g> Ctx<'g> {
     /// A scratch arena buffer of `size` bytes written by the next operation.
-    fn scratch(&mut self, size: u64) -> usize {
+    pub(super) fn scratch(&mut self, size: u64) -> usize {
         let idx = self.lowered.buffers.len();
         self.lowered.buffers.push(Buffer {
             size,
@@ -29,7 +29,7 @@ impl<'g> Ctx<'g> {
     }
 
     /// A scratch feature map of `shape` and `dtype` written by the next operation.
-    fn scratch_fm(&mut self, shape: (u32, u32, u32), dtype: DType) -> Fm {
+    pub(super) fn scratch_fm(&mut self, shape: (u32, u32, u32), dtype: DType) -> Fm {
         let (h, w, c) = shape;
         let size = u64::from(h) * u64::from(w) * u64::from(c) * dtype.byte_size() as u64;
         Fm {
