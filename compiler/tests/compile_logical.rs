@@ -401,5 +401,5 @@ fn unsupported_forms_are_clear_errors() {
     b.output(y);
     let g = b.finish().unwrap();
     let e = compile(&g, &Options::default()).unwrap_err().to_string();
-    assert!(e.contains("CAST between i32 and bool"), "{e}");
+    assert!(e.contains("CAST from i32 to bool"), "{e}");
 }
