@@ -77,6 +77,23 @@ fn a_container_output_of_a_supported_model_is_written_with_its_summary() {
 }
 
 #[test]
+fn a_container_summary_counts_the_models_operators_not_the_npu_operations() {
+    // One TFLite SOFTMAX becomes several NPU kernel operations.
+    let out = tmp("softmax.bin");
+    let o = compile("softmax", &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("operators on NPU             1\n"), "{err}");
+    let kernels = err
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("NPU kernel operations"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .expect("a kernel operation count");
+    assert!(kernels > 1, "{err}");
+    std::fs::remove_file(out).unwrap();
+}
+
+#[test]
 fn the_summarys_estimated_cycles_are_npuc_reports_total() {
     // Same artifact, same (default) system configuration and memory mode: the compile
     // summary and `npuc report --json` give the same total.

@@ -97,13 +97,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     } else {
         progress("compiling the whole graph for the NPU");
         let m = npuc::compile_file(&bytes, &options).with_context(what)?;
-        let s = summary(&[&m], m.operators.len(), 0);
+        let s = summary(&[&m], source_operators(&bytes)?, 0);
         (npuc::container::to_bytes(&m), s)
     };
     std::fs::write(&args.output, &out)
         .with_context(|| format!("writing {}", args.output.display()))?;
     eprint!("{summary}");
     Ok(())
+}
+
+/// The number of operators of the source model (TFLite main subgraph, or the TOSA graph as
+/// lowered), which the summary reports as on the NPU when the whole model compiled.
+fn source_operators(bytes: &[u8]) -> anyhow::Result<usize> {
+    Ok(if npuc::reference::is_tosa(bytes) {
+        npuc::reference::lower_file(bytes)?.num_ops()
+    } else {
+        npuc_frontend_tflite::TfliteModel::parse(bytes)?
+            .main_subgraph()
+            .operators
+            .len()
+    })
 }
 
 fn summary_partition(p: &Partition) -> String {
