@@ -308,9 +308,75 @@ fn matmul16_const_b(rng: &mut Rng) -> Graph {
     matmul_const(DType::Int16, &[2, 4, 6], &[2, 6, 3], rng)
 }
 
+/// CONV2D 16x8 with 300 output channels, stride 5x1 and a 2x14 kernel: its parts are deep
+/// enough to be cut into OFM-depth slices (whose weights move into their encoded streams, so
+/// only the IFM2's b64 type tells an accumulator input from a matrix operand).
+fn conv16_stride_5_deep(rng: &mut Rng) -> Graph {
+    conv(
+        rng,
+        DType::Int16,
+        [1, 11, 67, 8],
+        300,
+        [2, 14],
+        [5, 1],
+        [1, 1],
+        [0, 1, 6, 7],
+        None,
+    )
+}
+
+/// DEPTHWISE_CONV2D 77x10 with dilation 4 on an 11x8 input ("SAME": 147 rows of padding
+/// before): the taps that read only padding are left out, which leaves a padding the hardware
+/// takes.
+fn depthwise_77x10_dilation_4_on_11x8(rng: &mut Rng) -> Graph {
+    conv(
+        rng,
+        DType::Int8,
+        [1, 11, 8, 11],
+        11,
+        [77, 10],
+        [2, 9],
+        [4, 1],
+        [147, 147, 1, 1],
+        Some(1),
+    )
+}
+
+/// Compiles `build`'s graph for every configuration in four memory systems (fast memory with
+/// mid and low bandwidth DRAM behind it, SRAM only, shared SRAM) and verifies three random
+/// samples on the simulator.
+fn check_modes(name: &str, build: fn(&mut Rng) -> Graph) {
+    use npuc::verify::{verify_graph, VerifyOptions};
+    use npuc_backend::arch::Accelerator;
+    let g = build(&mut Rng(0x1234_5678_9abc_def1));
+    let modes = [
+        ("Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram_384KB"),
+        ("Ethos_U85_SYS_DRAM_Low", "Dedicated_Sram_384KB"),
+        ("Ethos_U85_SYS_Flash_High", "Sram_Only"),
+        ("Ethos_U85_SYS_DRAM_Low", "Shared_Sram"),
+    ];
+    for accel in Accelerator::ALL {
+        for (sys, mode) in modes {
+            let m = npuc::compile(&g, &options_in(accel, sys, mode))
+                .unwrap_or_else(|e| panic!("{name} on {accel} {mode}: {e}"));
+            let opts = VerifyOptions {
+                samples: 3,
+                seed: 11,
+            };
+            let r = verify_graph(&g, &m, &opts)
+                .unwrap_or_else(|e| panic!("{name} on {accel} {mode}: {e}"));
+            assert!(
+                r.is_bit_exact(),
+                "{name} on {accel} {mode}: {}",
+                r.describe()
+            );
+        }
+    }
+}
+
 macro_rules! window_tests {
     ($($name:ident),* $(,)?) => {
-        $(#[test] fn $name() { check(stringify!($name), super::$name); })*
+        $(#[test] fn $name() { check_modes(stringify!($name), super::$name); })*
     };
 }
 
@@ -330,5 +396,7 @@ mod sim {
         matmul_const_b_folded,
         matmul_const_b_per_batch,
         matmul16_const_b,
+        conv16_stride_5_deep,
+        depthwise_77x10_dilation_4_on_11x8,
     );
 }

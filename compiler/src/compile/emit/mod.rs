@@ -357,7 +357,7 @@ fn op_commands(
         // A CONV without weights takes them from IFM2 (matrix multiplication).
         Kernel::Conv => (
             Command::OpConv(OpConv {
-                weights_ifm2: u8::from(op.weights.is_none() && op.ifm2.is_some()),
+                weights_ifm2: u8::from(op.ifm2.is_some() && !op.acc_from_ifm2()),
             }),
             "CONV",
         ),

@@ -76,7 +76,7 @@ fn fits(kernel: Kernel, kd: (usize, usize)) -> bool {
 /// The parts of one axis. `split`: cut the taps into runs of at most `max_ext`.
 fn axis_parts(a: &Axis, max_ext: usize, split: bool) -> Vec<AxisPart> {
     let stride = if a.output == 1 { 1 } else { a.stride };
-    if stride <= 3 && a.dilation <= 2 && !split {
+    if stride <= 3 && a.dilation <= 2 && a.pad <= 127 && !split {
         return vec![AxisPart {
             start: 0,
             step: 1,
@@ -98,13 +98,22 @@ fn axis_parts(a: &Axis, max_ext: usize, split: bool) -> Vec<AxisPart> {
                 (q.rem_euclid(m) == v).then_some((k, q.div_euclid(m)))
             })
             .collect();
+        let view_len = ((a.input as i64 - v).max(0) as usize).div_ceil(m as usize);
+        // A tap that reads padding for every output adds nothing (zero after the zero point,
+        // the identity of max pooling): it is left out.
+        let reads_data = |off: i64| {
+            let (h, len, out) = (h as i64, view_len as i64, a.output as i64);
+            let first = ((-off).max(0) + h - 1) / h;
+            let last = (len - 1 - off).div_euclid(h).min(out - 1);
+            len > 0 && first <= last
+        };
+        let taps: Vec<(usize, i64)> = taps.into_iter().filter(|t| reads_data(t.1)).collect();
         let (Some(lo), Some(hi)) = (
             taps.iter().map(|t| t.1).min(),
             taps.iter().map(|t| t.1).max(),
         ) else {
             continue;
         };
-        let view_len = ((a.input as i64 - v).max(0) as usize).div_ceil(m as usize);
         let mut c0 = lo;
         while c0 <= hi {
             let c1 = (c0 + max_ext as i64 - 1).min(hi);
@@ -164,15 +173,17 @@ fn hw_pad(
 
 impl NpuOp {
     /// Whether the operation takes its initial accumulator from IFM2 (ACC_FORMAT.acc_input =
-    /// ifm2): a CONV with weights, a DEPTHWISE or a POOL that has an IFM2 (a window part after
-    /// the first).
+    /// ifm2): a CONV, DEPTHWISE or POOL whose IFM2 is a raw accumulator (b32 or b64; a window
+    /// part after the first). A CONV's i8/i16 IFM2 is the B matrix of a MATMUL instead
+    /// (`weights_ifm2`). (The weights cannot tell them apart: OFM-depth slices move theirs
+    /// into their encoded streams.)
     pub fn acc_from_ifm2(&self) -> bool {
-        self.ifm2.is_some()
-            && match self.kernel {
-                Kernel::Conv => self.weights.is_some(),
-                Kernel::Depthwise | Kernel::Pool(_) => true,
-                _ => false,
-            }
+        self.ifm2
+            .is_some_and(|f| matches!(f.dtype, DType::Int32 | DType::Int64))
+            && matches!(
+                self.kernel,
+                Kernel::Conv | Kernel::Depthwise | Kernel::Pool(_)
+            )
     }
 }
 
@@ -287,6 +298,13 @@ impl<'g> Ctx<'g> {
                     parts.push(p);
                 }
             }
+        }
+        if parts.len() > 1 && op.kernel == Kernel::Pool(PoolingMode::Average) {
+            // (Its count of non-padding taps is per operation: average pooling never splits.)
+            return Err(unsupported(
+                node,
+                "an average pooling window beyond the hardware's",
+            ));
         }
         if parts.is_empty() {
             // Every part's weights are zero: one part still adds the bias.
