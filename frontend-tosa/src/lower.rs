@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use npuc_ir::validate::infer_output_types;
 use npuc_ir::{
     ArithmeticRightShiftAttrs, AvgPool2dAttrs, AvgPoolRounding, AxisAttrs, CastAttrs, ClampAttrs,
-    ConvAttrs, DType, Graph, MatMulAttrs, MulAttrs, NegateAttrs, Op, PadAttrs, PoolAttrs,
-    RescaleAttrs, RescaleRounding, ReshapeAttrs, ResizeAttrs, ResizeMode, Shape, SliceAttrs,
-    TableAttrs, TableData, TensorData, TensorId, TensorType, TileAttrs, TransposeAttrs,
+    Conv3dAttrs, ConvAttrs, DType, Graph, MatMulAttrs, MulAttrs, NegateAttrs, Op, PadAttrs,
+    PoolAttrs, RescaleAttrs, RescaleRounding, ReshapeAttrs, ResizeAttrs, ResizeMode, Shape,
+    SliceAttrs, TableAttrs, TableData, TensorData, TensorId, TensorType, TileAttrs, TransposeAttrs,
     TransposeConvAttrs,
 };
 
@@ -500,6 +500,7 @@ impl<'a> Lower<'a> {
                 self.emit(at, Op::AvgPool2d(attrs), &[i])
             }
             T::CONV2D | T::DEPTHWISE_CONV2D | T::TRANSPOSE_CONV2D => self.conv(at),
+            T::CONV3D => self.conv3d(at),
             T::MATMUL => {
                 at.arity(4)?;
                 let (x, dt) = self.input(at, 0, I8_16)?;
@@ -853,29 +854,7 @@ impl<'a> Lower<'a> {
             }
             _ => return Err(at.missing_attr()),
         };
-        let (i, din) = self.input(at, 0, I8_16)?;
-        let wt: &[fb::DType] = if din == fb::DType::INT8 {
-            &[fb::DType::INT8, fb::DType::INT4]
-        } else {
-            I8
-        };
-        let (w, wdt) = self.input(at, 1, wt)?;
-        let (acc_need, bias_t) = if din == fb::DType::INT8 {
-            (fb::DType::INT32, fb::DType::INT32)
-        } else {
-            (fb::DType::INT48, fb::DType::INT48)
-        };
-        if acc != acc_need {
-            return Err(at.err(format!(
-                "acc_type {} for {} input (profile needs {})",
-                dtype_name(acc),
-                dtype_name(din),
-                dtype_name(acc_need)
-            )));
-        }
-        let (b, _) = self.input(at, 2, &[bias_t])?;
-        let input_zp = self.zero_point(at, 3, din, "input_zp")?;
-        let weight_zp = self.zero_point(at, 4, wdt, "weight_zp")?;
+        let ([i, w, b], input_zp, weight_zp) = self.conv_operands(at, acc)?;
         let op = match o.op {
             fb::Op::CONV2D | fb::Op::DEPTHWISE_CONV2D => {
                 let attrs = ConvAttrs {
@@ -907,6 +886,58 @@ impl<'a> Lower<'a> {
             }
         };
         self.emit(at, op, &[i, w, b])
+    }
+
+    /// The input, weight and bias of a convolution with their zero points, after the
+    /// profile's type rules: i8 x i8 or i8 x i4 into i32, i16 x i8 into i48 (`acc_type`).
+    fn conv_operands(
+        &mut self,
+        at: &At<'_>,
+        acc: fb::DType,
+    ) -> Result<([TensorId; 3], i64, i64), LowerError> {
+        let (i, din) = self.input(at, 0, I8_16)?;
+        let wt: &[fb::DType] = if din == fb::DType::INT8 {
+            &[fb::DType::INT8, fb::DType::INT4]
+        } else {
+            I8
+        };
+        let (w, wdt) = self.input(at, 1, wt)?;
+        let (acc_need, bias_t) = if din == fb::DType::INT8 {
+            (fb::DType::INT32, fb::DType::INT32)
+        } else {
+            (fb::DType::INT48, fb::DType::INT48)
+        };
+        if acc != acc_need {
+            return Err(at.err(format!(
+                "acc_type {} for {} input (profile needs {})",
+                dtype_name(acc),
+                dtype_name(din),
+                dtype_name(acc_need)
+            )));
+        }
+        let (b, _) = self.input(at, 2, &[bias_t])?;
+        let input_zp = self.zero_point(at, 3, din, "input_zp")?;
+        let weight_zp = self.zero_point(at, 4, wdt, "weight_zp")?;
+        Ok(([i, w, b], input_zp, weight_zp))
+    }
+
+    fn conv3d(&mut self, at: &At<'_>) -> Result<(), LowerError> {
+        at.arity(5)?;
+        let AttributeT::Conv3dAttribute(x) = &at.op.attribute else {
+            return Err(at.missing_attr());
+        };
+        let pad = i32_list(at, "pad", &x.pad, 6, 0)?;
+        let stride = i32_list(at, "stride", &x.stride, 3, 1)?;
+        let dilation = i32_list(at, "dilation", &x.dilation, 3, 1)?;
+        let (ins, input_zp, weight_zp) = self.conv_operands(at, x.acc_type)?;
+        let attrs = Conv3dAttrs {
+            pad: [pad[0], pad[1], pad[2], pad[3], pad[4], pad[5]],
+            stride: [stride[0], stride[1], stride[2]],
+            dilation: [dilation[0], dilation[1], dilation[2]],
+            input_zp,
+            weight_zp,
+        };
+        self.emit(at, Op::Conv3d(attrs), &ins)
     }
 
     fn rescale(&mut self, at: &At<'_>) -> Result<(), LowerError> {

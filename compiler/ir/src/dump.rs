@@ -174,6 +174,13 @@ fn attrs(op: &Op) -> String {
             format!("input_zp={}", a.input_zp),
             format!("weight_zp={}", a.weight_zp),
         ],
+        Op::Conv3d(a) => vec![
+            format!("pad={:?}", a.pad),
+            format!("stride={:?}", a.stride),
+            format!("dilation={:?}", a.dilation),
+            format!("input_zp={}", a.input_zp),
+            format!("weight_zp={}", a.weight_zp),
+        ],
         Op::TransposeConv2d(a) => vec![
             format!("out_pad={:?}", a.out_pad),
             format!("stride={}", p2(&a.stride)),

@@ -1,5 +1,5 @@
 //! Convolution-like operators: raw accumulators `Σ (in - in_zp) * (w - w_zp) + bias`.
-//! TOSA §2.3.4 CONV2D, §2.3.7 DEPTHWISE_CONV2D, §2.3.15 TRANSPOSE_CONV2D, §2.3.9 MATMUL;
+//! TOSA §2.3.4 CONV2D, §2.3.5 CONV3D, §2.3.7 DEPTHWISE_CONV2D, §2.3.15 TRANSPOSE_CONV2D, §2.3.9 MATMUL;
 //! FULLY_CONNECTED as in TFLite. Padding taps contribute 0 *after* zero-point subtraction.
 
 mod common;
@@ -252,4 +252,39 @@ fn matmul_int16_is_int48() {
         ],
     );
     assert_eq!((dt, v), (DType::Int48, vec![1 << 31]));
+}
+
+#[test]
+fn conv3d_sums_depth_taps_with_padding_stride_and_zero_points() {
+    // input [1, D=3, 1, 1, 1] = [1, 2, 3] with input_zp 1 -> [0, 1, 2]; kernel depth 2 with
+    // weight_zp -1: w = [1, 2] -> [2, 3]; pad front 1, stride 2 along depth:
+    // out(0) = pad*2 + in(0)*3 = 0; out(1) = in(1)*2 + in(2)*3 = 2 + 6 = 8; bias 5
+    let x = i8v(&[1, 3, 1, 1, 1], &[1, 2, 3]);
+    let w = i8v(&[1, 2, 1, 1, 1], &[1, 2]);
+    let a = Conv3dAttrs {
+        pad: [1, 0, 0, 0, 0, 0],
+        stride: [2, 1, 1],
+        dilation: [1, 1, 1],
+        input_zp: 1,
+        weight_zp: -1,
+    };
+    let (dt, shape, v) = eval(Op::Conv3d(a), &[x, w, i32v(&[1], &[5])]);
+    assert_eq!((dt, shape), (DType::Int32, vec![1, 2, 1, 1, 1]));
+    assert_eq!(v, vec![5, 13]);
+}
+
+#[test]
+fn conv3d_with_unit_depth_is_conv2d() {
+    // the 2x2 kernel over the 3x3 image of conv2d_valid, as one depth slice
+    let x = i8v(&[1, 1, 3, 3, 1], &[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    let w = i8v(&[1, 1, 2, 2, 1], &[1, 2, 3, 4]);
+    let a = Conv3dAttrs {
+        pad: [0; 6],
+        stride: [1; 3],
+        dilation: [1; 3],
+        input_zp: 1,
+        weight_zp: 0,
+    };
+    let v = eval_v(Op::Conv3d(a), &[x, w, i32v(&[1], &[10])]);
+    assert_eq!(v, vec![37, 47, 67, 77]);
 }

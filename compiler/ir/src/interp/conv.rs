@@ -1,4 +1,4 @@
-//! CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D (TOSA §2.3.4, §2.3.7, §2.3.15),
+//! CONV2D, DEPTHWISE_CONV2D, CONV3D, TRANSPOSE_CONV2D (TOSA §2.3.4, §2.3.7, §2.3.5, §2.3.15),
 //! FULLY_CONNECTED and MATMUL (§2.3.9).
 //!
 //! All accumulate `(input - input_zp) * (weight - weight_zp)` in the accumulator type (the
@@ -6,7 +6,7 @@
 //! REQUIRE), as must the final bias addition.
 
 use super::array::{broadcast_strides, for_each_index, numel, Arr, Undef};
-use crate::ops::Op;
+use crate::ops::{Conv3dAttrs, Op};
 use crate::types::TensorType;
 
 /// An accumulator of type `[min, max]` with checked addition.
@@ -118,6 +118,7 @@ pub(crate) fn eval(op: &Op, ins: &[&Arr], out: &TensorType) -> Result<Vec<i64>, 
             }
             Ok(res)
         }
+        Op::Conv3d(a) => conv3d(a, ins, os, acc),
         Op::TransposeConv2d(a) => {
             let (input, weight, bias) = (ins[0], ins[1], ins[2]);
             let x = sub_zp(input, a.input_zp);
@@ -176,6 +177,54 @@ pub(crate) fn eval(op: &Op, ins: &[&Arr], out: &TensorType) -> Result<Vec<i64>, 
         Op::MatMul(a) => matmul(ins[0], ins[1], a.a_zp, a.b_zp, os, acc),
         _ => Err("internal: not a convolution".into()),
     }
+}
+
+/// CONV3D: input `[N,ID,IH,IW,IC]`, weight `[OC,KD,KH,KW,IC]`, output `[N,OD,OH,OW,OC]`.
+fn conv3d(a: &Conv3dAttrs, ins: &[&Arr], os: &[usize], acc: Acc) -> Result<Vec<i64>, Undef> {
+    let (input, weight, bias) = (ins[0], ins[1], ins[2]);
+    let x = sub_zp(input, a.input_zp);
+    let w = sub_zp(weight, a.weight_zp);
+    let is = &input.shape;
+    let (id, ih, iw, ic) = (is[1], is[2], is[3], is[4]);
+    let ws = &weight.shape;
+    let (kd, kh, kw) = (ws[1], ws[2], ws[3]);
+    let (n, od, oh, ow, oc) = (os[0], os[1], os[2], os[3], os[4]);
+    // the input coordinate of output `o`, tap `k` along axis `ax`, if inside the input
+    let at = |ax: usize, o: usize, k: usize, len: usize| -> Option<usize> {
+        let v = (o * a.stride[ax] + k * a.dilation[ax]) as i64 - a.pad[2 * ax] as i64;
+        (0..len as i64).contains(&v).then_some(v as usize)
+    };
+    let mut res = Vec::with_capacity(numel(os));
+    let mut taps: Vec<(usize, usize)> = Vec::new();
+    for b in 0..n {
+        for z in 0..od {
+            for y in 0..oh {
+                for xx in 0..ow {
+                    taps.clear();
+                    for tz in 0..kd {
+                        let Some(d) = at(0, z, tz, id) else { continue };
+                        for ty in 0..kh {
+                            let Some(r) = at(1, y, ty, ih) else { continue };
+                            for tx in 0..kw {
+                                let Some(c) = at(2, xx, tx, iw) else { continue };
+                                let base = (((b * id + d) * ih + r) * iw + c) * ic;
+                                taps.push((base, (tz * kh + ty) * kw + tx));
+                            }
+                        }
+                    }
+                    for o in 0..oc {
+                        let mut sum = 0i64;
+                        for &(base, k) in &taps {
+                            let wb = (o * kd * kh * kw + k) * ic;
+                            sum = acc.dot(sum, &x[base..base + ic], &w[wb..wb + ic])?;
+                        }
+                        res.push(acc.add(sum, bias_at(bias, o))?);
+                    }
+                }
+            }
+        }
+    }
+    Ok(res)
 }
 
 /// Batched `[..., H, C] x [..., C, W]`, batch dimensions broadcast.

@@ -199,6 +199,7 @@ fn eval(op: &Op, ins: &[&Arr], dts: &[DType], out: &TensorType) -> Result<Vec<i6
     match op {
         Op::Conv2d(_)
         | Op::DepthwiseConv2d(_)
+        | Op::Conv3d(_)
         | Op::TransposeConv2d(_)
         | Op::FullyConnected(_)
         | Op::MatMul(_) => conv::eval(op, ins, out),

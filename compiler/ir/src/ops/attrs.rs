@@ -36,6 +36,19 @@ impl Default for ConvAttrs {
     }
 }
 
+/// CONV3D attributes (TOSA §2.3.5): input NDHWC, weight `[OC, KD, KH, KW, IC]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Conv3dAttrs {
+    /// `[front, back, top, bottom, left, right]` (depth, height, width).
+    pub pad: [usize; 6],
+    /// `[d, y, x]`, each ≥ 1.
+    pub stride: [usize; 3],
+    /// `[d, y, x]`, each ≥ 1.
+    pub dilation: [usize; 3],
+    pub input_zp: i64,
+    pub weight_zp: i64,
+}
+
 /// TRANSPOSE_CONV2D attributes (TOSA §2.3.15).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TransposeConvAttrs {

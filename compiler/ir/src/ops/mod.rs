@@ -25,6 +25,8 @@ pub enum Op {
     Conv2d(ConvAttrs),
     /// `[input NHWC, weight [KH,KW,C,M], bias [C*M] or [1]]` → accumulator `[N,OH,OW,C*M]`.
     DepthwiseConv2d(ConvAttrs),
+    /// `[input NDHWC, weight [OC,KD,KH,KW,IC], bias [OC] or [1]]` → accumulator NDHWC.
+    Conv3d(Conv3dAttrs),
     /// `[input NHWC, weight OHWI, bias [OC] or [1]]` → accumulator NHWC.
     TransposeConv2d(TransposeConvAttrs),
     /// `[input [N,IC], weight [OC,IC], bias [OC] or [1]]` → accumulator `[N,OC]`.
@@ -106,6 +108,7 @@ impl Op {
             Op::AvgPool2d(_) => "AVG_POOL2D",
             Op::Conv2d(_) => "CONV2D",
             Op::DepthwiseConv2d(_) => "DEPTHWISE_CONV2D",
+            Op::Conv3d(_) => "CONV3D",
             Op::TransposeConv2d(_) => "TRANSPOSE_CONV2D",
             Op::FullyConnected(_) => "FULLY_CONNECTED",
             Op::MatMul(_) => "MATMUL",
@@ -163,6 +166,7 @@ impl Op {
             Op::Concat(_) => return None,
             Op::Conv2d(_)
             | Op::DepthwiseConv2d(_)
+            | Op::Conv3d(_)
             | Op::TransposeConv2d(_)
             | Op::FullyConnected(_)
             | Op::Select

@@ -165,6 +165,7 @@ fn infer_one(op: &Op, inputs: &[TensorType]) -> R<TensorType> {
         | Op::AvgPool2d(_)
         | Op::Conv2d(_)
         | Op::DepthwiseConv2d(_)
+        | Op::Conv3d(_)
         | Op::TransposeConv2d(_)
         | Op::FullyConnected(_)
         | Op::MatMul(_)

@@ -136,6 +136,39 @@ pub(crate) fn infer(op: &Op, inputs: &[TensorType]) -> R<TensorType> {
                 .ok_or_else(|| window_err("kernel"))?;
             Ok(TensorType::new(acc, [i[0], oh, ow, oc]))
         }
+        Op::Conv3d(a) => {
+            let acc = conv_io(inputs, a.input_zp, a.weight_zp)?;
+            positive("stride", &a.stride)?;
+            positive("dilation", &a.dilation)?;
+            bounded("pad", &a.pad)?;
+            let i = rank_is(inputs, 0, 5)?;
+            let w = rank_is(inputs, 1, 5)?;
+            if w[4] != i[4] {
+                return Err(bad(
+                    1,
+                    format!(
+                        "weight {w} expects {} input channels, input {i} has {}",
+                        w[4], i[4]
+                    ),
+                ));
+            }
+            bias_check(inputs, acc, w[0])?;
+            let mut out = vec![i[0]];
+            for k in 0..3 {
+                let o = window_out(
+                    i[1 + k],
+                    a.pad[2 * k],
+                    a.pad[2 * k + 1],
+                    w[1 + k],
+                    a.dilation[k],
+                    a.stride[k],
+                )
+                .ok_or_else(|| window_err("kernel"))?;
+                out.push(o);
+            }
+            out.push(w[0]);
+            Ok(TensorType::new(acc, out))
+        }
         Op::TransposeConv2d(a) => {
             let acc = conv_io(inputs, a.input_zp, a.weight_zp)?;
             positive("stride", &a.stride)?;
