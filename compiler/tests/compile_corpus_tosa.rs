@@ -41,11 +41,17 @@ fn tosa_corpus_models_compile_and_match_the_interpreter() {
             }
             let mut rng = Rng(0x705a ^ u64::from(accel.macs_per_cc()));
             let mut compared = 0;
-            for _ in 0..8 {
-                if compared == 2 {
+            // Random full-range inputs, then the golden inputs of the TOSA reference model
+            // (inside every REQUIRE domain: shift amounts, divisors, index ranges).
+            let goldens = golden_inputs(&name, &g);
+            for attempt in 0..8 + goldens.len() {
+                if compared == 2 || (attempt >= 8 && compared > 0) {
                     break;
                 }
-                let inputs = random_inputs(&g, &mut rng);
+                let inputs = match attempt.checked_sub(8) {
+                    None => random_inputs(&g, &mut rng),
+                    Some(k) => goldens[k].clone(),
+                };
                 let Ok(expected) = npuc_ir::run_outputs(&g, inputs.clone()) else {
                     continue;
                 };
@@ -70,8 +76,35 @@ fn tosa_corpus_models_compile_and_match_the_interpreter() {
         compiled.len()
     );
     assert!(
-        compiled.len() >= 72,
+        compiled.len() >= 95,
         "only {} TOSA models compiled",
         compiled.len()
     );
+}
+
+/// The golden input samples of `models/golden-tosa/<name>/` (none if it has no goldens).
+fn golden_inputs(name: &str, g: &npuc_ir::Graph) -> Vec<Vec<npuc_ir::TensorValue>> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../models/golden-tosa")
+        .join(name);
+    let mut out = Vec::new();
+    if g.inputs().is_empty() {
+        return out;
+    }
+    for s in 0.. {
+        let mut sample = Vec::new();
+        for (i, &t) in g.inputs().iter().enumerate() {
+            let Ok(bytes) = std::fs::read(dir.join(format!("input{i}_{s}.npy"))) else {
+                return out;
+            };
+            let a = npuc::run::npy::read(&bytes).expect("golden .npy");
+            let ty = &g.tensor(t).unwrap().ty;
+            sample.push(
+                npuc_ir::TensorValue::from_le_bytes(ty.dtype, a.shape, &a.data)
+                    .expect("golden input"),
+            );
+        }
+        out.push(sample);
+    }
+    out
 }
