@@ -8,6 +8,7 @@ mod broadcast;
 mod compare;
 mod constant;
 mod conv;
+mod conv3d;
 mod elementwise;
 mod gather;
 mod gather_dma;
@@ -572,6 +573,8 @@ impl Geometry {
 
 /// Lowers a validated graph into NPU operations.
 pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
+    let rewritten = conv3d::rewrite(g)?;
+    let g = rewritten.as_ref().unwrap_or(g);
     let mut cx = Ctx {
         g,
         lowered: Lowered {
