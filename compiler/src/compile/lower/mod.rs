@@ -19,6 +19,7 @@ mod lut16;
 mod matmul;
 mod matmul_const;
 mod movement;
+mod negate;
 mod operand;
 mod pool;
 mod range;
@@ -575,6 +576,8 @@ impl Geometry {
 pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     let rewritten = conv3d::rewrite(g)?;
     let g = rewritten.as_ref().unwrap_or(g);
+    let negated = negate::rewrite(g)?;
+    let g = negated.as_ref().unwrap_or(g);
     let mut cx = Ctx {
         g,
         lowered: Lowered {
