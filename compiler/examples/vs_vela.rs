@@ -16,13 +16,19 @@
 //! | `u85_256_sram_only` | Ethos_U85_SYS_Flash_High| Sram_Only            |
 //!
 //! Columns: cycles, peak SRAM bytes, off-chip traffic (DRAM read+write, or flash read), the
-//! read-only (region 0) bytes, and npuc's compile time.
+//! read-only (region 0) bytes, npuc's compile time and, when a `vela` executable is found
+//! (`$VELA`, else `vela` on `PATH`; e.g. a venv with `pip install ethos-u-vela==5.2.0`),
+//! Vela's compile time for the same network, configuration and memory system (the wall time
+//! of the `vela` process, Python start-up included); without one it is not measured.
+//! The networks too large for the per-model test sweeps (`corpus.json` `"large"`, files in
+//! `models/large/`) follow as rows of their own, outside the total.
 
 use npuc::artifact::Artifact;
 use npuc::compile::Options;
 use npuc_backend::arch::Accelerator;
 use npuc_backend::system::{presets, MemoryMap};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Instant;
 
 struct Figures {
@@ -56,6 +62,34 @@ fn pct(n: u64, v: u64) -> String {
     format!("{:+.0}%", (n as f64 / v as f64 - 1.0) * 100.0)
 }
 
+/// The `vela` executable, if one runs (`$VELA`, else `vela` on `PATH`).
+fn find_vela() -> Option<PathBuf> {
+    let exe = std::env::var_os("VELA").map_or_else(|| PathBuf::from("vela"), PathBuf::from);
+    let ok = Command::new(&exe)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(exe)
+}
+
+/// Wall time in milliseconds of Vela compiling `model` for `acc` in `sys` / `mode`.
+fn vela_ms(vela: &Path, model: &Path, acc: Accelerator, sys: &str, mode: &str) -> Option<f64> {
+    let out = std::env::temp_dir().join(format!("npuc-vs-vela-{}", std::process::id()));
+    let t = Instant::now();
+    let status = Command::new(vela)
+        .args(["--accelerator-config", &acc.to_string()])
+        .args(["--config", "Arm/vela.ini", "--system-config", sys])
+        .args(["--memory-mode", mode, "--output-dir"])
+        .arg(&out)
+        .arg(model)
+        .output()
+        .ok()?
+        .status;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let _ = std::fs::remove_dir_all(&out);
+    status.success().then_some(ms)
+}
+
 fn main() {
     let filter = std::env::args().nth(1).unwrap_or_default();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -63,103 +97,156 @@ fn main() {
         &std::fs::read(root.join("models/corpus.json")).expect("models/corpus.json"),
     )
     .expect("corpus.json is JSON");
-    let configs = [
-        (
-            "u85_256",
-            Accelerator::U85_256,
-            "Ethos_U85_SYS_DRAM_Mid",
-            "Dedicated_Sram_384KB",
-        ),
-        (
-            "u85_2048",
-            Accelerator::U85_2048,
-            "Ethos_U85_SYS_DRAM_Mid",
-            "Dedicated_Sram_384KB",
-        ),
-        (
-            "u85_256_sram_only",
-            Accelerator::U85_256,
-            "Ethos_U85_SYS_Flash_High",
-            "Sram_Only",
-        ),
-    ];
+    let vela = find_vela();
     println!(
-        "| network | config | npuc cycles | Vela cycles | Δ | npuc peak SRAM | Vela peak SRAM | npuc off-chip B | Vela off-chip B | npuc RO B | Vela RO B | npuc cpu ops | Vela cpu ops | compile ms |"
+        "| network | config | npuc cycles | Vela cycles | Δ | npuc peak SRAM | Vela peak SRAM | npuc off-chip B | Vela off-chip B | npuc RO B | Vela RO B | npuc cpu ops | Vela cpu ops | npuc compile ms | Vela compile ms |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let (mut sum_n, mut sum_v) = (0u64, 0u64);
-    for m in corpus["models"].as_array().expect("models") {
-        if m["kind"] != "network" {
-            continue;
-        }
-        let name = m["name"].as_str().expect("name");
-        if !name.contains(&filter) {
-            continue;
-        }
-        let src = root.join(format!("models/tflite/{name}.tflite"));
-        let Ok(bytes) = std::fs::read(&src) else {
-            continue;
-        };
-        for (cfg, acc, sys, mode) in configs {
-            let vela_path = root.join(format!("models/vela/{cfg}/{name}_vela.tflite"));
-            if !Path::new(&vela_path).exists() {
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut totals = [(0u64, 0u64); 2];
+    let (mut npuc_ms, mut vela_total_ms) = (0f64, 0f64);
+    let sets = [("models", "models"), ("large", "models/large")];
+    for (set, (key, dir)) in sets.into_iter().enumerate() {
+        for m in corpus[key].as_array().into_iter().flatten() {
+            if m["kind"] != "network" {
                 continue;
             }
-            let system_config = presets::system_config(sys).expect("preset");
-            let memory_mode = presets::memory_mode(mode).expect("preset");
-            let map = MemoryMap::new(&system_config, &memory_mode).expect("consistent presets");
-            let options = Options {
-                accelerator: acc,
-                system_config,
-                memory_mode,
-                ..Options::default()
+            let name = m["name"].as_str().expect("name");
+            if !name.contains(&filter) {
+                continue;
+            }
+            let src = root.join(format!("{dir}/tflite/{name}.tflite"));
+            let Ok(bytes) = std::fs::read(&src) else {
+                continue;
             };
-            let t = Instant::now();
-            let out = npuc::tflite_out::compile_tflite(&bytes, &options, &mut |_| {});
-            let ms = t.elapsed().as_secs_f64() * 1e3;
-            let out = match out {
-                Ok(o) => o,
-                Err(e) => {
-                    println!("| {name} | {cfg} | error: {e} |");
+            for (cfg, acc, sys, mode) in CONFIGS {
+                let vela_path = root.join(format!("{dir}/vela/{cfg}/{name}_vela.tflite"));
+                if !Path::new(&vela_path).exists() {
                     continue;
                 }
-            };
-            let mut cpu: Vec<String> = out.partition.cpu_ops().map(|o| o.opcode.clone()).collect();
-            let vela_cpu = m["vela"][cfg]["cpu_ops"].as_array().map_or(0, |a| a.len());
-            let vela_bytes = std::fs::read(&vela_path).expect("vela fixture");
-            let n = figures(&out.bytes, &map, acc);
-            let v = figures(&vela_bytes, &map, acc);
-            if cpu.is_empty() {
-                sum_n += n.cycles;
-                sum_v += v.cycles;
+                let Some(row) = compare(&bytes, &vela_path, (acc, sys, mode)) else {
+                    println!("| {name} | {cfg} | error |");
+                    continue;
+                };
+                let vms = vela.as_ref().and_then(|v| vela_ms(v, &src, acc, sys, mode));
+                npuc_ms += row.ms;
+                vela_total_ms += vms.unwrap_or(0.0);
+                let (n, v) = (&row.npuc, &row.vela);
+                let mut cpu = row.cpu;
+                if cpu.is_empty() {
+                    totals[set].0 += n.cycles;
+                    totals[set].1 += v.cycles;
+                }
+                let vela_cpu = m["vela"][cfg]["cpu_ops"].as_array().map_or(0, |a| a.len());
+                let cpu_note = if cpu.is_empty() {
+                    "0".to_string()
+                } else {
+                    cpu.sort_unstable();
+                    let n = cpu.len();
+                    cpu.dedup();
+                    format!("{n} ({})", cpu.join(","))
+                };
+                let vms = vms.map_or_else(|| "-".to_string(), |t| format!("{t:.0}"));
+                println!(
+                    "| {name} | {cfg} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {cpu_note} | {vela_cpu} | {:.0} | {vms} |",
+                    n.cycles,
+                    v.cycles,
+                    pct(n.cycles, v.cycles),
+                    n.peak_sram,
+                    v.peak_sram,
+                    n.offchip,
+                    v.offchip,
+                    n.read_only,
+                    v.read_only,
+                    row.ms,
+                );
             }
-            let cpu_note = if cpu.is_empty() {
-                "0".to_string()
-            } else {
-                cpu.sort_unstable();
-                format!("{} ({})", cpu.len(), {
-                    let mut c = cpu.clone();
-                    c.dedup();
-                    c.join(",")
-                })
-            };
-            println!(
-                "| {name} | {cfg} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {cpu_note} | {vela_cpu} | {ms:.0} |",
-                n.cycles,
-                v.cycles,
-                pct(n.cycles, v.cycles),
-                n.peak_sram,
-                v.peak_sram,
-                n.offchip,
-                v.offchip,
-                n.read_only,
-                v.read_only,
-            );
         }
     }
+    let [(sum_n, sum_v), (large_n, large_v)] = totals;
     println!(
-        "\nTotal cycles over the rows where npuc runs everything on the NPU: npuc {sum_n}, Vela {sum_v} ({})",
+        "\nTotal cycles over the corpus rows where npuc runs everything on the NPU: npuc {sum_n}, Vela {sum_v} ({})",
         pct(sum_n, sum_v)
     );
+    if large_v > 0 {
+        println!(
+            "Large networks (models/large, not in the total): npuc {large_n}, Vela {large_v} ({})",
+            pct(large_n, large_v)
+        );
+    }
     println!("Rows with npuc CPU operators exclude those operators from npuc's figures (Vela runs them on the NPU).");
+    match vela {
+        Some(v) => println!(
+            "Compile time over all rows: npuc {npuc_ms:.0} ms, Vela {vela_total_ms:.0} ms ({}, wall time of each process).",
+            v.display()
+        ),
+        None => println!(
+            "Compile time over all rows: npuc {npuc_ms:.0} ms; Vela's is not measured (no `vela` on PATH and no $VELA)."
+        ),
+    }
+}
+
+/// The configurations compared: Vela fixture directory, accelerator, system config, memory
+/// mode.
+const CONFIGS: [(&str, Accelerator, &str, &str); 3] = [
+    (
+        "u85_256",
+        Accelerator::U85_256,
+        "Ethos_U85_SYS_DRAM_Mid",
+        "Dedicated_Sram_384KB",
+    ),
+    (
+        "u85_2048",
+        Accelerator::U85_2048,
+        "Ethos_U85_SYS_DRAM_Mid",
+        "Dedicated_Sram_384KB",
+    ),
+    (
+        "u85_256_sram_only",
+        Accelerator::U85_256,
+        "Ethos_U85_SYS_Flash_High",
+        "Sram_Only",
+    ),
+];
+
+/// One row: both artifacts' figures, npuc's CPU operators and compile time.
+struct Row {
+    npuc: Figures,
+    vela: Figures,
+    cpu: Vec<String>,
+    ms: f64,
+}
+
+/// Compiles `bytes` with npuc and estimates it and Vela's artifact at `vela_path`.
+fn compare(
+    bytes: &[u8],
+    vela_path: &Path,
+    (acc, sys, mode): (Accelerator, &str, &str),
+) -> Option<Row> {
+    let system_config = presets::system_config(sys).expect("preset");
+    let memory_mode = presets::memory_mode(mode).expect("preset");
+    let map = MemoryMap::new(&system_config, &memory_mode).expect("consistent presets");
+    let options = Options {
+        accelerator: acc,
+        system_config,
+        memory_mode,
+        ..Options::default()
+    };
+    let t = Instant::now();
+    let out = npuc::tflite_out::compile_tflite(bytes, &options, &mut |_| {});
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{}: {e}", vela_path.display());
+            return None;
+        }
+    };
+    let cpu = out.partition.cpu_ops().map(|o| o.opcode.clone()).collect();
+    let vela_bytes = std::fs::read(vela_path).expect("vela fixture");
+    Some(Row {
+        npuc: figures(&out.bytes, &map, acc),
+        vela: figures(&vela_bytes, &map, acc),
+        cpu,
+        ms,
+    })
 }

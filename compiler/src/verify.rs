@@ -2,10 +2,12 @@
 //! interpreter, on seeded random full-range inputs, every output byte compared.
 //!
 //! When an output differs, the first diverging NPU operation is localised: the stream is run
-//! again up to (and including) each kernel operation in turn, with an `NPU_OP_STOP` after it,
-//! and that operation's OFM is read from the arena right away (while it is certainly still
-//! live) and compared with the interpreter's value of the IR tensor it computes, at the OFM
-//! placement the compiled model records for the operation.
+//! again up to (and including) the kernel command after which each operation's OFM is complete
+//! (its last slice or band, [`crate::compile::OperatorInfo::done_at`]), with an `NPU_OP_STOP`
+//! after it, and that OFM is read from memory right away (while it is certainly still live)
+//! and compared with the interpreter's value of the IR tensor it computes, at the OFM
+//! placement the compiled model records for the operation. Operations whose OFM is never whole
+//! in memory (chained, or in a cascade's ring buffer) are skipped.
 
 use crate::compile::{self, lower, CompiledModel};
 use npuc_backend::sim::{SimError, Simulator};
@@ -296,27 +298,22 @@ pub fn localise(
     let Ok(lowered) = lower::lower(graph) else {
         return Ok(None);
     };
-    let (_, full) = simulate(model, inputs, &model.command_stream, sample)?;
-    let kernels: Vec<usize> = full
-        .ops
-        .iter()
-        .filter(|o| o.instruction != "NPU_OP_DMA_START")
-        .map(|o| o.offset / 4)
-        .collect();
     let Some(&stop) = model.command_stream.last() else {
         return Ok(None);
     };
-    // DMA operations (SCATTER's copies) are not kernel operations.
-    let ops: Vec<(usize, &lower::NpuOp)> = lowered
-        .ops
-        .iter()
-        .enumerate()
-        .filter(|(_, o)| !matches!(o.kernel, lower::Kernel::Dma(_)))
-        .collect();
-    if kernels.len() != ops.len() {
+    if lowered.ops.len() != model.operators.len() {
         return Ok(None);
     }
-    for (&(k, op), &at) in ops.iter().zip(&kernels) {
+    for (k, (op, info)) in lowered.ops.iter().zip(&model.operators).enumerate() {
+        // DMA operations (SCATTER's copies) are not kernel operations; an OFM never whole in
+        // memory (chained, or in a cascade's ring buffer) cannot be compared. A sliced or
+        // cascaded operation's OFM is complete after its last part.
+        if matches!(op.kernel, lower::Kernel::Dma(_)) {
+            continue;
+        }
+        let Some(at) = info.done_at else {
+            continue;
+        };
         // The OFM holds the output of the group's last fused IR operator.
         let last = op.fused.last().unwrap_or(&op.name);
         let Some(ir_op) = graph.find_op(last).and_then(|o| graph.op(o)) else {
@@ -328,10 +325,7 @@ pub fn localise(
         else {
             continue;
         };
-        let Some(&(region, off, size)) = model.operators.get(k).map(|o| &o.ofm) else {
-            continue;
-        };
-        // A chained OFM is in no memory (and a stream may not stop inside a chain).
+        let (region, off, size) = info.ofm;
         if region == compile::alloc::CHAINED {
             continue;
         }

@@ -106,3 +106,46 @@ fn the_cli_exits_zero_only_when_bit_exact() {
     assert!(out.status.success(), "{stdout}");
     assert!(stdout.contains("bit-exact: 2 samples"), "{stdout}");
 }
+
+#[test]
+fn a_divergence_in_a_sliced_operation_is_localised() {
+    // mobilenet_v1_050_128_clustered on ethos-u85-256 runs some convolutions as OFM-depth
+    // slices, each slice's streams copied by a DMA issued after KERNEL_WAIT 1. Corrupting the
+    // scale stream one such DMA copies makes that operation (and everything after it) wrong:
+    // the divergence is localised at the operation, compared after its last slice.
+    let bytes =
+        std::fs::read(models().join("tflite/mobilenet_v1_050_128_clustered.tflite")).unwrap();
+    let options = Options::default();
+    let g = npuc::reference::lower_file(&bytes).unwrap();
+    let mut m = compile(&g, &options).unwrap();
+    let decoded = decode_stream(&m.command_stream).unwrap();
+    let k = decoded
+        .windows(2)
+        .position(|w| matches!(w[0].command, Command::OpKernelWait(k) if k.n == 1))
+        .expect("a sliced operation");
+    let (src, word) = decoded[k..]
+        .iter()
+        .find_map(|d| match d.command {
+            Command::SetDma0Src(a) => Some((a.addr_lo as usize, d.offset / 4)),
+            _ => None,
+        })
+        .unwrap();
+    m.read_only[src] ^= 0x55;
+    let sliced = m
+        .operators
+        .iter()
+        .position(|o| o.done_at.is_some_and(|at| at > word))
+        .unwrap();
+    let r = verify_graph(
+        &g,
+        &m,
+        &VerifyOptions {
+            samples: 1,
+            seed: 1,
+        },
+    )
+    .unwrap();
+    assert!(!r.is_bit_exact());
+    let d = r.divergence.as_ref().expect("localised");
+    assert_eq!(d.index, sliced, "{}", r.describe());
+}

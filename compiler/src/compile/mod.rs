@@ -171,6 +171,10 @@ pub struct OperatorInfo {
     pub cycles: u64,
     /// Where its OFM buffer lives: region, byte offset, size in bytes.
     pub ofm: (u8, u64, u64),
+    /// The word offset in the command stream of the kernel command after which its whole OFM
+    /// is in memory (its last part); `None` when it never is (chained, or in a cascade's ring
+    /// buffer).
+    pub done_at: Option<usize>,
 }
 
 /// A compiled model: command stream, read-only data and where everything lives.

@@ -2,14 +2,22 @@
 
 use super::*;
 
+/// Tile 0 height and the tile 2 base: the whole height and none, or the rows before a ring
+/// buffer wraps and its start.
+fn tiles(h: u32, wrap: Wrap) -> (u32, u64) {
+    wrap.map_or((h, 0), |(rows, base2)| (rows, base2))
+}
+
 pub(super) fn ifm_commands(
     w: &mut Writer,
     fm: &Fm,
     (region, base): (u8, u64),
     upscale: IfmUpscaleMode,
     activation_storage: ActivationStorage,
+    wrap: Wrap,
 ) {
     let (h, wd, c) = fm.shape;
+    let (h0, base2) = tiles(h, wrap);
     let (hi, lo) = addr(base);
     let e = u64::from(fm.elem_bytes());
     let (sy, sx) = fm.strides();
@@ -27,13 +35,17 @@ pub(super) fn ifm_commands(
         addr_lo: lo,
     }));
     w.set(Command::SetIfmBase1(SetIfmBase1::default()));
-    w.set(Command::SetIfmBase2(SetIfmBase2::default()));
+    let (hi2, lo2) = addr(base2);
+    w.set(Command::SetIfmBase2(SetIfmBase2 {
+        addr_hi: hi2,
+        addr_lo: lo2,
+    }));
     w.set(Command::SetIfmBase3(SetIfmBase3::default()));
     w.set(Command::SetIfmHeight0M1(SetIfmHeight0M1 {
-        height_m1: (h - 1) as u16,
+        height_m1: (h0 - 1) as u16,
     }));
     w.set(Command::SetIfmHeight1M1(SetIfmHeight1M1 {
-        height_m1: (h - 1) as u16,
+        height_m1: (h0 - 1) as u16,
     }));
     w.set(Command::SetIfmWidth0M1(SetIfmWidth0M1 {
         width_m1: (wd - 1) as u16,
@@ -74,8 +86,10 @@ pub(super) fn ifm2_commands(
     fm: &Fm,
     (region, base): (u8, u64),
     activation_storage: ActivationStorage,
+    wrap: Wrap,
 ) {
     let (h, wd, _) = fm.shape;
+    let (h0, base2) = tiles(h, wrap);
     let (hi, lo) = addr(base);
     let e = u64::from(fm.elem_bytes());
     let (sy, sx) = fm.strides();
@@ -93,13 +107,17 @@ pub(super) fn ifm2_commands(
         addr_lo: lo,
     }));
     w.set(Command::SetIfm2Base1(SetIfm2Base1::default()));
-    w.set(Command::SetIfm2Base2(SetIfm2Base2::default()));
+    let (hi2, lo2) = addr(base2);
+    w.set(Command::SetIfm2Base2(SetIfm2Base2 {
+        addr_hi: hi2,
+        addr_lo: lo2,
+    }));
     w.set(Command::SetIfm2Base3(SetIfm2Base3::default()));
     w.set(Command::SetIfm2Height0M1(SetIfm2Height0M1 {
-        height_m1: (h - 1) as u16,
+        height_m1: (h0 - 1) as u16,
     }));
     w.set(Command::SetIfm2Height1M1(SetIfm2Height1M1 {
-        height_m1: (h - 1) as u16,
+        height_m1: (h0 - 1) as u16,
     }));
     w.set(Command::SetIfm2Width0M1(SetIfm2Width0M1 {
         width_m1: (wd - 1) as u16,
@@ -159,6 +177,7 @@ pub(super) fn ofm_commands(
     op: &NpuOp,
     (region, base): (u8, u64),
     activation_storage: ActivationStorage,
+    wrap: Wrap,
 ) {
     let (h, wd, c) = op.ofm.shape;
     let (hi, lo) = addr(base);
@@ -185,7 +204,11 @@ pub(super) fn ofm_commands(
         addr_lo: lo,
     }));
     w.set(Command::SetOfmBase1(SetOfmBase1::default()));
-    w.set(Command::SetOfmBase2(SetOfmBase2::default()));
+    let (hi2, lo2) = addr(wrap.map_or(0, |t| t.1));
+    w.set(Command::SetOfmBase2(SetOfmBase2 {
+        addr_hi: hi2,
+        addr_lo: lo2,
+    }));
     w.set(Command::SetOfmBase3(SetOfmBase3::default()));
     w.set(Command::SetOfmHeightM1(SetOfmHeightM1 {
         height_m1: (h - 1) as u16,
@@ -198,6 +221,7 @@ pub(super) fn ofm_commands(
     }));
     // Tile sizes are in the stored (post-transpose) axes (TRM 3.10.46-55).
     let (th, tw, _) = op.ofm.stored_shape();
+    let th = wrap.map_or(th, |t| t.0);
     w.set(Command::SetOfmHeight0M1(SetOfmHeight0M1 {
         height_m1: (th - 1) as u16,
     }));

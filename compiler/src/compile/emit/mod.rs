@@ -24,12 +24,14 @@ use npuc_backend::isa::*;
 use npuc_codecs::ordering::WeightOrder as CodecOrder;
 use std::collections::BTreeMap;
 
+mod cascade;
 mod chain;
 mod dma;
 mod fm;
 mod kernel;
 mod lut;
 mod plan;
+mod regs;
 mod resize;
 mod slice;
 mod staging;
@@ -37,6 +39,7 @@ mod weights;
 
 use fm::{broadcast, ifm2_commands, ifm_commands, ofm_commands};
 use kernel::kernel_commands;
+use regs::*;
 
 /// The emitted stream and read-only data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,243 +145,6 @@ fn activation_type(fm: &Fm) -> ActivationType {
     }
 }
 
-/// A byte range of one region: (region, start, end).
-type Range = (u8, u64, u64);
-
-/// Region and byte range of a feature map's buffer (`None`: a read-only constant or a
-/// chained feature map, which is in no memory).
-fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<Range> {
-    if l.constants.contains_key(&fm.buffer) || p.regions[fm.buffer] == super::alloc::CHAINED {
-        return None;
-    }
-    let off = p.offsets[fm.buffer];
-    Some((p.regions[fm.buffer], off, off + l.buffers[fm.buffer].size))
-}
-
-/// Region and address of a feature map's element (0, 0, 0); constant buffers are read from
-/// their read-only offsets (`consts`; offset 0 when not given, for estimates).
-fn locate(fm: &Fm, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -> (u8, u64) {
-    if l.constants.contains_key(&fm.buffer) {
-        let off = consts.get(&fm.buffer).copied().unwrap_or(0);
-        return (REGION_READ_ONLY, off + fm.view.offset);
-    }
-    (p.regions[fm.buffer], p.offsets[fm.buffer] + fm.view.offset)
-}
-
-/// Where an operation's feature maps are: IFM, IFM2, OFM as (region, address) and storage
-/// (a chained feature map is in chaining FIFO 0, TRM 3.6.4), and its scalar operand (which
-/// reads no memory).
-struct Locs {
-    ifm: (u8, u64),
-    ifm2: Option<(u8, u64)>,
-    ofm: (u8, u64),
-    storage: [ActivationStorage; 3],
-    scalar: Option<ScalarOperand>,
-}
-
-/// CLIP range and ACTIVATION_MIN/MAX of activation bounds: 16-bit bounds clamp (`b16`);
-/// bounds at or beyond the i32 range mean no clamp (`none`).
-fn clip(act: (i64, i64)) -> Option<(ActivationClipRange, i64, i64)> {
-    let b16 = |v: i64| (-32768..=32767).contains(&v);
-    if b16(act.0) && b16(act.1) {
-        Some((ActivationClipRange::B16, act.0, act.1))
-    } else if act.0 <= i64::from(i32::MIN) && act.1 >= i64::from(i32::MAX) {
-        Some((ActivationClipRange::None, -32768, 32767))
-    } else {
-        None
-    }
-}
-
-/// The locations of `op`, an element of `l.ops`.
-fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -> Locs {
-    let scalar = l
-        .scalars
-        .iter()
-        .find(|(&i, _)| std::ptr::eq(&l.ops[i], op))
-        .map(|(_, &s)| s);
-    let chained = |f: &Fm| p.regions.get(f.buffer) == Some(&super::alloc::CHAINED);
-    let at = |f: &Fm| {
-        if chained(f) {
-            (0, 0)
-        } else {
-            locate(f, p, l, consts)
-        }
-    };
-    let storage = |f: Option<&Fm>| {
-        if f.is_some_and(chained) {
-            ActivationStorage::Chained
-        } else {
-            ActivationStorage::Tile2x2
-        }
-    };
-    Locs {
-        ifm: at(&op.ifm),
-        ifm2: op.ifm2.as_ref().map(at),
-        ofm: at(&op.ofm),
-        storage: [
-            storage(Some(&op.ifm)),
-            storage(op.ifm2.as_ref()),
-            storage(Some(&op.ofm)),
-        ],
-        scalar,
-    }
-}
-
-fn overlaps(a: Range, b: Range) -> bool {
-    a.0 == b.0 && a.1 < b.2 && b.1 < a.2
-}
-fn align16(ro: &mut Vec<u8>) {
-    ro.resize(ro.len().next_multiple_of(16), 0);
-}
-
-/// Byte ranges an operation reads and the range it writes.
-type Access = (Vec<Range>, Range);
-
-/// The weight and scale streams an operation reads: their layout, region, block base.
-type StreamsAt<'a> = (&'a weights::Layout, u8, u64);
-
-/// Writes every register `op` reads (skipping unchanged ones) and returns its kernel command
-/// and kernel name; the caller issues the command.
-fn op_commands(
-    w: &mut Writer,
-    op: &NpuOp,
-    block: &BlockConfig,
-    streams: Option<StreamsAt>,
-    at: &Locs,
-    (activation_function, table): (ActivationFunction, u8),
-) -> (Command, &'static str) {
-    if let Some((layout, region, base)) = streams {
-        weights::weight_registers(w, layout, region, base);
-    }
-    let order = match block.weight_order {
-        CodecOrder::DepthFirst => WeightOrder::DepthFirst,
-        CodecOrder::PartKernelFirst => WeightOrder::PartKernelFirst,
-    };
-    // OFM_SCALE carries the round mode (always) and the global scale.
-    let (scale, shift) = match &op.requant {
-        Requant::Global { scale, shift } => (*scale, *shift),
-        Requant::PerChannel(ch) => ch.first().map_or((0, 0), |c| (c.scale, c.shift)),
-    };
-    w.set(Command::SetOfmScale(SetOfmScale {
-        shift,
-        dbl_rnd: 0,
-        round_mode: op.round,
-        scale,
-    }));
-    let scalar = at.scalar;
-    match scalar {
-        Some(s) if !s.ifm2 => fm::ifm_scalar_commands(w, &op.ifm, s.value),
-        _ => ifm_commands(w, &op.ifm, at.ifm, op.upscale, at.storage[0]),
-    }
-    kernel_commands(w, op, order);
-    if let Kernel::Resize(rp) = &op.kernel {
-        resize::resize_commands(w, rp, (block.ofm_block.0, block.ofm_block.1));
-    }
-    ofm_commands(w, op, at.ofm, at.storage[2]);
-    // A scalar operand: OP_SCALAR with broadcast mode scalar.
-    let mode = |fm: &Fm, is_scalar: bool| {
-        if is_scalar {
-            BroadcastMode::Scalar
-        } else {
-            broadcast(fm.broadcast)
-        }
-    };
-    if let (Some(ifm2), Some(loc2)) = (&op.ifm2, at.ifm2) {
-        match scalar {
-            Some(s) if s.ifm2 => fm::ifm2_scalar_commands(w, ifm2, s.value),
-            _ => ifm2_commands(w, ifm2, loc2, at.storage[1]),
-        }
-        w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
-            broadcast_mode: mode(&op.ifm, scalar.is_some_and(|s| !s.ifm2)),
-        }));
-        w.set(Command::SetIfm2Broadcast(SetIfm2Broadcast {
-            broadcast_mode: mode(ifm2, scalar.is_some_and(|s| s.ifm2)),
-        }));
-    } else if matches!(op.kernel, Kernel::Elementwise(_)) {
-        // A unary elementwise operation still reads IFM_BROADCAST.
-        w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
-            broadcast_mode: broadcast(op.ifm.broadcast),
-        }));
-        if op.kernel == Kernel::Elementwise(ElementwiseMode::Lrelu) {
-            // scale_b (lrelu's negative half) acts per IFM2_PRECISION (TRM 3.6.6).
-            fm::ifm2_precision(w, &op.ifm);
-        }
-    }
-    if let Some(s) = op.ifm_scale {
-        w.set(Command::SetIfmScale(SetIfmScale {
-            shift: s.shift,
-            dbl_rnd: s.dbl_rnd,
-            round_mode: s.round,
-            scale: s.scale,
-        }));
-    }
-    if let Some(s) = op.ifm2_scale {
-        w.set(Command::SetIfm2Scale(SetIfm2Scale {
-            shift: s.shift,
-            dbl_rnd: s.dbl_rnd,
-            round_mode: s.round,
-            scale: s.scale,
-        }));
-    }
-    // Bounds are checked by `emit` before any command is written.
-    let (clip_range, lo, hi) = clip(op.act).unwrap_or((ActivationClipRange::B16, 0, 0));
-    w.set(Command::SetActivation(SetActivation {
-        activation_function,
-        table,
-        activation_clip_range: clip_range,
-    }));
-    w.set(Command::SetActivationMin(SetActivationMin {
-        clip_boundary: zp16(lo),
-    }));
-    w.set(Command::SetActivationMax(SetActivationMax {
-        clip_boundary: zp16(hi),
-    }));
-    let (bh, bw, bd) = block.ofm_block;
-    w.set(Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 {
-        height_m1: (bh - 1) as u8,
-    }));
-    w.set(Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 {
-        width_m1: (bw - 1) as u8,
-    }));
-    w.set(Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 {
-        depth_m1: (bd - 1) as u16,
-    }));
-    w.set(Command::SetAccFormat(SetAccFormat {
-        acc_format: op.acc,
-        acc_input: if op.acc_from_ifm2() {
-            AccInput::Ifm2
-        } else {
-            AccInput::Reset
-        },
-        acc_output: AccOutput::Enable,
-        microblock: block.microblock.encoding,
-    }));
-    match op.kernel {
-        // A CONV without weights takes them from IFM2 (matrix multiplication).
-        Kernel::Conv => (
-            Command::OpConv(OpConv {
-                weights_ifm2: u8::from(op.ifm2.is_some() && !op.acc_from_ifm2()),
-            }),
-            "CONV",
-        ),
-        Kernel::Depthwise => (Command::OpDepthwise(OpDepthwise {}), "DEPTHWISE"),
-        Kernel::Pool(mode) => (Command::OpPool(OpPool { pooling_mode: mode }), "POOL"),
-        Kernel::Elementwise(mode) => (
-            Command::OpElementwise(OpElementwise {
-                elementwise_mode: mode,
-            }),
-            "ELEMENTWISE",
-        ),
-        Kernel::Resize(rp) => (
-            Command::OpResize(OpResize {
-                resize_mode: rp.mode,
-            }),
-            "RESIZE",
-        ),
-        Kernel::Dma(_) => (Command::OpDmaStart(OpDmaStart {}), "DMA"),
-    }
-}
-
 /// Places the feature maps of a lowered graph, plans its operations and emits its command
 /// stream.
 pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
@@ -411,6 +177,35 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         .map(|k| l.ops[k].ofm.buffer)
         .collect();
     let mut placement = super::alloc::allocate(l, target.fast_storage(), &skip);
+    // Where an intermediate feature map does not fit the fast memory, runs of operations may
+    // be cascaded (computed band by band through ring buffers) when the cost model says so.
+    let spills = (0..l.buffers.len()).any(|i| {
+        let b = &l.buffers[i];
+        placement.regions[i] == super::REGION_ARENA && !b.is_input && !b.is_output
+    });
+    let cascades = if spills && target.fast_storage().is_some() {
+        let plans = plan::plan(target, l, &placement)?;
+        cascade::choose(target, l, &placement, &plans, &chains)
+    } else {
+        Vec::new()
+    };
+    let cascaded_lowered;
+    let l = if cascades.is_empty() {
+        l
+    } else {
+        let mut c = l.clone();
+        cascade::apply(&mut c, &cascades);
+        cascaded_lowered = c;
+        placement = super::alloc::allocate(&cascaded_lowered, target.fast_storage(), &skip);
+        &cascaded_lowered
+    };
+    // The cascade each operation belongs to.
+    let mut in_cascade: Vec<Option<usize>> = vec![None; l.ops.len()];
+    for (i, c) in cascades.iter().enumerate() {
+        for slot in &mut in_cascade[c.first..=c.last] {
+            *slot = Some(i);
+        }
+    }
     let mut plans = plan::plan(target, l, &placement)?;
     // A consumer runs with its producer's block and microblock.
     for k in 0..l.ops.len() {
@@ -418,7 +213,8 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             plans[k + 1].block = plans[k].block;
         }
     }
-    let (staged, staged_end) = staging::stage(target, l, &plans, &placement, &chains);
+    let (staged, copies, staged_end) =
+        staging::stage(target, l, &plans, &placement, &chains, &cascades);
     if let Some((region, _)) = target.staging() {
         if region == super::REGION_FAST {
             placement.fast_size = placement.fast_size.max(staged_end);
@@ -460,8 +256,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
         }
     }
-    // The DMA bringing operation k's (first) stream block into the staging memory.
-    let stage_dma = |w: &mut Writer, k: usize| match &staged[k] {
+    let stage_streams = |w: &mut Writer, k: usize| match &staged[k] {
         staging::Staged::Whole { region, at, wait } => {
             if let Some(enc) = plans[k].enc.as_ref() {
                 if *wait {
@@ -482,7 +277,32 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
             weights::dma_commands(w, blocks[k][0], *region, bufs[0], slices[0].enc.size())
         }
+        staging::Staged::Cascade {
+            region,
+            blocks: at,
+            wait,
+        } => {
+            if *wait {
+                w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+            }
+            for &(j, dst) in at {
+                if let Some(enc) = plans[j].enc.as_ref() {
+                    weights::dma_commands(w, blocks[j][0], *region, dst, enc.size());
+                }
+            }
+        }
         staging::Staged::Direct => {}
+    };
+    // The DMAs bringing operation k's IFM copy and (first) stream block into the staging
+    // memory.
+    let stage_dma = |w: &mut Writer, k: usize| {
+        if let Some(c) = &copies[k] {
+            if c.wait {
+                w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+            }
+            weights::copy_commands(w, c.src, c.dst, c.size);
+        }
+        stage_streams(w, k)
     };
     w.set(Command::SetBlockdep(SetBlockdep { blockdep: 0 }));
     if !l.ops.is_empty() {
@@ -492,9 +312,86 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     let mut prev: Option<Access> = None;
     let mut luts = lut::LutSlots::default();
     let mut operators = Vec::new();
-    // Kernel operations per (non-DMA) operation.
-    let mut kernels: Vec<usize> = Vec::new();
+    // The operation of each kernel command, in stream order, and the index (in `w.commands`)
+    // of the command after which each operation's OFM is complete in memory.
+    let mut owners: Vec<usize> = Vec::new();
+    let mut done_at: Vec<Option<usize>> = vec![None; l.ops.len()];
     for (index, op) in l.ops.iter().enumerate() {
+        if let Some(ci) = in_cascade[index] {
+            let c = &cascades[ci];
+            if index != c.first {
+                continue;
+            }
+            // Streams staged for the whole cascade: each operation's first piece waits for
+            // its own DMA (they complete in order).
+            let (region, copies) = match &staged[index] {
+                staging::Staged::Cascade { region, blocks, .. } => (*region, blocks.clone()),
+                _ => (REGION_READ_ONLY, Vec::new()),
+            };
+            let mut started = vec![false; l.ops.len()];
+            for &piece in &c.pieces {
+                let j = piece.0;
+                let (s, at) = cascade::piece(l, p, &consts, c, piece);
+                let block = cascade::piece_block(&plans[j].block, piece.2 - piece.1);
+                let layout = plans[j].enc.as_ref().map(weights::Encoded::layout);
+                let copy = copies.iter().position(|&(o, _)| o == j);
+                let streams = layout.as_ref().map(|x| match copy {
+                    Some(i) => (x, region, copies[i].1),
+                    None => (x, REGION_READ_ONLY, blocks[j].first().copied().unwrap_or(0)),
+                });
+                luts.next_op(&mut w, &mut ro, None);
+                let (cmd, _) = op_commands(
+                    &mut w,
+                    &s,
+                    &block,
+                    streams,
+                    &at,
+                    (ActivationFunction::LutNone, 0),
+                );
+                // Hazards on whole buffers (a ring counts as a whole).
+                let o = &l.ops[j];
+                let reads: Vec<Range> = std::iter::once(&o.ifm)
+                    .chain(o.ifm2.as_ref())
+                    .filter_map(|fm| range(fm, p, l))
+                    .collect();
+                let write = range(&o.ofm, p, l).expect("OFM in memory");
+                if let Some((preads, pwrite)) = &prev {
+                    let raw = reads.iter().any(|&r| overlaps(r, *pwrite));
+                    let war = preads.iter().any(|&r| overlaps(r, write));
+                    if raw || war || overlaps(write, *pwrite) {
+                        w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+                    }
+                }
+                prev = Some((reads, write));
+                if let (Some(i), false) = (copy, started[j]) {
+                    let after = (copies.len() - 1 - i) as u8;
+                    w.op(Command::OpDmaWait(OpDmaWait { k: after.min(3) }));
+                }
+                started[j] = true;
+                w.op(cmd);
+                owners.push(j);
+            }
+            done_at[c.last] = Some(w.commands.len() - 1);
+            for j in c.first..=c.last {
+                let o = &l.ops[j];
+                operators.push(OperatorInfo {
+                    name: o.name.clone(),
+                    kernel: kernel_name(o.kernel).to_string(),
+                    fused: o.fused.clone(),
+                    cycles: 0,
+                    ofm: (
+                        p.regions[o.ofm.buffer],
+                        p.offsets[o.ofm.buffer],
+                        l.buffers[o.ofm.buffer].size,
+                    ),
+                    done_at: None,
+                });
+            }
+            if c.last + 1 < l.ops.len() {
+                stage_dma(&mut w, c.last + 1);
+            }
+            continue;
+        }
         if let Kernel::Dma(d) = &op.kernel {
             if prev.is_some() {
                 w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
@@ -505,6 +402,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             if index + 1 < l.ops.len() {
                 stage_dma(&mut w, index + 1);
             }
+            done_at[index] = Some(w.commands.len() - 1);
             operators.push(OperatorInfo {
                 name: op.name.clone(),
                 kernel: "DMA".to_string(),
@@ -515,6 +413,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
                     p.offsets[op.ofm.buffer],
                     l.buffers[op.ofm.buffer].size,
                 ),
+                done_at: None,
             });
             continue;
         }
@@ -544,7 +443,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             staging::Staged::Whole { region, at, .. } => {
                 vec![(op, plan.enc.as_ref().map(|e| e.layout()), *region, *at)]
             }
-            staging::Staged::Direct => vec![(
+            staging::Staged::Direct | staging::Staged::Cascade { .. } => vec![(
                 op,
                 plan.enc.as_ref().map(|e| e.layout()),
                 REGION_READ_ONLY,
@@ -553,7 +452,10 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         };
         let (piece, layout, region, base) = &pieces[0];
         let streams = layout.as_ref().map(|l| (l, *region, *base));
-        let at = locs(piece, p, l, &consts);
+        let mut at = locs(piece, p, l, &consts);
+        if let Some(c) = &copies[index] {
+            at.ifm = (c.dst.0, c.dst.1 + piece.ifm.view.offset);
+        }
         let (cmd, kernel_name) = op_commands(&mut w, piece, &block, streams, &at, act);
         // Hazards against the previous operation (at most two kernels are outstanding); a
         // chain counts as one operation: the producer checks the pair's accesses (nothing may
@@ -582,11 +484,13 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
             prev = Some((reads, write));
         }
-        let staged_here = !matches!(staged[index], staging::Staged::Direct);
+        let staged_here =
+            !matches!(staged[index], staging::Staged::Direct) || copies[index].is_some();
         if lut_dma || staged_here {
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
         }
         w.op(cmd);
+        owners.push(index);
         // Further slices: slice j's DMA (into the buffer slice j - 2 read: KERNEL_WAIT 1 lets
         // it finish) runs alongside slice j - 1.
         for j in 1..pieces.len() {
@@ -598,10 +502,17 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
             weights::dma_commands(&mut w, blocks[index][j], *region, *base, size);
             let streams = layout.as_ref().map(|l| (l, *region, *base));
-            let at = locs(piece, p, l, &consts);
+            let mut at = locs(piece, p, l, &consts);
+            if let Some(c) = &copies[index] {
+                at.ifm = (c.dst.0, c.dst.1 + piece.ifm.view.offset);
+            }
             let (cmd, _) = op_commands(&mut w, piece, &block, streams, &at, act);
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
             w.op(cmd);
+            owners.push(index);
+        }
+        if chains[index].is_none() {
+            done_at[index] = Some(w.commands.len() - 1);
         }
         if chains[index].is_some() || consumer {
             // TRM 3.6.4: the next operation writes its IFM/IFM2 state again.
@@ -610,7 +521,6 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         if index + 1 < l.ops.len() && chains[index].is_none() {
             stage_dma(&mut w, index + 1);
         }
-        kernels.push(pieces.len());
         operators.push(OperatorInfo {
             name: op.name.clone(),
             kernel: kernel_name.to_string(),
@@ -621,21 +531,35 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
                 p.offsets[op.ofm.buffer],
                 l.buffers[op.ofm.buffer].size,
             ),
+            done_at: None,
         });
     }
     w.op(Command::OpStop(OpStop { mask: 0xffff }));
     align16(&mut ro);
     let words = encode_stream(&w.commands).map_err(|e| CompileError::Stream(e.to_string()))?;
     let est = target.estimate_stream(&words).unwrap_or_default();
-    // Kernel operations take their cycles from the stream's estimate, in order (a sliced
-    // operation the sum of its slices'; DMA operations keep their own estimate).
-    let mut next = est.kernel_cycles.iter();
-    for (o, &n) in operators
-        .iter_mut()
-        .filter(|o| o.kernel != "DMA")
-        .zip(&kernels)
-    {
-        o.cycles = next.by_ref().take(n).sum();
+    // Kernel operations take their cycles from the stream's estimate (a sliced or cascaded
+    // operation the sum of its parts'; DMA operations keep their own estimate).
+    let mut cycles = vec![0u64; l.ops.len()];
+    for (&o, &c) in owners.iter().zip(&est.kernel_cycles) {
+        cycles[o] += c;
+    }
+    // Word offsets of the commands.
+    let mut word_at = Vec::with_capacity(w.commands.len());
+    let mut at = 0usize;
+    for c in &w.commands {
+        word_at.push(at);
+        at += if c.opcode().spec().kind == CmdKind::Cmd1 {
+            2
+        } else {
+            1
+        };
+    }
+    for (k, o) in operators.iter_mut().enumerate() {
+        if o.kernel != "DMA" {
+            o.cycles = cycles[k];
+        }
+        o.done_at = done_at[k].map(|i| word_at[i]);
     }
     Ok(Emitted {
         words,

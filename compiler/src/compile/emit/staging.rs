@@ -30,6 +30,14 @@ pub(super) enum Staged {
     /// Copied whole into `region` at `at`; `wait`: the DMA waits for the kernel before the
     /// previous one (KERNEL_WAIT 1), whose buffers the copy overwrites.
     Whole { region: u8, at: u64, wait: bool },
+    /// The first operation of a cascade ([`cascade`]): the streams of every operation of the
+    /// cascade, each copied whole into `region` at its offset (operation, offset) by DMAs
+    /// issued together, live until the cascade's last band.
+    Cascade {
+        region: u8,
+        blocks: Vec<(usize, u64)>,
+        wait: bool,
+    },
     /// In OFM-depth slices, each copied into `bufs[j % 2]` of `region` (double buffering).
     Sliced {
         region: u8,
@@ -42,6 +50,20 @@ pub(super) enum Staged {
     },
 }
 
+/// An operation's IFM buffer copied whole into the staging memory by a DMA issued with (before)
+/// its streams' DMA: reading a narrow NHWC feature map from DRAM position by position is
+/// latency-bound, the copy moves it in long bursts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct IfmCopy {
+    /// Where the buffer is: (region, offset).
+    pub src: (u8, u64),
+    /// Where the copy goes: (region, offset).
+    pub dst: (u8, u64),
+    pub size: u64,
+    /// The DMA waits for the kernel before the previous one (KERNEL_WAIT 1).
+    pub wait: bool,
+}
+
 /// Slice counts tried when the whole block does not pay or does not fit.
 const SLICE_COUNTS: [u32; 5] = [2, 3, 4, 6, 8];
 
@@ -52,10 +74,12 @@ pub(super) fn stage(
     plans: &[OpPlan],
     p: &Placement,
     chains: &[Option<chain::Operand>],
-) -> (Vec<Staged>, u64) {
+    cascades: &[cascade::Cascade],
+) -> (Vec<Staged>, Vec<Option<IfmCopy>>, u64) {
     let mut out: Vec<Staged> = (0..l.ops.len()).map(|_| Staged::Direct).collect();
+    let mut copies: Vec<Option<IfmCopy>> = vec![None; l.ops.len()];
     let Some((region, capacity)) = target.staging() else {
-        return (out, 0);
+        return (out, copies, 0);
     };
     let mut occupied: Vec<(Item, u64)> = (0..l.buffers.len())
         .filter(|&i| p.regions[i] == region)
@@ -81,12 +105,32 @@ pub(super) fn stage(
         weights::dma_commands(&mut w, 0, region, 0, size);
         target.estimate(&w.commands)
     };
+    let copy_cycles = |from: u8, size: u64| {
+        let mut w = Writer::default();
+        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
+        target.estimate(&w.commands)
+    };
+    let mut in_cascade: Vec<Option<&cascade::Cascade>> = vec![None; l.ops.len()];
+    for c in cascades {
+        for slot in &mut in_cascade[c.first..=c.last] {
+            *slot = Some(c);
+        }
+    }
     let mut prev_cycles = 0u64;
     for (k, (op, plan)) in l.ops.iter().zip(plans).enumerate() {
-        let Some(enc) = &plan.enc else {
-            prev_cycles = plan.cycles;
+        // The streams of a cascade's operations are read in every band: they are copied
+        // together, after the operation before the cascade, into buffers that live until
+        // its last band (when they fit; else read from region 0). The DMA of the operation
+        // after a cascade is hidden only by the cascade's last band (counted as 0).
+        if let Some(c) = in_cascade[k] {
+            if k == c.first && c.staged {
+                if let Some(how) = stage_cascade(plans, c, chains, &mut occupied, hwm, region) {
+                    out[k] = how;
+                }
+            }
+            prev_cycles = 0;
             continue;
-        };
+        }
         // The DMA is issued after the previous operation's kernel command, when the one
         // before may still run: its buffer lives from the previous operation on, and waits
         // (KERNEL_WAIT 1) for the one before when it overlaps what that one uses. After a
@@ -107,7 +151,7 @@ pub(super) fn stage(
             start: k,
             end: k,
         };
-        let waits = |off: u64, size: u64| {
+        let waits = |occupied: &[(Item, u64)], off: u64, size: u64| {
             !after_chain
                 && k >= 2
                 && occupied.iter().any(|(o, at)| {
@@ -117,13 +161,62 @@ pub(super) fn stage(
                         && off < at + o.size.next_multiple_of(alloc::ALIGN)
                 })
         };
-        let at = locs(op, p, l, &none);
+        let mut at = locs(op, p, l, &none);
+        // The IFM copied first, when that pays with the streams read as planned.
+        let mut base = plan.cycles;
+        let mut direct = plan.cycles;
+        let mut copied = 0;
+        let buf = op.ifm.buffer;
+        let copyable = matches!(
+            op.kernel,
+            Kernel::Conv | Kernel::Depthwise | Kernel::Pool(_)
+        ) && chains[k].is_none()
+            && !(k > 0 && chains[k - 1].is_some())
+            && !l.constants.contains_key(&buf)
+            && p.regions[buf] != region
+            && p.regions[buf] != alloc::CHAINED;
+        if copyable {
+            let size = l.buffers[buf].size;
+            if let Some(off) = alloc::fit(&occupied, item(size), hwm) {
+                let mut moved = locs(op, p, l, &none);
+                moved.ifm = (region, off + op.ifm.view.offset);
+                let layout = plan.enc.as_ref().map(weights::Encoded::layout);
+                let c = estimate(
+                    target,
+                    op,
+                    &plan.block,
+                    layout.as_ref(),
+                    REGION_READ_ONLY,
+                    &moved,
+                );
+                let d = copy_cycles(p.regions[buf], size);
+                if c + d.saturating_sub(prev_cycles) < base {
+                    base = c + d.saturating_sub(prev_cycles);
+                    direct = c;
+                    copied = d;
+                    at = moved;
+                    copies[k] = Some(IfmCopy {
+                        src: (p.regions[buf], p.offsets[buf]),
+                        dst: (region, off),
+                        size,
+                        wait: waits(&occupied, off, size),
+                    });
+                    occupied.push((item(size), off));
+                }
+            }
+        }
+        let Some(enc) = &plan.enc else {
+            prev_cycles = direct;
+            continue;
+        };
+        // The streams' DMA follows the copy's on the DMA channel.
+        let exposed = |dma: u64| (copied + dma).saturating_sub(prev_cycles);
         let staged = estimate(target, op, &plan.block, Some(&enc.layout()), region, &at);
-        let cost = staged + dma_cycles(enc.size()).saturating_sub(prev_cycles);
-        let mut best = (plan.cycles, Staged::Direct, plan.cycles);
+        let cost = staged + exposed(dma_cycles(enc.size()));
+        let mut best = (base, Staged::Direct, direct);
         if cost < best.0 {
             if let Some(off) = alloc::fit(&occupied, item(enc.size()), hwm) {
-                let wait = waits(off, enc.size());
+                let wait = waits(&occupied, off, enc.size());
                 best = (
                     cost,
                     Staged::Whole {
@@ -161,15 +254,20 @@ pub(super) fn stage(
                     continue;
                 };
                 let mut cost = 0u64;
-                let mut last = prev_cycles;
+                let mut last = None;
                 for s in &slices {
-                    let at = locs(&s.op, p, l, &none);
+                    let mut at = locs(&s.op, p, l, &none);
+                    if let Some(c) = &copies[k] {
+                        at.ifm = (c.dst.0, c.dst.1 + s.op.ifm.view.offset);
+                    }
                     let c = estimate(target, &s.op, &block, Some(&s.enc.layout()), region, &at);
-                    cost += c + dma_cycles(s.enc.size()).saturating_sub(last);
-                    last = c;
+                    let d = dma_cycles(s.enc.size());
+                    cost += c + last.map_or_else(|| exposed(d), |l| d.saturating_sub(l));
+                    last = Some(c);
                 }
+                let last = last.unwrap_or(prev_cycles);
                 let size = slices.iter().map(|s| s.enc.size()).max().unwrap_or(0);
-                if cost < plan.cycles {
+                if cost < base {
                     cands.push((cost, size, last, slices, block));
                 }
             }
@@ -191,7 +289,7 @@ pub(super) fn stage(
                 .map(|(_, i, b)| (i, b));
             if let Some((i, bufs)) = pick {
                 let (cost, size, last, slices, block) = cands.swap_remove(i);
-                let wait = waits(bufs[0], size);
+                let wait = waits(&occupied, bufs[0], size);
                 best = (
                     cost,
                     Staged::Sliced {
@@ -207,7 +305,7 @@ pub(super) fn stage(
         }
         let (_, how, last) = best;
         match &how {
-            Staged::Direct => {}
+            Staged::Direct | Staged::Cascade { .. } => {}
             Staged::Whole { at, .. } => occupied.push((item(enc.size()), *at)),
             Staged::Sliced { bufs, slices, .. } => {
                 let size = slices.iter().map(|s| s.enc.size()).max().unwrap_or(0);
@@ -224,5 +322,56 @@ pub(super) fn stage(
         .map(|(it, off)| off + it.size.next_multiple_of(alloc::ALIGN))
         .max()
         .unwrap_or(0);
-    (out, end)
+    (out, copies, end)
+}
+
+/// Buffers for the streams of every operation of cascade `c` (live from the DMAs' issue
+/// after the operation before it to its last band), when they all fit below `cap`.
+fn stage_cascade(
+    plans: &[OpPlan],
+    c: &cascade::Cascade,
+    chains: &[Option<chain::Operand>],
+    occupied: &mut Vec<(Item, u64)>,
+    cap: u64,
+    region: u8,
+) -> Option<Staged> {
+    let k = c.first;
+    let after_chain = k >= 2 && chains[k - 2].is_some();
+    let start = if after_chain {
+        k.saturating_sub(2)
+    } else {
+        k.saturating_sub(1)
+    };
+    let mut placed = occupied.clone();
+    let mut blocks = Vec::new();
+    for (j, plan) in plans.iter().enumerate().take(c.last + 1).skip(c.first) {
+        let Some(enc) = &plan.enc else {
+            continue;
+        };
+        let item = Item {
+            size: enc.size(),
+            start,
+            end: c.last,
+        };
+        let at = alloc::fit(&placed, item, cap)?;
+        placed.push((item, at));
+        blocks.push((j, at));
+    }
+    let wait = !after_chain
+        && k >= 2
+        && blocks.iter().any(|&(j, off)| {
+            let size = plans[j].enc.as_ref().map_or(0, |e| e.size());
+            occupied.iter().any(|(o, at)| {
+                o.start <= k - 2
+                    && k - 2 <= o.end
+                    && *at < off + size.next_multiple_of(alloc::ALIGN)
+                    && off < at + o.size.next_multiple_of(alloc::ALIGN)
+            })
+        });
+    *occupied = placed;
+    Some(Staged::Cascade {
+        region,
+        blocks,
+        wait,
+    })
 }

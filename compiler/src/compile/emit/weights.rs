@@ -188,11 +188,22 @@ pub(super) fn weight_registers(w: &mut Writer, layout: &Layout, region: u8, base
 /// Emits a DMA copying `len` bytes from region 0 at `src` to `region` at `dst`
 /// (mem2mem, 1D, external destination).
 pub(super) fn dma_commands(w: &mut Writer, src: u64, region: u8, dst: u64, len: u64) {
+    copy_commands(w, (REGION_READ_ONLY, src), (region, dst), len);
+}
+
+/// Emits a DMA copying `len` bytes from `(region, address)` `src` to `dst` (mem2mem, 1D,
+/// external destination).
+pub(super) fn copy_commands(
+    w: &mut Writer,
+    (sr, src): (u8, u64),
+    (region, dst): (u8, u64),
+    len: u64,
+) {
     let (shi, slo) = addr(src);
     let (dhi, dlo) = addr(dst);
     let (lhi, llo) = addr(len);
     w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
-        region: REGION_READ_ONLY,
+        region: sr,
         region_mode: DmaRegionMode::External,
         stride_mode: DmaStrideMode::D1,
         idx_mode: DmaIdxMode::Disabled,

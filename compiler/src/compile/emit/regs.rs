@@ -1,0 +1,279 @@
+//! The register state of one kernel operation: where its feature maps are, and the commands
+//! that set every register it reads.
+
+use super::*;
+
+/// A byte range of one region: (region, start, end).
+pub(super) type Range = (u8, u64, u64);
+
+/// Region and byte range of a feature map's buffer (`None`: a read-only constant or a
+/// chained feature map, which is in no memory).
+pub(super) fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<Range> {
+    if l.constants.contains_key(&fm.buffer)
+        || p.regions[fm.buffer] == crate::compile::alloc::CHAINED
+    {
+        return None;
+    }
+    let off = p.offsets[fm.buffer];
+    Some((p.regions[fm.buffer], off, off + l.buffers[fm.buffer].size))
+}
+
+/// Region and address of a feature map's element (0, 0, 0); constant buffers are read from
+/// their read-only offsets (`consts`; offset 0 when not given, for estimates).
+pub(super) fn locate(
+    fm: &Fm,
+    p: &Placement,
+    l: &Lowered,
+    consts: &BTreeMap<usize, u64>,
+) -> (u8, u64) {
+    if l.constants.contains_key(&fm.buffer) {
+        let off = consts.get(&fm.buffer).copied().unwrap_or(0);
+        return (REGION_READ_ONLY, off + fm.view.offset);
+    }
+    (p.regions[fm.buffer], p.offsets[fm.buffer] + fm.view.offset)
+}
+
+/// Where an operation's feature maps are: IFM, IFM2, OFM as (region, address) and storage
+/// (a chained feature map is in chaining FIFO 0, TRM 3.6.4), and its scalar operand (which
+/// reads no memory).
+pub(super) struct Locs {
+    pub(super) ifm: (u8, u64),
+    pub(super) ifm2: Option<(u8, u64)>,
+    pub(super) ofm: (u8, u64),
+    pub(super) storage: [ActivationStorage; 3],
+    pub(super) scalar: Option<ScalarOperand>,
+    /// IFM, IFM2, OFM rows that wrap around a ring buffer ([`cascade`]): the rows in tile 0
+    /// and the address of tile 2, which holds the rest (TRM 3.6.5 tile2x2).
+    pub(super) wrap: [Wrap; 3],
+}
+
+/// Rows of a feature map that continue at another address: (rows at the base address, the
+/// address of the following rows).
+pub(super) type Wrap = Option<(u32, u64)>;
+
+/// CLIP range and ACTIVATION_MIN/MAX of activation bounds: 16-bit bounds clamp (`b16`);
+/// bounds at or beyond the i32 range mean no clamp (`none`).
+pub(super) fn clip(act: (i64, i64)) -> Option<(ActivationClipRange, i64, i64)> {
+    let b16 = |v: i64| (-32768..=32767).contains(&v);
+    if b16(act.0) && b16(act.1) {
+        Some((ActivationClipRange::B16, act.0, act.1))
+    } else if act.0 <= i64::from(i32::MIN) && act.1 >= i64::from(i32::MAX) {
+        Some((ActivationClipRange::None, -32768, 32767))
+    } else {
+        None
+    }
+}
+
+/// The locations of `op`, an element of `l.ops`.
+pub(super) fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -> Locs {
+    let scalar = l
+        .scalars
+        .iter()
+        .find(|(&i, _)| std::ptr::eq(&l.ops[i], op))
+        .map(|(_, &s)| s);
+    locs_with(op, scalar, p, l, consts)
+}
+
+/// The locations of `op` (an element of `l.ops` or a part of one) with its scalar operand.
+pub(super) fn locs_with(
+    op: &NpuOp,
+    scalar: Option<ScalarOperand>,
+    p: &Placement,
+    l: &Lowered,
+    consts: &BTreeMap<usize, u64>,
+) -> Locs {
+    let chained = |f: &Fm| p.regions.get(f.buffer) == Some(&crate::compile::alloc::CHAINED);
+    let at = |f: &Fm| {
+        if chained(f) {
+            (0, 0)
+        } else {
+            locate(f, p, l, consts)
+        }
+    };
+    let storage = |f: Option<&Fm>| {
+        if f.is_some_and(chained) {
+            ActivationStorage::Chained
+        } else {
+            ActivationStorage::Tile2x2
+        }
+    };
+    Locs {
+        ifm: at(&op.ifm),
+        ifm2: op.ifm2.as_ref().map(at),
+        ofm: at(&op.ofm),
+        storage: [
+            storage(Some(&op.ifm)),
+            storage(op.ifm2.as_ref()),
+            storage(Some(&op.ofm)),
+        ],
+        scalar,
+        wrap: [None; 3],
+    }
+}
+
+pub(super) fn overlaps(a: Range, b: Range) -> bool {
+    a.0 == b.0 && a.1 < b.2 && b.1 < a.2
+}
+pub(super) fn align16(ro: &mut Vec<u8>) {
+    ro.resize(ro.len().next_multiple_of(16), 0);
+}
+
+/// Byte ranges an operation reads and the range it writes.
+pub(super) type Access = (Vec<Range>, Range);
+
+/// The weight and scale streams an operation reads: their layout, region, block base.
+pub(super) type StreamsAt<'a> = (&'a weights::Layout, u8, u64);
+
+/// Writes every register `op` reads (skipping unchanged ones) and returns its kernel command
+/// and kernel name; the caller issues the command.
+pub(super) fn op_commands(
+    w: &mut Writer,
+    op: &NpuOp,
+    block: &BlockConfig,
+    streams: Option<StreamsAt>,
+    at: &Locs,
+    (activation_function, table): (ActivationFunction, u8),
+) -> (Command, &'static str) {
+    if let Some((layout, region, base)) = streams {
+        weights::weight_registers(w, layout, region, base);
+    }
+    let order = match block.weight_order {
+        CodecOrder::DepthFirst => WeightOrder::DepthFirst,
+        CodecOrder::PartKernelFirst => WeightOrder::PartKernelFirst,
+    };
+    // OFM_SCALE carries the round mode (always) and the global scale.
+    let (scale, shift) = match &op.requant {
+        Requant::Global { scale, shift } => (*scale, *shift),
+        Requant::PerChannel(ch) => ch.first().map_or((0, 0), |c| (c.scale, c.shift)),
+    };
+    w.set(Command::SetOfmScale(SetOfmScale {
+        shift,
+        dbl_rnd: 0,
+        round_mode: op.round,
+        scale,
+    }));
+    let scalar = at.scalar;
+    match scalar {
+        Some(s) if !s.ifm2 => fm::ifm_scalar_commands(w, &op.ifm, s.value),
+        _ => ifm_commands(w, &op.ifm, at.ifm, op.upscale, at.storage[0], at.wrap[0]),
+    }
+    kernel_commands(w, op, order);
+    if let Kernel::Resize(rp) = &op.kernel {
+        resize::resize_commands(w, rp, (block.ofm_block.0, block.ofm_block.1));
+    }
+    ofm_commands(w, op, at.ofm, at.storage[2], at.wrap[2]);
+    // A scalar operand: OP_SCALAR with broadcast mode scalar.
+    let mode = |fm: &Fm, is_scalar: bool| {
+        if is_scalar {
+            BroadcastMode::Scalar
+        } else {
+            broadcast(fm.broadcast)
+        }
+    };
+    if let (Some(ifm2), Some(loc2)) = (&op.ifm2, at.ifm2) {
+        match scalar {
+            Some(s) if s.ifm2 => fm::ifm2_scalar_commands(w, ifm2, s.value),
+            _ => ifm2_commands(w, ifm2, loc2, at.storage[1], at.wrap[1]),
+        }
+        w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
+            broadcast_mode: mode(&op.ifm, scalar.is_some_and(|s| !s.ifm2)),
+        }));
+        w.set(Command::SetIfm2Broadcast(SetIfm2Broadcast {
+            broadcast_mode: mode(ifm2, scalar.is_some_and(|s| s.ifm2)),
+        }));
+    } else if matches!(op.kernel, Kernel::Elementwise(_)) {
+        // A unary elementwise operation still reads IFM_BROADCAST.
+        w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
+            broadcast_mode: broadcast(op.ifm.broadcast),
+        }));
+        if op.kernel == Kernel::Elementwise(ElementwiseMode::Lrelu) {
+            // scale_b (lrelu's negative half) acts per IFM2_PRECISION (TRM 3.6.6).
+            fm::ifm2_precision(w, &op.ifm);
+        }
+    }
+    if let Some(s) = op.ifm_scale {
+        w.set(Command::SetIfmScale(SetIfmScale {
+            shift: s.shift,
+            dbl_rnd: s.dbl_rnd,
+            round_mode: s.round,
+            scale: s.scale,
+        }));
+    }
+    if let Some(s) = op.ifm2_scale {
+        w.set(Command::SetIfm2Scale(SetIfm2Scale {
+            shift: s.shift,
+            dbl_rnd: s.dbl_rnd,
+            round_mode: s.round,
+            scale: s.scale,
+        }));
+    }
+    // Bounds are checked by `emit` before any command is written.
+    let (clip_range, lo, hi) = clip(op.act).unwrap_or((ActivationClipRange::B16, 0, 0));
+    w.set(Command::SetActivation(SetActivation {
+        activation_function,
+        table,
+        activation_clip_range: clip_range,
+    }));
+    w.set(Command::SetActivationMin(SetActivationMin {
+        clip_boundary: zp16(lo),
+    }));
+    w.set(Command::SetActivationMax(SetActivationMax {
+        clip_boundary: zp16(hi),
+    }));
+    let (bh, bw, bd) = block.ofm_block;
+    w.set(Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 {
+        height_m1: (bh - 1) as u8,
+    }));
+    w.set(Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 {
+        width_m1: (bw - 1) as u8,
+    }));
+    w.set(Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 {
+        depth_m1: (bd - 1) as u16,
+    }));
+    w.set(Command::SetAccFormat(SetAccFormat {
+        acc_format: op.acc,
+        acc_input: if op.acc_from_ifm2() {
+            AccInput::Ifm2
+        } else {
+            AccInput::Reset
+        },
+        acc_output: AccOutput::Enable,
+        microblock: block.microblock.encoding,
+    }));
+    match op.kernel {
+        // A CONV without weights takes them from IFM2 (matrix multiplication).
+        Kernel::Conv => (
+            Command::OpConv(OpConv {
+                weights_ifm2: u8::from(op.ifm2.is_some() && !op.acc_from_ifm2()),
+            }),
+            "CONV",
+        ),
+        Kernel::Depthwise => (Command::OpDepthwise(OpDepthwise {}), "DEPTHWISE"),
+        Kernel::Pool(mode) => (Command::OpPool(OpPool { pooling_mode: mode }), "POOL"),
+        Kernel::Elementwise(mode) => (
+            Command::OpElementwise(OpElementwise {
+                elementwise_mode: mode,
+            }),
+            "ELEMENTWISE",
+        ),
+        Kernel::Resize(rp) => (
+            Command::OpResize(OpResize {
+                resize_mode: rp.mode,
+            }),
+            "RESIZE",
+        ),
+        Kernel::Dma(_) => (Command::OpDmaStart(OpDmaStart {}), "DMA"),
+    }
+}
+
+/// The name of a kernel (as the operator list gives it).
+pub(super) fn kernel_name(k: Kernel) -> &'static str {
+    match k {
+        Kernel::Conv => "CONV",
+        Kernel::Depthwise => "DEPTHWISE",
+        Kernel::Pool(_) => "POOL",
+        Kernel::Elementwise(_) => "ELEMENTWISE",
+        Kernel::Resize(_) => "RESIZE",
+        Kernel::Dma(_) => "DMA",
+    }
+}
