@@ -46,11 +46,13 @@ fn a_fully_supported_model_becomes_one_ethos_u_operator_that_reproduces_the_gold
         assert_eq!(ops[0].read_only, whole.read_only, "{name}");
         assert_eq!(ops[0].scratch_size as u64, whole.arena_size, "{name}");
         // Folded weights are gone: only the payload, read_only, scratch (also passed as
-        // scratch_fast) and the feature maps remain.
+        // scratch_fast unless the stream uses the fast memory, region 2: a tensor of its own)
+        // and the feature maps remain.
         let n_tensors = m.main_subgraph().tensors.len();
+        let fast = usize::from(whole.fast_size > 0);
         assert_eq!(
             n_tensors,
-            3 + ops[0].ifms.len() + ops[0].ofms.len(),
+            3 + fast + ops[0].ifms.len() + ops[0].ofms.len(),
             "{name}"
         );
         for k in 0..3 {

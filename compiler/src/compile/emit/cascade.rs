@@ -222,7 +222,7 @@ pub(super) fn piece_block(block: &BlockConfig, rows: u32) -> BlockConfig {
 pub(super) fn piece(
     l: &Lowered,
     p: &Placement,
-    consts: &BTreeMap<usize, u64>,
+    consts: &Consts,
     c: &Cascade,
     (j, r0, r1): Piece,
 ) -> (NpuOp, Locs) {
@@ -439,8 +439,7 @@ fn in_use(l: &Lowered, p: &Placement, t: usize, counted: &dyn Fn(usize) -> bool)
 /// Cascading operations `a..=b`: its saving of cycles and of off-chip bytes (the spilled
 /// intermediates, written and read once) and the cascade, when it saves cycles, or bytes
 /// without costing cycles. The band height is the cheapest; among equally cheap ones the one
-/// with the fewest kernel operations whose rings take at most twice the bytes of the
-/// smallest.
+/// whose rings take the fewest bytes.
 fn evaluate(
     target: &dyn Target,
     l: &Lowered,
@@ -535,14 +534,6 @@ fn evaluate(
         let bytes = if staged { bytes + stream_bytes } else { bytes };
         options.push((cost, bytes, c));
     }
-    let best = options.iter().map(|o| o.0).min()?;
-    let tol: u64 = std::env::var("NPUC_TOL")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let (cost, _, c) = options
-        .into_iter()
-        .filter(|o| tol > 0 && o.0 <= best + best / tol || o.0 == best)
-        .min_by_key(|o| (o.1, o.0))?;
-    (cost < before || (cost == before && saved > 0)).then_some(((before - cost, saved), c))
+    let (cost, _, c) = options.into_iter().min_by_key(|o| (o.0, o.1))?;
+    (cost < before || (cost == before && saved > 0)).then(|| ((before - cost, saved), c))
 }

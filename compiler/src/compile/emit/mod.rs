@@ -145,6 +145,19 @@ fn activation_type(fm: &Fm) -> ActivationType {
     }
 }
 
+/// The constant buffers read as feature maps, in the order of first use.
+pub(super) fn const_operands(l: &Lowered) -> Vec<usize> {
+    let mut out = Vec::new();
+    for op in &l.ops {
+        for fm in std::iter::once(&op.ifm).chain(op.ifm2.as_ref()) {
+            if l.constants.contains_key(&fm.buffer) && !out.contains(&fm.buffer) {
+                out.push(fm.buffer);
+            }
+        }
+    }
+    out
+}
+
 /// Places the feature maps of a lowered graph, plans its operations and emits its command
 /// stream.
 pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
@@ -213,8 +226,8 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             plans[k + 1].block = plans[k].block;
         }
     }
-    let (staged, copies, staged_end) =
-        staging::stage(target, l, &plans, &placement, &chains, &cascades);
+    let stage = staging::stage(target, l, &plans, &placement, &chains, &cascades);
+    let (staged, copies, staged_end) = (&stage.how, &stage.copies, stage.end);
     if let Some((region, _)) = target.staging() {
         if region == super::REGION_FAST {
             placement.fast_size = placement.fast_size.max(staged_end);
@@ -235,7 +248,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     };
     let blocks: Vec<Vec<u64>> = plans
         .iter()
-        .zip(&staged)
+        .zip(staged)
         .map(|(plan, how)| match how {
             staging::Staged::Sliced { slices, .. } => {
                 slices.iter().map(|s| add_block(&s.enc)).collect()
@@ -243,19 +256,25 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             _ => plan.enc.iter().map(&mut add_block).collect(),
         })
         .collect();
-    let mut consts: BTreeMap<usize, u64> = BTreeMap::new();
-    for op in &l.ops {
-        for fm in std::iter::once(&op.ifm).chain(op.ifm2.as_ref()) {
-            if let Some(bytes) = l.constants.get(&fm.buffer) {
-                consts.entry(fm.buffer).or_insert_with(|| {
-                    align16(&mut ro);
-                    let at = ro.len() as u64;
-                    ro.extend_from_slice(bytes);
-                    at
-                });
-            }
-        }
+    // Constant feature maps, in the order of first use, after the stream blocks; copied
+    // whole into the staging memory when staging decided so.
+    align16(&mut ro);
+    let const_base = ro.len() as u64;
+    let mut consts: Consts = BTreeMap::new();
+    for b in const_operands(l) {
+        align16(&mut ro);
+        let at = ro.len() as u64;
+        ro.extend_from_slice(&l.constants[&b]);
+        consts.insert(
+            b,
+            match stage.consts {
+                Some((region, dst)) => (region, dst + at - const_base),
+                None => (REGION_READ_ONLY, at),
+            },
+        );
     }
+    align16(&mut ro);
+    let const_len = ro.len() as u64 - const_base;
     let stage_streams = |w: &mut Writer, k: usize| match &staged[k] {
         staging::Staged::Whole { region, at, wait } => {
             if let Some(enc) = plans[k].enc.as_ref() {
@@ -307,6 +326,17 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     w.set(Command::SetBlockdep(SetBlockdep { blockdep: 0 }));
     if !l.ops.is_empty() {
         stage_dma(&mut w, 0);
+    }
+    // The constants' copy, before the first operation that reads one.
+    let mut consts_pending = false;
+    if let Some((region, dst)) = stage.consts {
+        weights::copy_commands(
+            &mut w,
+            (REGION_READ_ONLY, const_base),
+            (region, dst),
+            const_len,
+        );
+        consts_pending = true;
     }
     // Byte ranges read and written by the previous operation.
     let mut prev: Option<Access> = None;
@@ -484,9 +514,14 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             }
             prev = Some((reads, write));
         }
+        let reads_const = std::iter::once(&op.ifm)
+            .chain(op.ifm2.as_ref())
+            .any(|f| l.constants.contains_key(&f.buffer));
+        let const_wait = consts_pending && reads_const;
+        consts_pending &= !reads_const;
         let staged_here =
             !matches!(staged[index], staging::Staged::Direct) || copies[index].is_some();
-        if lut_dma || staged_here {
+        if lut_dma || staged_here || const_wait {
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
         }
         w.op(cmd);

@@ -18,17 +18,19 @@ pub(super) fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<Range> {
     Some((p.regions[fm.buffer], off, off + l.buffers[fm.buffer].size))
 }
 
-/// Region and address of a feature map's element (0, 0, 0); constant buffers are read from
-/// their read-only offsets (`consts`; offset 0 when not given, for estimates).
-pub(super) fn locate(
-    fm: &Fm,
-    p: &Placement,
-    l: &Lowered,
-    consts: &BTreeMap<usize, u64>,
-) -> (u8, u64) {
+/// Where each constant buffer read as a feature map is: (region, offset) — its read-only
+/// copy in region 0, or a copy in the staging memory.
+pub(super) type Consts = BTreeMap<usize, (u8, u64)>;
+
+/// Region and address of a feature map's element (0, 0, 0); constant buffers are read where
+/// `consts` says (region 0 offset 0 when not given, for estimates).
+pub(super) fn locate(fm: &Fm, p: &Placement, l: &Lowered, consts: &Consts) -> (u8, u64) {
     if l.constants.contains_key(&fm.buffer) {
-        let off = consts.get(&fm.buffer).copied().unwrap_or(0);
-        return (REGION_READ_ONLY, off + fm.view.offset);
+        let (region, off) = consts
+            .get(&fm.buffer)
+            .copied()
+            .unwrap_or((REGION_READ_ONLY, 0));
+        return (region, off + fm.view.offset);
     }
     (p.regions[fm.buffer], p.offsets[fm.buffer] + fm.view.offset)
 }
@@ -65,7 +67,7 @@ pub(super) fn clip(act: (i64, i64)) -> Option<(ActivationClipRange, i64, i64)> {
 }
 
 /// The locations of `op`, an element of `l.ops`.
-pub(super) fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &BTreeMap<usize, u64>) -> Locs {
+pub(super) fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &Consts) -> Locs {
     let scalar = l
         .scalars
         .iter()
@@ -80,7 +82,7 @@ pub(super) fn locs_with(
     scalar: Option<ScalarOperand>,
     p: &Placement,
     l: &Lowered,
-    consts: &BTreeMap<usize, u64>,
+    consts: &Consts,
 ) -> Locs {
     let chained = |f: &Fm| p.regions.get(f.buffer) == Some(&crate::compile::alloc::CHAINED);
     let at = |f: &Fm| {

@@ -64,6 +64,18 @@ pub(super) struct IfmCopy {
     pub wait: bool,
 }
 
+/// The staging decisions.
+pub(super) struct Staging {
+    /// How each operation's streams are read.
+    pub how: Vec<Staged>,
+    /// Each operation's IFM copy, if any.
+    pub copies: Vec<Option<IfmCopy>>,
+    /// Where the constant feature maps are copied (region, offset), if they are.
+    pub consts: Option<(u8, u64)>,
+    /// One past the last byte of the staging region a buffer uses.
+    pub end: u64,
+}
+
 /// Slice counts tried when the whole block does not pay or does not fit.
 const SLICE_COUNTS: [u32; 5] = [2, 3, 4, 6, 8];
 
@@ -75,11 +87,16 @@ pub(super) fn stage(
     p: &Placement,
     chains: &[Option<chain::Operand>],
     cascades: &[cascade::Cascade],
-) -> (Vec<Staged>, Vec<Option<IfmCopy>>, u64) {
+) -> Staging {
     let mut out: Vec<Staged> = (0..l.ops.len()).map(|_| Staged::Direct).collect();
     let mut copies: Vec<Option<IfmCopy>> = vec![None; l.ops.len()];
     let Some((region, capacity)) = target.staging() else {
-        return (out, copies, 0);
+        return Staging {
+            how: out,
+            copies,
+            consts: None,
+            end: 0,
+        };
     };
     let mut occupied: Vec<(Item, u64)> = (0..l.buffers.len())
         .filter(|&i| p.regions[i] == region)
@@ -116,6 +133,18 @@ pub(super) fn stage(
             *slot = Some(c);
         }
     }
+    // The constant feature maps, copied together at the start into a buffer that lives
+    // throughout, when the cycles the operations reading them save exceed the copy's.
+    let consts = stage_consts(
+        target,
+        l,
+        plans,
+        p,
+        region,
+        hwm,
+        &mut occupied,
+        &copy_cycles,
+    );
     let mut prev_cycles = 0u64;
     for (k, (op, plan)) in l.ops.iter().zip(plans).enumerate() {
         // The streams of a cascade's operations are read in every band: they are copied
@@ -322,7 +351,66 @@ pub(super) fn stage(
         .map(|(it, off)| off + it.size.next_multiple_of(alloc::ALIGN))
         .max()
         .unwrap_or(0);
-    (out, copies, end)
+    Staging {
+        how: out,
+        copies,
+        consts,
+        end,
+    }
+}
+
+/// Where the constant feature maps go (region, offset), if they are copied.
+#[allow(clippy::too_many_arguments)]
+fn stage_consts(
+    target: &dyn Target,
+    l: &Lowered,
+    plans: &[OpPlan],
+    p: &Placement,
+    region: u8,
+    cap: u64,
+    occupied: &mut Vec<(Item, u64)>,
+    copy_cycles: &dyn Fn(u8, u64) -> u64,
+) -> Option<(u8, u64)> {
+    let bufs = const_operands(l);
+    let size: u64 = bufs
+        .iter()
+        .map(|b| (l.constants[b].len() as u64).next_multiple_of(16))
+        .sum();
+    if size == 0 {
+        return None;
+    }
+    let moved: Consts = bufs.iter().map(|&b| (b, (region, 0))).collect();
+    let mut saved = 0u64;
+    for (op, plan) in l.ops.iter().zip(plans) {
+        let reads = std::iter::once(&op.ifm)
+            .chain(op.ifm2.as_ref())
+            .any(|f| l.constants.contains_key(&f.buffer));
+        if !reads || matches!(op.kernel, Kernel::Dma(_)) {
+            continue;
+        }
+        let at = locs(op, p, l, &moved);
+        let layout = plan.enc.as_ref().map(weights::Encoded::layout);
+        let c = estimate(
+            target,
+            op,
+            &plan.block,
+            layout.as_ref(),
+            REGION_READ_ONLY,
+            &at,
+        );
+        saved += plan.cycles.saturating_sub(c);
+    }
+    if saved <= copy_cycles(REGION_READ_ONLY, size) {
+        return None;
+    }
+    let item = Item {
+        size,
+        start: 0,
+        end: l.ops.len().saturating_sub(1),
+    };
+    let at = alloc::fit(occupied, item, cap)?;
+    occupied.push((item, at));
+    Some((region, at))
 }
 
 /// Buffers for the streams of every operation of cascade `c` (live from the DMAs' issue

@@ -1,5 +1,5 @@
-//! IFM copies (docs/decisions.md S9): a feature map read from DRAM by narrow positions is
-//! copied whole into the fast memory by DMA first when the cost model says it pays.
+//! Copies into the fast memory (docs/decisions.md S9): a feature map read from DRAM by narrow
+//! positions, and the constant feature maps, copied by DMA when the cost model says it pays.
 
 mod compile_common;
 
@@ -59,6 +59,62 @@ fn a_narrow_input_image_is_copied_into_the_fast_memory_before_its_convolution() 
     let (_, dst, len) = copy.expect("a DMA from the arena");
     assert_eq!((dst, len), (2, 96 * 96 * 3));
     assert_eq!(conv_ifm, Some(2));
+    assert!(m.estimated_cycles() < s.estimated_cycles());
+    let inputs = random_inputs(&g, &mut Rng(5));
+    let want = npuc_ir::run_outputs(&g, inputs.clone()).unwrap();
+    let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
+    assert_eq!(simulate(&m, &bytes)[0], want[0].to_le_bytes());
+    assert_eq!(simulate(&s, &bytes)[0], want[0].to_le_bytes());
+}
+
+#[test]
+fn constant_operands_are_copied_into_the_fast_memory_once() {
+    // Six elementwise operations on 8x8x16 each read a per-channel constant (16 values,
+    // broadcast over height and width) that would be fetched from DRAM (region 0) with its
+    // latency every time: one DMA at the start copies the constants (region 0 -> region 2),
+    // the operations read them from region 2, and the result is bit-exact and faster than
+    // without the copy (optimising for size copies nothing).
+    let mut rng = Rng(9);
+    let mut b = GraphBuilder::new("consts");
+    let x8 = b.input("x", DType::Int8, [1, 8, 8, 16]);
+    let wide = RescaleAttrs::per_tensor(DType::Int32, 1 << 30, 20, RescaleRounding::DoubleRound);
+    let mut x = b.op("widen", Op::Rescale(wide), &[x8]);
+    for i in 0..6 {
+        let v: Vec<i32> = (0..16).map(|_| rng.range(-1000, 1000) as i32).collect();
+        let c = b.const_i32(&format!("c{i}"), [1, 1, 1, 16], &v);
+        let op = if i % 2 == 0 { Op::Add } else { Op::Sub };
+        x = b.op(&format!("op{i}"), op, &[x, c]);
+    }
+    let narrow = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 36, RescaleRounding::DoubleRound);
+    let y = b.op("narrow", Op::Rescale(narrow), &[x]);
+    b.output(y);
+    let g = b.finish().unwrap();
+    let fast = Options::new(Accelerator::U85_256);
+    let small = Options {
+        optimise: Optimise::Size,
+        ..fast.clone()
+    };
+    let m = compile(&g, &fast).unwrap();
+    let s = compile(&g, &small).unwrap();
+    let decoded = decode_stream(&m.command_stream).unwrap();
+    let mut regs = RegisterFile::default();
+    let mut copies = 0;
+    let mut ifm2_regions = Vec::new();
+    for d in &decoded {
+        regs.apply(&d.command);
+        match d.command {
+            C::OpDmaStart(_)
+                if regs.dma0_src_region.region == 0 && regs.dma0_dst_region.region == 2 =>
+            {
+                copies += 1;
+            }
+            C::OpElementwise(_) => ifm2_regions.push(regs.ifm2_region.region),
+            _ => {}
+        }
+    }
+    assert_eq!(copies, 1);
+    assert!(ifm2_regions.len() >= 6, "{ifm2_regions:?}");
+    assert!(ifm2_regions.iter().all(|&r| r == 2), "{ifm2_regions:?}");
     assert!(m.estimated_cycles() < s.estimated_cycles());
     let inputs = random_inputs(&g, &mut Rng(5));
     let want = npuc_ir::run_outputs(&g, inputs.clone()).unwrap();
