@@ -448,3 +448,38 @@ fn fc16_whose_accumulator_can_exceed_i32_is_rejected() {
         "{e}"
     );
 }
+
+/// Kernel operations of `g` compiled for the default configuration as (POOL?, OFM transpose).
+fn kernels(g: &Graph) -> Vec<(bool, npuc_backend::isa::ActivationTranspose)> {
+    use npuc_backend::isa::{decode_stream, Command as C, RegisterFile};
+    let m = compile(g, &Options::default()).unwrap();
+    let mut regs = RegisterFile::default();
+    let mut out = Vec::new();
+    for d in decode_stream(&m.command_stream).unwrap() {
+        regs.apply(&d.command);
+        match d.command {
+            C::OpPool(_) => out.push((true, regs.ofm_precision.activation_transpose)),
+            C::OpConv(_) | C::OpElementwise(_) | C::OpDepthwise(_) => {
+                out.push((false, regs.ofm_precision.activation_transpose))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn matmul_transposes_b_with_one_ofm_transposing_copy_per_matrix() {
+    use npuc_backend::isa::ActivationTranspose as T;
+    // B of 2 batches, each [9 x 3]: one 1x1 POOL writing B^T with the OFM transpose HCW,
+    // then the CONV, per batch (docs/decisions.md L9); bit-exact on every configuration.
+    let g = matmul(DType::Int16, &[2, 4, 9], &[2, 9, 3], (0, 0));
+    let pooled = [(true, T::Hcw), (false, T::Hwc)];
+    assert_eq!(kernels(&g), [pooled, pooled].concat());
+    check_sim("matmul16", &g, SAMPLES);
+    // Above 128 columns the OFM transpose's block limit rules it out: a strided copy (a
+    // POOL reading B with byte strides, writing plainly).
+    let g = matmul(DType::Int8, &[1, 2, 3], &[1, 3, 130], (0, 0));
+    assert_eq!(kernels(&g), [(true, T::Hwc), (false, T::Hwc)]);
+    check_sim("matmul_wide", &g, SAMPLES);
+}

@@ -2,8 +2,9 @@
 //!
 //! NPU_OP_CONV with `weights_ifm2` computes `OFM = A x B^T` with IFM2 read at
 //! `(0, x = output channel, c = input channel)` (docs/decisions.md, simulator #25). For every
-//! output batch, B `[C, W]` is first copied transposed into a scratch buffer `[W, C]` (strided
-//! byte copies, skipped when `C == 1` or `W == 1`, where the bytes are already in place), then
+//! output batch, B `[C, W]` is first copied transposed into a scratch buffer `[W, C]` (one copy
+//! with the OFM transpose when `C` and `W` are at most 128, else strided byte copies; skipped
+//! when `C == 1` or `W == 1`, where the bytes are already in place), then
 //! one CONV reads A `[H, C]` as an IFM of `1 x H x C` and the scratch as IFM2 of `1 x W x C`
 //! and writes `1 x H x W` of the output. The RESCALE after the MATMUL (possibly behind
 //! RESHAPEs) is the OFM scale: per-tensor only, no bias; 16-bit inputs use the 48-bit
@@ -137,7 +138,13 @@ impl<'g> Ctx<'g> {
             let b_off = (mb * c * w) as i64 * e;
             let (ifm2_buf, ifm2_off) = match scratch {
                 Some(s) => {
-                    if last_b != Some(mb) {
+                    if last_b != Some(mb) && c <= 128 && w <= 128 {
+                        // One copy with the OFM transpose: B [C, W] read as 1 x C x W,
+                        // written as 1 x W x C.
+                        let b = fm(bbuf, b_off, (c, w), 0);
+                        self.transposed_copy(&node.name, b, s, ActivationTranspose::Hcw);
+                        last_b = Some(mb);
+                    } else if last_b != Some(mb) {
                         let axes = [
                             CopyAxis {
                                 n: w,

@@ -349,11 +349,9 @@ impl<'g> Ctx<'g> {
     ) -> bool {
         let d = self.dims(x);
         let dtype = self.dtype(x);
-        let range = match dtype {
-            DType::Int8 => (-128, 127),
-            DType::Int16 => (-32768, 32767),
-            _ => return false,
-        };
+        if !matches!(dtype, DType::Int8 | DType::Int16) {
+            return false;
+        }
         // Axes of extent 1 do not change the layout: drop them.
         let kept: Vec<usize> = (0..d.len()).filter(|&j| d[j] != 1).collect();
         if kept.len() > 3 || kept.iter().any(|&j| d[j] > 128) {
@@ -387,14 +385,36 @@ impl<'g> Ctx<'g> {
             broadcast: (false, false, false),
             view: View::default(),
         };
-        let mut ofm = Fm { buffer: dst, ..ifm };
+        self.transposed_copy(&node.name, ifm, dst, transpose);
+        true
+    }
+
+    /// Copies the int8 or int16 feature map `ifm` into buffer `dst` (offset 0, densely) with
+    /// the OFM transpose `transpose`: a 1x1 max pool over the full range, exact. Every axis
+    /// of `ifm` must be at most 128 (the OFM block limit of every transpose).
+    pub(super) fn transposed_copy(
+        &mut self,
+        name: &str,
+        ifm: Fm,
+        dst: usize,
+        transpose: ActivationTranspose,
+    ) {
+        let range = match ifm.dtype {
+            DType::Int16 => (-32768, 32767),
+            _ => (-128, 127),
+        };
+        let mut ofm = Fm {
+            buffer: dst,
+            view: View::default(),
+            ..ifm
+        };
         ofm.view.transpose = transpose;
         let (_, w, c) = ofm.stored_shape();
-        let e = dtype.byte_size() as u64;
+        let e = ifm.dtype.byte_size() as u64;
         ofm.view.strides = Some((u64::from(w * c) * e, u64::from(c) * e));
         self.push(NpuOp {
-            name: node.name.clone(),
-            fused: vec![node.name.clone()],
+            name: name.to_string(),
+            fused: vec![name.to_string()],
             kernel: Kernel::Pool(PoolingMode::Max),
             ifm,
             ifm2: None,
@@ -412,7 +432,6 @@ impl<'g> Ctx<'g> {
             acc: AccFormat::I32,
             upscale: IfmUpscaleMode::None,
         });
-        true
     }
 
     /// Retargets the NPU operation that wrote CONCAT operand `t` (buffer `src`) so that it
