@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write models/corpus.json: one record per model of models/tflite/.
 
-    {"name", "kind" (single-op | multi-op | network), "quant" (int8 | 16x8),
+    {"name", "kind" (single-op | multi-op | network), "quant" (int8 | 16x8 | uint8: some uint8 input or output),
      "source_ops": TFLite operators of the source model in execution order,
      "inputs" / "outputs": shapes and dtypes,
      "vela": {cfg: {"ethos_u_ops": n, "cpu_ops": [TFLite ops Vela left on the CPU]}},
@@ -78,7 +78,13 @@ def record(n, root):
     rec = {
         "name": n,
         "kind": kind_of(n, ops),
-        "quant": "16x8" if ins and ins[0]["dtype"] == "int16" else "int8",
+        "quant": (
+            "16x8"
+            if ins and ins[0]["dtype"] == "int16"
+            else "uint8"
+            if any(t["dtype"] == "uint8" for t in ins + outs)
+            else "int8"
+        ),
         "source_ops": ops,
         "inputs": ins,
         "outputs": outs,

@@ -345,6 +345,7 @@ sys.modules.setdefault("make_models", sys.modules[__name__])
 import singleops  # noqa: E402,F401
 import networks  # noqa: E402,F401
 import edgecases  # noqa: E402,F401
+import uint8models  # noqa: E402,F401
 
 # --------------------------------------------------------------------------
 
@@ -365,9 +366,12 @@ def convert(name, m, quant):
     conv = tf.lite.TFLiteConverter.from_keras_model(m)
     conv.optimizations = [tf.lite.Optimize.DEFAULT]
     conv.representative_dataset = rep
-    if quant == "int8":
+    if quant in ("int8", "uint8_io", "legacy_uint8"):
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-        io = tf.int8
+        io = tf.uint8 if quant == "uint8_io" else tf.int8
+        if quant == "legacy_uint8":
+            # per-tensor weights, as TF1's uint8 models (uint8models.to_legacy_uint8)
+            conv._experimental_disable_per_channel = True
     elif quant == "16x8":
         conv.target_spec.supported_ops = [
             tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8
@@ -446,7 +450,9 @@ def build(name):
     keras.utils.set_random_seed(seed_for(name, "keras") & 0x7FFFFFFF)
     rng = rng_for(name, "weights")
     m, quant = MODELS[name](name, rng)
-    flat = convert(name, m, quant)
+    flat = m if quant == "flatbuffer" else convert(name, m, quant)
+    if quant == "legacy_uint8":
+        flat = uint8models.to_legacy_uint8(flat)
     if name in STRIP_QDQ:
         flat = strip_qdq(flat)
     if name in POST_CONVERT:

@@ -470,6 +470,7 @@ pub fn random_inputs(g: &Graph, rng: &mut Rng) -> Vec<TensorValue> {
             let data = match ty.dtype {
                 DType::Int16 => TensorData::I16(rng.i16s(n)),
                 DType::Int32 => TensorData::I32((0..n).map(|_| rng.next() as i32).collect()),
+                DType::UInt8 => TensorData::U8(rng.i8s(n).into_iter().map(|v| v as u8).collect()),
                 DType::Bool => TensorData::Bool((0..n).map(|_| rng.next() & 1 == 1).collect()),
                 _ => TensorData::I8(rng.i8s(n)),
             };

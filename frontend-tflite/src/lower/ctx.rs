@@ -17,6 +17,8 @@ pub(crate) struct Lowerer<'m> {
     pub sg: &'m Subgraph,
     pub g: Graph,
     pub map: Vec<Option<IrT>>,
+    /// The int8 view of each IR tensor held as uint8 ([`super::uint8::int8_view`]).
+    pub views: std::collections::HashMap<IrT, IrT>,
 }
 
 /// Maps a TFLite element type to the IR's.
@@ -33,7 +35,8 @@ pub(crate) fn ir_dtype(t: TensorType) -> Option<DType> {
     })
 }
 
-/// Descriptive IR quantization record of a TFLite tensor.
+/// Descriptive IR quantization record of a TFLite tensor (as stored: a uint8 tensor keeps its
+/// own zero point; see [`ir_quant_as`] for its int8 view).
 fn ir_quant(t: &Tensor) -> Option<Quantization> {
     let q = t.quantization.as_ref()?;
     match q.scale.len() {
@@ -50,6 +53,16 @@ fn ir_quant(t: &Tensor) -> Option<Quantization> {
     }
 }
 
+/// The quantization record of `t` for an IR tensor of type `dt`: a uint8 TFLite tensor held
+/// as its int8 view ([`super::uint8`]) has its zero point moved by -128.
+fn ir_quant_as(t: &Tensor, dt: DType) -> Option<Quantization> {
+    let q = ir_quant(t)?;
+    if super::uint8::is_u8(t) && dt == DType::Int8 {
+        return Some(super::uint8::shift_quant(q));
+    }
+    Some(q)
+}
+
 impl<'m> Lowerer<'m> {
     pub fn new(model: &'m TfliteModel, sg: &'m Subgraph, name: &str) -> Self {
         Lowerer {
@@ -57,6 +70,7 @@ impl<'m> Lowerer<'m> {
             sg,
             g: Graph::new(name),
             map: vec![None; sg.tensors.len()],
+            views: std::collections::HashMap::new(),
         }
     }
 
@@ -96,6 +110,8 @@ impl<'m> Lowerer<'m> {
                 ))
             }
         };
+        let ir = super::uint8::graph_output(self, t, ir).map_err(|e| Self::tensor_err(t, e))?;
+        self.map[id.index()] = Some(ir);
         self.g
             .add_output(ir)
             .map_err(|e| Self::tensor_err(t, e.to_string()))
@@ -154,9 +170,26 @@ impl<'a, 'm> OpCx<'a, 'm> {
         t.static_shape().map_err(|e| e.to_string())
     }
 
+    /// The element type operator lowerings work in: a uint8 tensor is seen as its int8 view
+    /// (zero point - 128, [`super::uint8`]); [`Self::raw_dtype`] is the stored type.
     pub fn dtype(t: &Tensor) -> R<DType> {
+        match Self::raw_dtype(t)? {
+            DType::UInt8 => Ok(DType::Int8),
+            dt => Ok(dt),
+        }
+    }
+
+    /// The element type as stored in the TFLite file.
+    pub fn raw_dtype(t: &Tensor) -> R<DType> {
         ir_dtype(t.dtype)
             .ok_or_else(|| format!("tensor {:?} has unsupported type {:?}", t.name, t.dtype))
+    }
+
+    /// Constant data of `t` as stored, converted to its working type ([`Self::dtype`]).
+    fn const_data(&self, t: &Tensor, bytes: &[u8]) -> R<TensorData> {
+        let d = TensorData::from_le_bytes(Self::raw_dtype(t)?, bytes)
+            .map_err(|e| format!("tensor {:?}: {e}", t.name))?;
+        Ok(super::uint8::view_data(d))
     }
 
     /// Constant data of a TFLite tensor as `i64`s.
@@ -164,10 +197,7 @@ impl<'a, 'm> OpCx<'a, 'm> {
         let Some(bytes) = self.l.model.tensor_data(t) else {
             return Ok(None);
         };
-        let dt = Self::dtype(t)?;
-        let d = TensorData::from_le_bytes(dt, bytes)
-            .map_err(|e| format!("tensor {:?}: {e}", t.name))?;
-        Ok(Some(d.to_i64_vec()))
+        Ok(Some(self.const_data(t, bytes)?.to_i64_vec()))
     }
 
     /// Constant data of input `i`, which must be constant.
@@ -177,8 +207,15 @@ impl<'a, 'm> OpCx<'a, 'm> {
             .ok_or_else(|| format!("input {i} {:?} must be a constant", t.name))
     }
 
-    /// The IR tensor of input `i` (constants are materialised on first use).
+    /// The IR tensor of input `i` in its working type (constants are materialised on first
+    /// use; a uint8 tensor held as uint8 is read through its int8 view, [`super::uint8`]).
     pub fn input(&mut self, i: usize) -> R<IrT> {
+        let ir = self.input_raw(i)?;
+        super::uint8::int8_view(self, ir)
+    }
+
+    /// The IR tensor of input `i` as it is held (uint8 for a uint8 graph input).
+    pub fn input_raw(&mut self, i: usize) -> R<IrT> {
         let t = self.tin(i)?;
         if let Some(ir) = self.l.map[t.id.index()] {
             return Ok(ir);
@@ -189,16 +226,15 @@ impl<'a, 'm> OpCx<'a, 'm> {
                 t.name
             ));
         };
-        let dt = Self::dtype(t)?;
-        let d = TensorData::from_le_bytes(dt, bytes)
-            .map_err(|e| format!("tensor {:?}: {e}", t.name))?;
+        let d = self.const_data(t, bytes)?;
+        let dt = d.dtype();
         let shape = Self::shape(t)?;
         let ir = self
             .l
             .g
             .add_const(t.name.clone(), shape, d)
             .map_err(|e| e.to_string())?;
-        if let Some(q) = ir_quant(t) {
+        if let Some(q) = ir_quant_as(t, dt) {
             let _ = self.l.g.set_quant(ir, q);
         }
         self.l.map[t.id.index()] = Some(ir);
@@ -238,7 +274,8 @@ impl<'a, 'm> OpCx<'a, 'm> {
         let t = self.tout(j)?;
         let want = npuc_ir::TensorType::new(Self::dtype(t)?, Self::shape(t)?);
         let got = self.ty(ir);
-        if got != want {
+        let raw = npuc_ir::TensorType::new(Self::raw_dtype(t)?, Self::shape(t)?);
+        if got != want && got != raw {
             return Err(format!(
                 "internal: lowered output {j} is {got}, TFLite says {want}"
             ));
@@ -248,14 +285,21 @@ impl<'a, 'm> OpCx<'a, 'm> {
         }
         if let Some(x) = self.l.g.tensor_mut(ir) {
             x.name = t.name.clone();
-            x.quant = ir_quant(t);
+            x.quant = ir_quant_as(t, got.dtype);
         }
         self.l.map[t.id.index()] = Some(ir);
         Ok(())
     }
 
-    /// Per-tensor `(scale, zero_point)` of a TFLite tensor.
+    /// Per-tensor `(scale, zero_point)` of a TFLite tensor in its working type: a uint8
+    /// tensor's zero point is that of its int8 view (- 128, [`super::uint8`]).
     pub fn qparams(t: &Tensor) -> R<(f32, i64)> {
+        let (s, z) = Self::raw_qparams(t)?;
+        Ok((s, z - super::uint8::offset(t)))
+    }
+
+    /// Per-tensor `(scale, zero_point)` as stored.
+    pub fn raw_qparams(t: &Tensor) -> R<(f32, i64)> {
         let q = t
             .quantization
             .as_ref()

@@ -44,6 +44,7 @@ mod ops_prelu_scatter;
 mod ops_softmax;
 mod ops_table;
 pub mod partition;
+mod uint8;
 
 use crate::{BuiltinOperator, TfliteModel};
 use npuc_ir::{Graph, ValidationError};
@@ -118,6 +119,7 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
     if cx.op.opcode.is_custom() {
         return Err("custom operators are not supported".into());
     }
+    uint8::check(cx)?;
     match code {
         B::CONV_2D => ops_conv::conv2d(cx),
         B::DEPTHWISE_CONV_2D => ops_conv::depthwise(cx),

@@ -182,6 +182,9 @@ pub(crate) fn unary(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
 /// `zp_out`, saturated.
 fn quantize(cx: &mut OpCx<'_, '_>) -> R<()> {
     let (xt, ot) = (cx.tin(0)?, cx.tout(0)?);
+    if super::uint8::is_u8(xt) || super::uint8::is_u8(ot) {
+        return super::uint8::quantize(cx);
+    }
     let (di, dout) = (OpCx::dtype(xt)?, OpCx::dtype(ot)?);
     int_type(di)?;
     int_type(dout)?;

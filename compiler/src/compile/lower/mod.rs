@@ -393,16 +393,25 @@ impl<'g> Ctx<'g> {
         zp: i64,
     ) -> Result<Fm, CompileError> {
         let dtype = self.dtype(t);
-        if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Int32) {
+        if !matches!(
+            dtype,
+            DType::Int8 | DType::UInt8 | DType::Int16 | DType::Int32
+        ) {
             return Err(unsupported(
                 node,
-                format!("{dtype} feature maps (only i8, i16 and i32 so far)"),
+                format!("{dtype} feature maps (only i8, u8, i16 and i32 so far)"),
             ));
         }
         if dtype == DType::Int32 && zp != 0 {
             return Err(unsupported(node, format!("i32 zero point {zp}")));
         }
-        if !(-128..=127).contains(&zp) {
+        // TRM 3.10.29/42: signed 8-bit zero points -128..127, unsigned 8-bit 0..255.
+        let zp_range = if dtype == DType::UInt8 {
+            0..=255
+        } else {
+            -128..=127
+        };
+        if !zp_range.contains(&zp) {
             return Err(unsupported(node, format!("zero point {zp}")));
         }
         Ok(Fm {

@@ -33,7 +33,7 @@ impl<'g> Ctx<'g> {
                     r.input_zp = 0;
                     (x, zp, r)
                 }
-                _ if matches!(self.dtype(src), DType::Int8 | DType::Int16) => {
+                _ if matches!(self.dtype(src), DType::Int8 | DType::UInt8 | DType::Int16) => {
                     let mut r2 = r.clone();
                     r2.input_zp = 0;
                     (src, r.input_zp, r2)
@@ -45,15 +45,19 @@ impl<'g> Ctx<'g> {
                 )),
             };
         names.push(node.name.clone());
-        if !self.output_rescale_ok(&RescaleAttrs {
+        let per_tensor = RescaleAttrs {
             multiplier: vec![r.multiplier[0]],
             shift: vec![r.shift[0]],
             ..r.clone()
-        }) {
+        };
+        if !self.output_rescale_ok(&per_tensor) && !Self::unsigned_output_ok(&per_tensor) {
             return Err(unsupported(
                 node,
-                "only signed rescales to i8/i16 (zero point -128..127) or i32 (zero point 0)",
+                "only rescales to i8/i16 (zero point -128..127), u8 (0..255) or i32 (zero point 0)",
             ));
+        }
+        if self.dtype(x) == DType::UInt8 && r.output_dtype == DType::Int32 {
+            return Err(unsupported(node, "u8 input rescaled to i32"));
         }
         if r.multiplier.iter().any(|&m| m < 0) || r.shift.iter().any(|&s| !(0..=63).contains(&s)) {
             return Err(unsupported(node, "multiplier/shift out of range"));
@@ -131,6 +135,18 @@ impl<'g> Ctx<'g> {
             upscale: IfmUpscaleMode::None,
         });
         Ok(())
+    }
+
+    /// A per-tensor RESCALE to u8 (an unsigned 8-bit OFM, TRM 3.10.46: zero point 0..255),
+    /// from a signed input with its zero point folded into the IFM.
+    fn unsigned_output_ok(r: &RescaleAttrs) -> bool {
+        r.output_dtype == DType::UInt8
+            && (0..=255).contains(&r.output_zp)
+            && r.multiplier.len() == 1
+            && !r.input_unsigned
+            && r.input_zp == 0
+            && (0..=63).contains(&r.shift[0])
+            && r.multiplier[0] >= 0
     }
 
     /// RESCALE of an i32 tensor as a multiplication by the scalar multiplier.

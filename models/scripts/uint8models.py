@@ -1,0 +1,221 @@
+"""uint8 models of the npuc model corpus (imported by make_models.py).
+
+Three kinds:
+
+* ``u8io_*``: TF2 full-integer quantization with ``inference_input_type =
+  inference_output_type = tf.uint8`` (quant kind "uint8_io" in make_models.convert): int8
+  inside, a QUANTIZE uint8 -> int8 after the input and int8 -> uint8 before the output.
+* ``quantize_u8_*``: one hand-built QUANTIZE between uint8 and int8/uint8 (flatbuffers
+  written with TFLite's object API; quant kind "flatbuffer": the builder returns the bytes).
+* ``legacy_u8_*``: fully uint8 models as TF1's quantization-aware training wrote them
+  (uint8 activations, uint8 weights with a weight zero point, per-tensor). The TF2
+  converter no longer writes them, so the model is converted to int8 with per-tensor
+  weights (quant kind "legacy_uint8") and then rewritten (``to_legacy_uint8``): every int8
+  activation tensor becomes uint8 with its values and zero point moved by +128 (the same
+  real values); the weights of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED are
+  requantized to uint8 over [min(w, 0), max(w, 0)] (an asymmetric weight zero point, as TF1
+  wrote) and their int32 bias to the new input x weight scale.
+"""
+import flatbuffers
+import numpy as np
+import keras
+from keras import layers
+from tensorflow.lite.python import schema_py_generated as s
+
+from make_models import POST_CONVERT, init_conv, init_depthwise, inp, model  # noqa: F401
+
+# --------------------------------------------------------------------------
+# uint8 I/O around an int8 model
+
+
+@model("u8io_conv")
+def _(name, rng):
+    """The unseen-model shape that exposed the gap: conv, depthwise, global average pool,
+    dense, softmax, with uint8 input and output."""
+    x = inp((1, 12, 12, 3))
+    conv = layers.Conv2D(8, 3, padding="same", activation="relu")
+    dw = layers.DepthwiseConv2D(3, strides=2, padding="same")
+    dense = layers.Dense(5)
+    y = layers.Softmax()(dense(layers.GlobalAveragePooling2D()(dw(conv(x)))))
+    m = keras.Model(x, y)
+    init_conv(conv, rng, "laplace", bias_std=0.3)
+    init_depthwise(dw, rng)
+    init_conv(dense, rng, "gauss", gain=4.0)
+    return m, "uint8_io"
+
+
+# --------------------------------------------------------------------------
+# hand-built QUANTIZE
+
+
+def _tensor(t, shape, buffer, name, scale, zp):
+    x = s.TensorT()
+    x.shape = list(shape)
+    x.type = t
+    x.buffer = buffer
+    x.name = name
+    q = s.QuantizationParametersT()
+    q.scale = [float(scale)]
+    q.zeroPoint = [int(zp)]
+    x.quantization = q
+    return x
+
+
+def single_quantize(shape, tin, qin, tout, qout):
+    """A model whose only operator is QUANTIZE (tin, (scale, zp)) -> (tout, (scale, zp))."""
+    m = s.ModelT()
+    m.version = 3
+    code = s.OperatorCodeT()
+    code.builtinCode = s.BuiltinOperator.QUANTIZE
+    code.deprecatedBuiltinCode = s.BuiltinOperator.QUANTIZE
+    code.version = 2
+    m.operatorCodes = [code]
+    m.buffers = [s.BufferT(), s.BufferT(), s.BufferT()]
+    sg = s.SubGraphT()
+    sg.tensors = [
+        _tensor(tin, shape, 1, "x", *qin),
+        _tensor(tout, shape, 2, "y", *qout),
+    ]
+    op = s.OperatorT()
+    op.opcodeIndex = 0
+    op.inputs = [0]
+    op.outputs = [1]
+    op.builtinOptionsType = s.BuiltinOptions.QuantizeOptions
+    op.builtinOptions = s.QuantizeOptionsT()
+    sg.operators = [op]
+    sg.inputs = [0]
+    sg.outputs = [1]
+    sg.name = "main"
+    m.subgraphs = [sg]
+    m.description = "npuc uint8 QUANTIZE fixture"
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+U8, I8, I16 = s.TensorType.UINT8, s.TensorType.INT8, s.TensorType.INT16
+QUANTIZE_MODELS = {
+    # the boundary conversion of uint8 I/O models: same scale, zero points 128 apart
+    "quantize_u8_i8_shift": ((1, 7, 5, 6), U8, (0.02, 128), I8, (0.02, 0)),
+    # requantizations
+    "quantize_u8_i8": ((1, 6, 9, 5), U8, (0.0173, 37), I8, (0.0291, -11)),
+    "quantize_i8_u8": ((1, 9, 4, 7), I8, (0.0411, 5), U8, (0.0237, 141)),
+    "quantize_u8_u8": ((1, 5, 7, 3), U8, (0.0312, 201), U8, (0.0175, 64)),
+}
+
+
+def _register_quantize(name, args):
+    @model(name)
+    def _(n, rng):
+        return single_quantize(*args), "flatbuffer"
+
+
+for _name, _args in QUANTIZE_MODELS.items():
+    _register_quantize(_name, _args)
+
+
+# --------------------------------------------------------------------------
+# legacy fully-uint8 models
+
+
+def _buffer_array(m, t, dtype):
+    data = m.buffers[t.buffer].data
+    return np.frombuffer(bytes(bytearray(data)), dtype=dtype).copy()
+
+
+def _set_buffer(m, t, arr):
+    m.buffers[t.buffer].data = np.frombuffer(np.ascontiguousarray(arr).tobytes(), np.uint8)
+
+
+def to_legacy_uint8(flat, rng=None):
+    """The int8 model `flat` (per-tensor weights) as TF1 would have written it in uint8."""
+    m = s.ModelT.InitFromPackedBuf(flat, 0)
+    sg = m.subgraphs[0]
+
+    def code(op):
+        c = m.operatorCodes[op.opcodeIndex]
+        return max(c.builtinCode, c.deprecatedBuiltinCode)
+
+    weighted = {
+        s.BuiltinOperator.CONV_2D,
+        s.BuiltinOperator.DEPTHWISE_CONV_2D,
+        s.BuiltinOperator.FULLY_CONNECTED,
+    }
+    done = set()
+    for op in sg.operators:
+        if code(op) not in weighted:
+            continue
+        x, w = sg.tensors[op.inputs[0]], sg.tensors[op.inputs[1]]
+        assert len(w.quantization.scale) == 1, "per-tensor weights expected"
+        wf = _buffer_array(m, w, np.int8).astype(np.float64) * w.quantization.scale[0]
+        lo, hi = min(wf.min(), 0.0), max(wf.max(), 0.0)
+        scale = np.float32((hi - lo) / 255.0)
+        zp = int(np.clip(np.round(-lo / scale), 0, 255))
+        wq = np.clip(np.round(wf / scale) + zp, 0, 255).astype(np.uint8)
+        _set_buffer(m, w, wq)
+        w.type = s.TensorType.UINT8
+        w.quantization.scale = [float(scale)]
+        w.quantization.zeroPoint = [zp]
+        done.add(op.inputs[1])
+        if len(op.inputs) > 2 and op.inputs[2] >= 0:
+            b = sg.tensors[op.inputs[2]]
+            old = np.float64(b.quantization.scale[0])
+            new = np.float32(np.float32(x.quantization.scale[0]) * scale)
+            bq = _buffer_array(m, b, np.int32).astype(np.float64) * old
+            _set_buffer(m, b, np.round(bq / np.float64(new)).astype(np.int32))
+            b.quantization.scale = [float(new)]
+            b.quantization.zeroPoint = [0]
+            done.add(op.inputs[2])
+    for i, t in enumerate(sg.tensors):
+        if i in done or t.type != s.TensorType.INT8:
+            continue
+        t.type = s.TensorType.UINT8
+        if t.quantization is not None and t.quantization.zeroPoint is not None:
+            t.quantization.zeroPoint = [int(z) + 128 for z in t.quantization.zeroPoint]
+        if t.buffer and m.buffers[t.buffer].data is not None and len(m.buffers[t.buffer].data):
+            _set_buffer(m, t, (_buffer_array(m, t, np.int8).view(np.uint8) ^ 0x80))
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@model("legacy_u8_net", kind="network")
+def _(name, rng):
+    """conv 3x3 ReLU6, depthwise stride 2, conv 1x1 + residual ADD, max pool, average
+    pool, fully connected, softmax: the layer types of TF1's *_quant.tflite models."""
+    x = inp((1, 12, 12, 3))
+    c1 = layers.Conv2D(8, 3, padding="same", activation="relu6")
+    dw = layers.DepthwiseConv2D(3, strides=2, padding="same", activation="relu6")
+    c2 = layers.Conv2D(8, 1)
+    dense = layers.Dense(6)
+    a = dw(c1(x))
+    y = layers.Add()([a, c2(a)])
+    y = layers.MaxPooling2D(2)(y)
+    y = layers.AveragePooling2D(3)(y)
+    y = layers.Reshape((8,))(y)
+    y = layers.Softmax()(dense(y))
+    m = keras.Model(x, y)
+    init_conv(c1, rng, "laplace", bias_std=0.3)
+    init_depthwise(dw, rng)
+    init_conv(c2, rng, "gauss")
+    init_conv(dense, rng, "gauss", gain=4.0)
+    return m, "legacy_uint8"
+
+
+@model("legacy_u8_ops", kind="multi-op")
+def _(name, rng):
+    """The elementwise and data-movement operators on uint8: MUL, SUB, MAXIMUM, MINIMUM,
+    CONCATENATION, PAD, logistic, tanh, RESHAPE."""
+    import tensorflow as tf
+
+    x0 = inp((1, 6, 5, 4), "x0")
+    x1 = inp((1, 6, 5, 4), "x1")
+    p = layers.Lambda(lambda t: t[0] * t[1])([x0, x1])
+    d = layers.Lambda(lambda t: t[0] - t[1])([x0, x1])
+    mx = layers.Lambda(lambda t: tf.maximum(t[0], t[1]))([p, d])
+    mn = layers.Lambda(lambda t: tf.minimum(t[0], t[1]))([p, d])
+    sg = layers.Activation("sigmoid")(mx)
+    th = layers.Activation("tanh")(mn)
+    y = layers.Lambda(lambda t: tf.pad(t, [[0, 0], [1, 0], [0, 2], [0, 0]]))(mx)
+    m = keras.Model([x0, x1], [sg, th, y])
+    return m, "legacy_uint8"
