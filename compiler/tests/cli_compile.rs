@@ -94,6 +94,38 @@ fn a_container_summary_counts_the_models_operators_not_the_npu_operations() {
 }
 
 #[test]
+fn the_summary_gives_the_weights_before_and_after_encoding() {
+    // conv2d_3x3_relu: one CONV_2D with 3x3 weights; raw bytes are the weight count.
+    let out = tmp("weights.bin");
+    let o = compile("conv2d_3x3_relu", &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let row = err
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("weights"))
+        .expect("a weights row")
+        .trim()
+        .to_string();
+    let nums: Vec<u64> = row
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    let bytes = std::fs::read(models().join("tflite/conv2d_3x3_relu.tflite")).unwrap();
+    let m = npuc::compile_file(&bytes, &npuc::compile::Options::default()).unwrap();
+    let cin = *m.inputs[0].shape.last().unwrap() as u64;
+    let cout = *m.outputs[0].shape.last().unwrap() as u64;
+    assert_eq!(m.weights.weights, cout * 3 * 3 * cin);
+    assert_eq!(nums[0], m.weights.weights, "{row}");
+    assert_eq!(nums[1], m.weights.weight_stream_bytes, "{row}");
+    assert!(
+        m.weights.scale_stream_bytes >= cout * 10,
+        "80-bit records per channel"
+    );
+    std::fs::remove_file(out).unwrap();
+}
+
+#[test]
 fn the_summarys_estimated_cycles_are_npuc_reports_total() {
     // Same artifact, same (default) system configuration and memory mode: the compile
     // summary and `npuc report --json` give the same total.

@@ -144,6 +144,17 @@ pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> Str
     let ro = sum(&|m| m.read_only.len() as u64);
     let words = sum(&|m| m.command_stream.len() as u64);
     let cycles = sum(&|m| m.estimated_cycles());
+    let raw_weights = sum(&|m| m.weights.weights);
+    let weight_streams = sum(&|m| m.weights.weight_stream_bytes);
+    let scale_streams = sum(&|m| m.weights.scale_stream_bytes);
+    let ratio = if raw_weights == 0 {
+        String::new()
+    } else {
+        format!(
+            " ({:.1}% of the raw size)",
+            100.0 * weight_streams as f64 / raw_weights as f64
+        )
+    };
     let config = models.first().map_or(String::new(), |m| {
         format!(
             "{}, {}, {}, optimised for {}",
@@ -169,6 +180,11 @@ pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> Str
             format!("{fast} bytes (largest segment; 0: feature maps in the arena)"),
         ),
         ("read-only (weights, scales)", format!("{ro} bytes")),
+        (
+            "weights",
+            format!("{raw_weights} bytes raw -> {weight_streams} bytes encoded{ratio}"),
+        ),
+        ("scale/bias streams", format!("{scale_streams} bytes")),
         (
             "estimated cycles",
             format!("{cycles} (npuc report's model, this memory system)"),

@@ -208,6 +208,8 @@ pub struct CompiledModel {
     pub memory_mode: String,
     /// The optimisation goal.
     pub optimise: Optimise,
+    /// The weights and scales in the read-only region, before and after encoding.
+    pub weights: WeightFigures,
 }
 
 impl CompiledModel {
@@ -216,6 +218,19 @@ impl CompiledModel {
     pub fn estimated_cycles(&self) -> u64 {
         self.estimated_total
     }
+}
+
+/// The weights of a compiled model, before and after encoding: summed over the weight stream
+/// blocks of the read-only region (a weight tensor used by several NPU operations counts once
+/// per block that encodes it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WeightFigures {
+    /// Number of weights encoded (bytes before compression: one byte per 8-bit weight).
+    pub weights: u64,
+    /// Bytes of the encoded weight streams (SWD or FWD, without padding).
+    pub weight_stream_bytes: u64,
+    /// Bytes of the scale/bias streams.
+    pub scale_stream_bytes: u64,
 }
 
 /// Region of the read-only data (weights, scales).
@@ -260,5 +275,6 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
         system_config: options.system_config.name.clone(),
         memory_mode: options.memory_mode.name.clone(),
         optimise: options.optimise,
+        weights: emitted.weights,
     })
 }

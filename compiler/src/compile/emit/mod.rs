@@ -18,7 +18,7 @@
 
 use super::alloc::Placement;
 use super::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
-use super::{CompileError, OperatorInfo, REGION_READ_ONLY};
+use super::{CompileError, OperatorInfo, WeightFigures, REGION_READ_ONLY};
 use crate::arch_interface::{BlockConfig, KernelKind, OpGeometry, Target};
 use npuc_backend::isa::*;
 use npuc_codecs::ordering::WeightOrder as CodecOrder;
@@ -51,6 +51,8 @@ pub struct Emitted {
     pub placement: Placement,
     /// Estimated cycles of the whole stream (the target's cost model).
     pub total_cycles: u64,
+    /// The weights and scales in the read-only region.
+    pub weights: WeightFigures,
 }
 
 /// Emits commands, skipping register writes that do not change the value.
@@ -239,11 +241,15 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     let mut w = Writer::default();
     // Region 0: each operation's stream block, then constants and LUTs as first used.
     let mut ro: Vec<u8> = Vec::new();
+    let mut weight_figures = WeightFigures::default();
     // Read-only offset of each operation's stream block (one per slice for a sliced one).
     let mut add_block = |e: &weights::Encoded| {
         align16(&mut ro);
         let at = ro.len() as u64;
         ro.extend_from_slice(&e.block());
+        weight_figures.weights += e.weight_count;
+        weight_figures.weight_stream_bytes += e.streams.iter().map(|s| s.len() as u64).sum::<u64>();
+        weight_figures.scale_stream_bytes += e.scales.len() as u64;
         at
     };
     let blocks: Vec<Vec<u64>> = plans
@@ -602,5 +608,6 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         operators,
         placement,
         total_cycles: est.total,
+        weights: weight_figures,
     })
 }

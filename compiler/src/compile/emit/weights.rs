@@ -13,6 +13,8 @@ pub(super) struct Encoded {
     pub streams: Vec<Vec<u8>>,
     pub format: WeightFormat,
     pub sparsity: WeightSparsity,
+    /// Number of weights the streams encode (one byte each before compression).
+    pub weight_count: u64,
 }
 
 /// How a stream block is laid out: the weight format, and the offset and length of the scale
@@ -127,6 +129,7 @@ pub(super) fn encode(
         streams: enc.streams,
         format: block.weight_format,
         sparsity: block.weight_sparsity,
+        weight_count: weights.values().len() as u64,
     }))
 }
 
