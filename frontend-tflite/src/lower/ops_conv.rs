@@ -59,7 +59,7 @@ fn weight_scales(w: &Tensor, channels: usize) -> R<Vec<f32>> {
         .as_ref()
         .filter(|q| !q.scale.is_empty())
         .ok_or_else(|| format!("weights {:?} are not quantized", w.name))?;
-    if q.zero_point.iter().any(|&z| z != 0) {
+    if !super::uint8::is_u8(w) && q.zero_point.iter().any(|&z| z != 0) {
         return Err(format!("weights {:?} have a non-zero zero point", w.name));
     }
     match q.scale.len() {
@@ -228,7 +228,7 @@ pub(crate) fn conv2d(cx: &mut OpCx<'_, '_>) -> R<()> {
             stride: [sy, sxx],
             dilation: [dy, dx],
             input_zp: input_zp(dt, zx)?,
-            weight_zp: 0,
+            weight_zp: super::uint8::weight_zp(wt)?,
         }),
         &[x, w, b],
     )?;
@@ -286,7 +286,7 @@ pub(crate) fn depthwise(cx: &mut OpCx<'_, '_>) -> R<()> {
             stride: [sy, sxx],
             dilation: [dy, dx],
             input_zp: input_zp(dt, zx)?,
-            weight_zp: 0,
+            weight_zp: super::uint8::weight_zp(wt)?,
         }),
         &[x, w, b],
     )?;
@@ -335,7 +335,7 @@ pub(crate) fn fully_connected(cx: &mut OpCx<'_, '_>) -> R<()> {
         "fc",
         Op::FullyConnected(FullyConnectedAttrs {
             input_zp: input_zp(dt, zx)?,
-            weight_zp: 0,
+            weight_zp: super::uint8::weight_zp(wt)?,
         }),
         &[x2, w, b],
     )?;
@@ -391,7 +391,7 @@ pub(crate) fn transpose_conv(cx: &mut OpCx<'_, '_>) -> R<()> {
             out_pad,
             stride: [sy, sxx],
             input_zp: input_zp(dt, zx)?,
-            weight_zp: 0,
+            weight_zp: super::uint8::weight_zp(wt)?,
         }),
         &[x, w, b],
     )?;
@@ -446,8 +446,10 @@ pub(crate) fn pool(cx: &mut OpCx<'_, '_>, max: bool) -> R<()> {
                 kernel: k,
                 stride: s,
                 pad,
-                input_zp: 0,
-                output_zp: 0,
+                // TFLite's uint8 kernel averages the raw (non-negative) values, rounding
+                // half up: the view's values plus 128 (decision F6).
+                input_zp: -super::uint8::offset(xt),
+                output_zp: -super::uint8::offset(xt),
                 rounding: AvgPoolRounding::Tflite,
             }),
             &[x],

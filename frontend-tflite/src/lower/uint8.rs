@@ -24,10 +24,51 @@ const OFFSET: i64 = 128;
 /// kernel computes the same integers there as its int8 kernel (docs/decisions.md F6).
 const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::QUANTIZE,
+    BuiltinOperator::CONV_2D,
+    BuiltinOperator::DEPTHWISE_CONV_2D,
+    BuiltinOperator::FULLY_CONNECTED,
+    BuiltinOperator::ADD,
+    BuiltinOperator::SUB,
+    BuiltinOperator::MUL,
+    BuiltinOperator::MAXIMUM,
+    BuiltinOperator::MINIMUM,
+    BuiltinOperator::MAX_POOL_2D,
+    BuiltinOperator::AVERAGE_POOL_2D,
+    BuiltinOperator::SOFTMAX,
+    BuiltinOperator::LOGISTIC,
+    BuiltinOperator::TANH,
+    BuiltinOperator::CONCATENATION,
+    BuiltinOperator::PAD,
+    BuiltinOperator::PADV2,
+    BuiltinOperator::RESIZE_NEAREST_NEIGHBOR,
     BuiltinOperator::RESHAPE,
     BuiltinOperator::SQUEEZE,
     BuiltinOperator::EXPAND_DIMS,
+    BuiltinOperator::TRANSPOSE,
+    BuiltinOperator::SLICE,
+    BuiltinOperator::STRIDED_SLICE,
+    BuiltinOperator::SPLIT,
+    BuiltinOperator::SPLIT_V,
+    BuiltinOperator::PACK,
+    BuiltinOperator::UNPACK,
 ];
+
+/// The weight zero point of a convolution's weights in their working type: a uint8 weight
+/// tensor's own zero point (per tensor) minus 128; int8 weights have none.
+pub(crate) fn weight_zp(w: &Tensor) -> R<i64> {
+    if !is_u8(w) {
+        return Ok(0);
+    }
+    let zps = w.quantization.as_ref().map(|q| q.zero_point.clone());
+    match zps.as_deref() {
+        Some([z]) => Ok(z - OFFSET),
+        Some([]) | None => Ok(-OFFSET),
+        Some(_) => Err(format!(
+            "uint8 weights {:?} must be quantized per tensor",
+            w.name
+        )),
+    }
+}
 
 /// True if `t` is stored as uint8.
 pub(crate) fn is_u8(t: &Tensor) -> bool {
