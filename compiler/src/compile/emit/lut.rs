@@ -4,9 +4,11 @@
 //! takes one slot (`table` 0..7 of NPU_SET_ACTIVATION); an 8-bit index into 32-bit values
 //! (`lut_s8_s32`, 1024 bytes) four aligned slots (`table` 0..1); a 16-bit table
 //! (`lut_s16_s16`, `lut_s16_s32`, `lut_tanh`, `lut_sigmoid`: 512 base/slope pairs, `table`
-//! 0) all eight. Each distinct table is stored once in the read-only region; before an operation
-//! whose table is not resident, a DMA copies it from region 0 into the least recently used
-//! slot (or the whole RAM), and NPU_OP_DMA_WAIT 0 precedes the operation's kernel command.
+//! 0) all eight. Each distinct table is stored once in the read-only region (with the constant
+//! feature maps, and copied with them into the staging memory when staging says so, S9);
+//! before an operation whose table is not resident, a DMA copies it from there into the
+//! least recently used slot (or the whole RAM), and NPU_OP_DMA_WAIT 0 precedes the
+//! operation's kernel command.
 //!
 //! At most two kernel operations are outstanding when a command is issued (TRM 3.10.8), so
 //! a DMA must not overwrite slots the previous two operations read: an 8-bit table normally
@@ -25,8 +27,9 @@ const SLOTS: usize = 8;
 /// Resident tables and their read-only copies.
 #[derive(Default)]
 pub(super) struct LutSlots {
-    /// Read-only offset of each distinct table.
-    stored: BTreeMap<Vec<u8>, u64>,
+    /// Where each distinct table is read from: (region, offset) — its read-only copy, or
+    /// its copy in the staging memory (S9).
+    stored: BTreeMap<Vec<u8>, (u8, u64)>,
     /// Per slot: the table whose part it holds (first slot, table bytes) and when it was
     /// last used.
     slots: [Option<(usize, Vec<u8>, usize)>; SLOTS],
@@ -35,7 +38,33 @@ pub(super) struct LutSlots {
     clock: usize,
 }
 
+/// The distinct tables of `l`, in the order of first use.
+pub(super) fn tables(l: &Lowered) -> Vec<&[u8]> {
+    let mut out: Vec<&[u8]> = Vec::new();
+    for lut in l.luts.values() {
+        if !out.contains(&lut.data.as_slice()) {
+            out.push(&lut.data);
+        }
+    }
+    out
+}
+
+/// Estimated cycles of loading a table of `bytes` from `region` into the LUT RAM.
+pub(super) fn load_cycles(target: &dyn Target, region: u8, bytes: u64) -> u64 {
+    let mut w = Writer::default();
+    dma_commands(&mut w, (region, 0), 0, bytes);
+    target.estimate(&w.commands)
+}
+
 impl LutSlots {
+    /// Tables laid out beforehand: each read from (region, offset).
+    pub(super) fn with_tables(stored: BTreeMap<Vec<u8>, (u8, u64)>) -> Self {
+        LutSlots {
+            stored,
+            ..LutSlots::default()
+        }
+    }
+
     /// Records the table (if any) of the next operation: makes it resident (emitting the DMA
     /// and any wait it needs) and returns the table number and whether a DMA was started (the
     /// caller waits for it before the kernel command).
@@ -97,36 +126,41 @@ impl LutSlots {
             align16(ro);
             let at = ro.len() as u64;
             ro.extend_from_slice(&lut.data);
-            at
+            (REGION_READ_ONLY, at)
         });
-        let (shi, slo) = addr(src);
-        let (dhi, dlo) = addr((first * SLOT_BYTES) as u64);
-        let (lhi, llo) = addr(lut.data.len() as u64);
-        w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
-            region: REGION_READ_ONLY,
-            region_mode: DmaRegionMode::External,
-            stride_mode: DmaStrideMode::D1,
-            idx_mode: DmaIdxMode::Disabled,
-        }));
-        w.set(Command::SetDma0Src(SetDma0Src {
-            addr_hi: shi,
-            addr_lo: slo,
-        }));
-        w.set(Command::SetDma0DstRegion(SetDma0DstRegion {
-            region: 0,
-            region_mode: DmaRegionMode::Internal,
-            idx_mode: DmaIdxMode::Disabled,
-        }));
-        w.set(Command::SetDma0Dst(SetDma0Dst {
-            addr_hi: dhi,
-            addr_lo: dlo,
-        }));
-        w.set(Command::SetDma0Len(SetDma0Len {
-            addr_hi: lhi,
-            addr_lo: llo,
-        }));
-        w.op(Command::OpDmaStart(OpDmaStart {}));
+        dma_commands(w, src, first, lut.data.len() as u64);
     }
+}
+
+/// The DMA of `len` table bytes from `(region, offset)` into the LUT RAM from slot `first`.
+fn dma_commands(w: &mut Writer, (region, src): (u8, u64), first: usize, len: u64) {
+    let (shi, slo) = addr(src);
+    let (dhi, dlo) = addr((first * SLOT_BYTES) as u64);
+    let (lhi, llo) = addr(len);
+    w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
+        region,
+        region_mode: DmaRegionMode::External,
+        stride_mode: DmaStrideMode::D1,
+        idx_mode: DmaIdxMode::Disabled,
+    }));
+    w.set(Command::SetDma0Src(SetDma0Src {
+        addr_hi: shi,
+        addr_lo: slo,
+    }));
+    w.set(Command::SetDma0DstRegion(SetDma0DstRegion {
+        region: 0,
+        region_mode: DmaRegionMode::Internal,
+        idx_mode: DmaIdxMode::Disabled,
+    }));
+    w.set(Command::SetDma0Dst(SetDma0Dst {
+        addr_hi: dhi,
+        addr_lo: dlo,
+    }));
+    w.set(Command::SetDma0Len(SetDma0Len {
+        addr_hi: lhi,
+        addr_lo: llo,
+    }));
+    w.op(Command::OpDmaStart(OpDmaStart {}));
 }
 
 /// The slots `first..first + n` as a bit mask.

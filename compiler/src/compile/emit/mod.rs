@@ -262,25 +262,44 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             _ => plan.enc.iter().map(&mut add_block).collect(),
         })
         .collect();
-    // Constant feature maps, in the order of first use, after the stream blocks; copied
-    // whole into the staging memory when staging decided so.
+    // Constant feature maps, in the order of first use, then the lookup tables, after the
+    // stream blocks; each part copied whole into the staging memory when staging decided so.
     align16(&mut ro);
     let const_base = ro.len() as u64;
-    let mut consts: Consts = BTreeMap::new();
+    let mut const_at = Vec::new();
     for b in const_operands(l) {
         align16(&mut ro);
-        let at = ro.len() as u64;
+        const_at.push((b, ro.len() as u64));
         ro.extend_from_slice(&l.constants[&b]);
-        consts.insert(
-            b,
-            match stage.consts {
-                Some((region, dst)) => (region, dst + at - const_base),
-                None => (REGION_READ_ONLY, at),
-            },
-        );
     }
     align16(&mut ro);
-    let const_len = ro.len() as u64 - const_base;
+    let tables_base = ro.len() as u64;
+    let mut table_at = Vec::new();
+    for t in lut::tables(l) {
+        align16(&mut ro);
+        table_at.push((t.to_vec(), ro.len() as u64));
+        ro.extend_from_slice(t);
+    }
+    align16(&mut ro);
+    let tables_end = ro.len() as u64;
+    // The copy: (source offset in region 0, length), and where a part's byte `at` is read.
+    let copy = stage.consts.map(|c| {
+        let from = if c.consts { const_base } else { tables_base };
+        let to = if c.tables { tables_end } else { tables_base };
+        (c, from, to - from)
+    });
+    let place = |at: u64, copied: bool| match copy {
+        Some((c, from, _)) if copied => (c.region, c.at + at - from),
+        _ => (REGION_READ_ONLY, at),
+    };
+    let consts: Consts = const_at
+        .into_iter()
+        .map(|(b, at)| (b, place(at, copy.is_some_and(|c| c.0.consts))))
+        .collect();
+    let tables: BTreeMap<Vec<u8>, (u8, u64)> = table_at
+        .into_iter()
+        .map(|(t, at)| (t, place(at, copy.is_some_and(|c| c.0.tables))))
+        .collect();
     let stage_streams = |w: &mut Writer, k: usize| match &staged[k] {
         staging::Staged::Whole { region, at, wait } => {
             if let Some(enc) = plans[k].enc.as_ref() {
@@ -335,18 +354,13 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     }
     // The constants' copy, before the first operation that reads one.
     let mut consts_pending = false;
-    if let Some((region, dst)) = stage.consts {
-        weights::copy_commands(
-            &mut w,
-            (REGION_READ_ONLY, const_base),
-            (region, dst),
-            const_len,
-        );
-        consts_pending = true;
+    if let Some((c, from, len)) = copy {
+        weights::copy_commands(&mut w, (REGION_READ_ONLY, from), (c.region, c.at), len);
+        consts_pending = c.consts;
     }
     // Byte ranges read and written by the previous operation.
     let mut prev: Option<Access> = None;
-    let mut luts = lut::LutSlots::default();
+    let mut luts = lut::LutSlots::with_tables(tables);
     let mut operators = Vec::new();
     // The operation of each kernel command, in stream order, and the index (in `w.commands`)
     // of the command after which each operation's OFM is complete in memory.

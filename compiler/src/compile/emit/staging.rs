@@ -64,14 +64,24 @@ pub(super) struct IfmCopy {
     pub wait: bool,
 }
 
+/// One DMA at the start copying the constant feature maps (`consts`) and/or the lookup
+/// tables (`tables`), laid out in that order in the read-only region, into `region` at `at`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ConstCopy {
+    pub region: u8,
+    pub at: u64,
+    pub consts: bool,
+    pub tables: bool,
+}
+
 /// The staging decisions.
 pub(super) struct Staging {
     /// How each operation's streams are read.
     pub how: Vec<Staged>,
     /// Each operation's IFM copy, if any.
     pub copies: Vec<Option<IfmCopy>>,
-    /// Where the constant feature maps are copied (region, offset), if they are.
-    pub consts: Option<(u8, u64)>,
+    /// The copy of the constant feature maps and/or the lookup tables, if any.
+    pub consts: Option<ConstCopy>,
     /// One past the last byte of the staging region a buffer uses.
     pub end: u64,
 }
@@ -133,8 +143,9 @@ pub(super) fn stage(
             *slot = Some(c);
         }
     }
-    // The constant feature maps, copied together at the start into a buffer that lives
-    // throughout, when the cycles the operations reading them save exceed the copy's.
+    // The constant feature maps and the lookup tables, copied together at the start into a
+    // buffer that lives throughout, when the cycles the operations reading them and the
+    // tables' loads save exceed the copy's.
     let consts = stage_consts(
         target,
         l,
@@ -359,7 +370,8 @@ pub(super) fn stage(
     }
 }
 
-/// Where the constant feature maps go (region, offset), if they are copied.
+/// Whether and where the constant feature maps and the lookup tables are copied: each part
+/// when the cycles it saves exceed the cycles it adds to the copy.
 #[allow(clippy::too_many_arguments)]
 fn stage_consts(
     target: &dyn Target,
@@ -370,17 +382,20 @@ fn stage_consts(
     cap: u64,
     occupied: &mut Vec<(Item, u64)>,
     copy_cycles: &dyn Fn(u8, u64) -> u64,
-) -> Option<(u8, u64)> {
+) -> Option<ConstCopy> {
     let bufs = const_operands(l);
-    let size: u64 = bufs
+    let tables = lut::tables(l);
+    let const_size: u64 = bufs
         .iter()
         .map(|b| (l.constants[b].len() as u64).next_multiple_of(16))
         .sum();
-    if size == 0 {
-        return None;
-    }
+    let table_size: u64 = tables
+        .iter()
+        .map(|t| (t.len() as u64).next_multiple_of(16))
+        .sum();
+    // The operations reading a constant, each estimated with its constants in the copy.
     let moved: Consts = bufs.iter().map(|&b| (b, (region, 0))).collect();
-    let mut saved = 0u64;
+    let mut const_saved = 0u64;
     for (op, plan) in l.ops.iter().zip(plans) {
         let reads = std::iter::once(&op.ifm)
             .chain(op.ifm2.as_ref())
@@ -398,19 +413,49 @@ fn stage_consts(
             REGION_READ_ONLY,
             &at,
         );
-        saved += plan.cycles.saturating_sub(c);
+        const_saved += plan.cycles.saturating_sub(c);
     }
-    if saved <= copy_cycles(REGION_READ_ONLY, size) {
+    // Each table is loaded into the LUT RAM at least once, before the first operation using
+    // it, from the copy instead of region 0; the previous operation's kernel hides the load's
+    // first cycles.
+    let mut table_saved = 0u64;
+    let mut seen: Vec<&[u8]> = Vec::new();
+    for (&k, t) in &l.luts {
+        if seen.contains(&t.data.as_slice()) {
+            continue;
+        }
+        seen.push(&t.data);
+        let bytes = t.data.len() as u64;
+        let hidden = k.checked_sub(1).map_or(0, |j| plans[j].cycles);
+        let exposed = |from: u8| lut::load_cycles(target, from, bytes).saturating_sub(hidden);
+        table_saved += exposed(REGION_READ_ONLY).saturating_sub(exposed(region));
+    }
+    let copy = |size: u64| {
+        if size == 0 {
+            0
+        } else {
+            copy_cycles(REGION_READ_ONLY, size)
+        }
+    };
+    let consts = const_size > 0 && const_saved > copy(const_size);
+    let base = if consts { const_size } else { 0 };
+    let tables = table_size > 0 && table_saved > copy(base + table_size) - copy(base);
+    if !consts && !tables {
         return None;
     }
     let item = Item {
-        size,
+        size: if consts { const_size } else { 0 } + if tables { table_size } else { 0 },
         start: 0,
         end: l.ops.len().saturating_sub(1),
     };
     let at = alloc::fit(occupied, item, cap)?;
     occupied.push((item, at));
-    Some((region, at))
+    Some(ConstCopy {
+        region,
+        at,
+        consts,
+        tables,
+    })
 }
 
 /// Buffers for the streams of every operation of cascade `c` (live from the DMAs' issue
