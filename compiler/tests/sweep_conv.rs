@@ -2,8 +2,9 @@
 //! CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, TRANSPOSE_CONV, MAX_POOL_2D, AVERAGE_POOL_2D
 //! and BATCH_MATMUL over int8 / 16x8, per-tensor / per-channel weights, every fused
 //! activation, SAME / VALID, strides, dilations, kernels beyond the hardware's, batches and
-//! broadcast batches (`sweep_common::conv`). Every model is compiled for all five
-//! configurations in the default memory mode and in `Sram_Only`, and must reproduce the
+//! broadcast batches, and pairs of window operators in a row (`sweep_common::conv`). Every
+//! model is compiled for all five configurations in three memory modes (`Dedicated_Sram_384KB`,
+//! `Sram_Only`, `Shared_Sram`) and must reproduce the
 //! reference interpreter bit for bit; a model Vela 5.2 accepts must compile.
 //!
 //! The default run checks a few fixed seeds per family (seconds). The larger sweep:
@@ -79,6 +80,11 @@ fn avg_pool_small() {
 #[test]
 fn batch_matmul_small() {
     small(Family::BatchMatMul);
+}
+
+#[test]
+fn pairs_small() {
+    small(Family::Pair);
 }
 
 #[test]

@@ -21,9 +21,11 @@ pub enum Family {
     MaxPool,
     AvgPool,
     BatchMatMul,
+    /// Two window operators in a row.
+    Pair,
 }
 
-pub const FAMILIES: [Family; 7] = [
+pub const FAMILIES: [Family; 8] = [
     Family::Conv,
     Family::Depthwise,
     Family::FullyConnected,
@@ -31,6 +33,7 @@ pub const FAMILIES: [Family; 7] = [
     Family::MaxPool,
     Family::AvgPool,
     Family::BatchMatMul,
+    Family::Pair,
 ];
 
 /// How large the shapes get.
@@ -220,21 +223,76 @@ pub fn model(family: Family, rng: &mut Rng, size: Size) -> Model {
         Family::TransposeConv => transpose_conv(rng, size),
         Family::MaxPool | Family::AvgPool => pool(rng, size, family == Family::MaxPool),
         Family::BatchMatMul => batch_matmul(rng, size),
+        Family::Pair => pair(rng, size),
     }
+}
+
+/// An activation tensor of a model under construction.
+#[derive(Debug, Clone)]
+pub struct Fmap {
+    pub id: i32,
+    pub shape: Vec<usize>,
+    pub q: Quant,
+}
+
+/// One operator added to a model: its output, its parameters, whether Vela takes it.
+struct Added {
+    out: Fmap,
+    desc: String,
+    vela: Result<(), String>,
+}
+
+impl Added {
+    fn model(self, mut b: Builder) -> Model {
+        b.output(self.out.id);
+        Model {
+            desc: self.desc,
+            bytes: b.finish(),
+            vela: self.vela,
+        }
+    }
+}
+
+/// A new graph input of type `ty` and `shape`.
+fn input(b: &mut Builder, rng: &mut Rng, ty: Ty, shape: Vec<usize>) -> Fmap {
+    let q = ty.quant(rng);
+    let id = b.input("x", &shape, ty.tensor_type(), q.clone());
+    Fmap { id, shape, q }
 }
 
 fn conv(rng: &mut Rng, size: Size, depthwise: bool) -> Model {
     let ty = Ty { i16: rng.pct(25) };
+    let mut b = Builder::new();
+    conv_op(&mut b, rng, size, ty, None, depthwise).model(b)
+}
+
+/// A CONV_2D or DEPTHWISE_CONV_2D reading `x` (a new input when `None`).
+fn conv_op(
+    b: &mut Builder,
+    rng: &mut Rng,
+    size: Size,
+    ty: Ty,
+    x: Option<&Fmap>,
+    depthwise: bool,
+) -> Added {
     let (kh, kw) = (kernel(rng, size), kernel(rng, size));
     let (sh, sw) = (stride(rng, size), stride(rng, size));
     let (dh, dw) = (dilation(rng), dilation(rng));
-    let same = rng.pct(50);
-    let n = if rng.pct(85) { 1 } else { rng.usize(2, 3) };
-    let h = dim(rng, size, 12, 70).max(if same { 1 } else { (kh - 1) * dh + 1 });
-    let w = dim(rng, size, 12, 70).max(if same { 1 } else { (kw - 1) * dw + 1 });
-    let h = h + if same { 0 } else { rng.usize(0, 3) };
-    let w = w + if same { 0 } else { rng.usize(0, 3) };
-    let cin = dim(rng, size, 12, 300);
+    let mut same = rng.pct(50);
+    let (n, h, w, cin) = match x {
+        Some(x) => (x.shape[0], x.shape[1], x.shape[2], x.shape[3]),
+        None => {
+            let n = if rng.pct(85) { 1 } else { rng.usize(2, 3) };
+            let h = dim(rng, size, 12, 70).max(if same { 1 } else { (kh - 1) * dh + 1 });
+            let w = dim(rng, size, 12, 70).max(if same { 1 } else { (kw - 1) * dw + 1 });
+            let h = h + if same { 0 } else { rng.usize(0, 3) };
+            let w = w + if same { 0 } else { rng.usize(0, 3) };
+            (n, h, w, dim(rng, size, 12, 300))
+        }
+    };
+    if out_size(same, h, kh, sh, dh).is_none() || out_size(same, w, kw, sw, dw).is_none() {
+        same = true;
+    }
     let mult = if !depthwise || rng.pct(70) {
         1
     } else {
@@ -256,14 +314,15 @@ fn conv(rng: &mut Rng, size: Size, depthwise: bool) -> Model {
         if ty.i16 { "16x8" } else { "int8" },
         if same { "SAME" } else { "VALID" },
     );
-    let mut b = Builder::new();
-    let qx = ty.quant(rng);
-    let x = b.input("x", &[n, h, w, cin], ty.tensor_type(), qx.clone());
+    let x = match x {
+        Some(x) => x.clone(),
+        None => input(b, rng, ty, vec![n, h, w, cin]),
+    };
     let k = kh * kw * if depthwise { 1 } else { cin };
     let wv = weights(rng, kh * kw * cin * if depthwise { mult } else { cout });
     let ws = weight_scales(rng, per_channel, cout);
     let mean_ws = ws.iter().map(|&s| f64::from(s)).sum::<f64>() / ws.len() as f64;
-    let so = out_scale(rng, ty, qx.scale[0], mean_ws as f32, w_amp(&wv), k);
+    let so = out_scale(rng, ty, x.q.scale[0], mean_ws as f32, w_amp(&wv), k);
     let qo = if ty.i16 {
         Quant::per_tensor(so, 0)
     } else {
@@ -275,8 +334,9 @@ fn conv(rng: &mut Rng, size: Size, depthwise: bool) -> Model {
         (vec![cout, kh, kw, cin], 0)
     };
     let wt = b.const_i8("w", &wshape, &wv, Quant::per_axis(ws, qdim));
-    let bt = bias(&mut b, rng, ty, cout, k, has_bias);
-    let y = b.activation("y", &[n, oh, ow, cout], ty.tensor_type(), qo);
+    let bt = bias(b, rng, ty, cout, k, has_bias);
+    let oshape = vec![n, oh, ow, cout];
+    let y = b.activation("y", &oshape, ty.tensor_type(), qo.clone());
     if depthwise {
         let mut o = DepthwiseConv2DOptionsT::default();
         o.padding = padding(same);
@@ -289,7 +349,7 @@ fn conv(rng: &mut Rng, size: Size, depthwise: bool) -> Model {
         b.op(
             B::DEPTHWISE_CONV_2D,
             BuiltinOptionsT::DepthwiseConv2DOptions(Box::new(o)),
-            &[x, wt, bt],
+            &[x.id, wt, bt],
             &[y],
         );
     } else {
@@ -303,16 +363,18 @@ fn conv(rng: &mut Rng, size: Size, depthwise: bool) -> Model {
         b.op(
             B::CONV_2D,
             BuiltinOptionsT::Conv2DOptions(Box::new(o)),
-            &[x, wt, bt],
+            &[x.id, wt, bt],
             &[y],
         );
     }
-    b.output(y);
-    let vela = weight_sum_ok(ty, &wv, !depthwise, cout);
-    Model {
+    Added {
+        out: Fmap {
+            id: y,
+            shape: oshape,
+            q: qo,
+        },
         desc,
-        bytes: b.finish(),
-        vela,
+        vela: weight_sum_ok(ty, &wv, !depthwise, cout),
     }
 }
 
@@ -393,6 +455,12 @@ fn fully_connected(rng: &mut Rng, size: Size) -> Model {
 
 fn transpose_conv(rng: &mut Rng, size: Size) -> Model {
     let ty = Ty { i16: rng.pct(25) };
+    let mut b = Builder::new();
+    tconv_op(&mut b, rng, size, ty, None).model(b)
+}
+
+/// A TRANSPOSE_CONV reading `x` (a new input when `None`).
+fn tconv_op(b: &mut Builder, rng: &mut Rng, size: Size, ty: Ty, x: Option<&Fmap>) -> Added {
     let (kh, kw) = match size {
         Size::Small => (rng.usize(1, 5), rng.usize(1, 5)),
         Size::Large => (rng.usize(1, 9), rng.usize(1, 9)),
@@ -400,9 +468,15 @@ fn transpose_conv(rng: &mut Rng, size: Size) -> Model {
     let (sh, sw) = (rng.usize(1, 4), rng.usize(1, 4));
     let (sh, sw) = if rng.pct(50) { (sh, sh) } else { (sh, sw) };
     let same = rng.pct(50);
-    let h = dim(rng, size, 8, 40);
-    let w = dim(rng, size, 8, 40);
-    let cin = dim(rng, size, 10, 200);
+    let (n, h, w, cin) = match x {
+        Some(x) => (x.shape[0], x.shape[1], x.shape[2], x.shape[3]),
+        None => (
+            1,
+            dim(rng, size, 8, 40),
+            dim(rng, size, 8, 40),
+            dim(rng, size, 10, 200),
+        ),
+    };
     let cout = dim(rng, size, 10, 200);
     // Vela's shape constraint: SAME: OFM = IFM * stride; VALID: OFM = IFM * stride + kernel -
     // stride (TFLite's VALID size).
@@ -415,41 +489,43 @@ fn transpose_conv(rng: &mut Rng, size: Size) -> Model {
     let act = rng.pick(&ACTS);
     let has_bias = rng.pct(70);
     let desc = format!(
-        "TRANSPOSE_CONV {}: {h}x{w}x{cin} -> {oh}x{ow}x{cout} k{kh}x{kw} s{sh}x{sw} {} {act:?} per_channel={per_channel} bias={has_bias}",
+        "TRANSPOSE_CONV {}: n{n} {h}x{w}x{cin} -> {oh}x{ow}x{cout} k{kh}x{kw} s{sh}x{sw} {} {act:?} per_channel={per_channel} bias={has_bias}",
         if ty.i16 { "16x8" } else { "int8" },
         if same { "SAME" } else { "VALID" },
     );
-    let mut b = Builder::new();
-    let qx = ty.quant(rng);
     let shape_t = b.const_i32(
         "output_shape",
         &[4],
-        &[1, oh as i32, ow as i32, cout as i32],
+        &[n as i32, oh as i32, ow as i32, cout as i32],
     );
-    let x = b.input("x", &[1, h, w, cin], ty.tensor_type(), qx.clone());
+    let x = match x {
+        Some(x) => x.clone(),
+        None => input(b, rng, ty, vec![n, h, w, cin]),
+    };
     let wv = weights(rng, cout * kh * kw * cin);
     let ws = weight_scales(rng, per_channel, cout);
     let mean_ws = ws.iter().map(|&s| f64::from(s)).sum::<f64>() / ws.len() as f64;
     // Each output sums about kh*kw*cin / (sh*sw) products.
     let k = (kh * kw * cin).div_ceil(sh * sw);
-    let so = out_scale(rng, ty, qx.scale[0], mean_ws as f32, w_amp(&wv), k);
+    let so = out_scale(rng, ty, x.q.scale[0], mean_ws as f32, w_amp(&wv), k);
     let qo = if ty.i16 {
         Quant::per_tensor(so, 0)
     } else {
         Quant::per_tensor(so, rng.range(-128, 127))
     };
     let wt = b.const_i8("w", &[cout, kh, kw, cin], &wv, Quant::per_axis(ws, 0));
-    let bt = bias(&mut b, rng, ty, cout, k, has_bias);
-    let y = b.activation("y", &[1, oh, ow, cout], ty.tensor_type(), qo);
+    let bt = bias(b, rng, ty, cout, k, has_bias);
+    let oshape = vec![n, oh, ow, cout];
+    let y = b.activation("y", &oshape, ty.tensor_type(), qo.clone());
     let mut o = TransposeConvOptionsT::default();
     o.padding = padding(same);
     o.stride_h = sh as i32;
     o.stride_w = sw as i32;
     o.fused_activation_function = act;
     let inputs: Vec<i32> = if bt >= 0 {
-        vec![shape_t, wt, x, bt]
+        vec![shape_t, wt, x.id, bt]
     } else {
-        vec![shape_t, wt, x]
+        vec![shape_t, wt, x.id]
     };
     b.op(
         B::TRANSPOSE_CONV,
@@ -457,33 +533,56 @@ fn transpose_conv(rng: &mut Rng, size: Size) -> Model {
         &inputs,
         &[y],
     );
-    b.output(y);
-    let vela = weight_sum_ok(ty, &wv, true, cout);
-    Model {
+    Added {
+        out: Fmap {
+            id: y,
+            shape: oshape,
+            q: qo,
+        },
         desc,
-        bytes: b.finish(),
-        vela,
+        vela: weight_sum_ok(ty, &wv, true, cout),
     }
 }
 
 fn pool(rng: &mut Rng, size: Size, max: bool) -> Model {
     let ty = Ty { i16: rng.pct(25) };
+    let mut b = Builder::new();
+    pool_op(&mut b, rng, size, ty, None, max).model(b)
+}
+
+/// A MAX_POOL_2D or AVERAGE_POOL_2D reading `x` (a new input when `None`).
+fn pool_op(
+    b: &mut Builder,
+    rng: &mut Rng,
+    size: Size,
+    ty: Ty,
+    x: Option<&Fmap>,
+    max: bool,
+) -> Added {
     let global = rng.pct(15);
-    let same = !global && rng.pct(50);
-    let n = if rng.pct(85) { 1 } else { rng.usize(2, 3) };
+    let mut same = !global && rng.pct(50);
     let (mut kh, mut kw) = (kernel(rng, size), kernel(rng, size));
     let (sh, sw) = (stride(rng, size), stride(rng, size));
-    let h = dim(rng, size, 12, 90);
-    let w = dim(rng, size, 12, 90);
-    let (h, w) = if global || same {
-        (h, w)
-    } else {
-        (h.max(kh) + rng.usize(0, 3), w.max(kw) + rng.usize(0, 3))
+    let (n, h, w, c) = match x {
+        Some(x) => (x.shape[0], x.shape[1], x.shape[2], x.shape[3]),
+        None => {
+            let n = if rng.pct(85) { 1 } else { rng.usize(2, 3) };
+            let h = dim(rng, size, 12, 90);
+            let w = dim(rng, size, 12, 90);
+            let (h, w) = if global || same {
+                (h, w)
+            } else {
+                (h.max(kh) + rng.usize(0, 3), w.max(kw) + rng.usize(0, 3))
+            };
+            (n, h, w, dim(rng, size, 12, 300))
+        }
     };
     if global {
         (kh, kw) = (h, w);
     }
-    let c = dim(rng, size, 12, 300);
+    if !same && (h < kh || w < kw) {
+        same = true;
+    }
     let oh = out_size(same, h, kh, sh, 1).unwrap();
     let ow = out_size(same, w, kw, sw, 1).unwrap();
     let act = rng.pick(&ACTS);
@@ -497,10 +596,12 @@ fn pool(rng: &mut Rng, size: Size, max: bool) -> Model {
         if ty.i16 { "16x8" } else { "int8" },
         if same { "SAME" } else { "VALID" },
     );
-    let mut b = Builder::new();
-    let q = ty.quant(rng);
-    let x = b.input("x", &[n, h, w, c], ty.tensor_type(), q.clone());
-    let y = b.activation("y", &[n, oh, ow, c], ty.tensor_type(), q);
+    let x = match x {
+        Some(x) => x.clone(),
+        None => input(b, rng, ty, vec![n, h, w, c]),
+    };
+    let oshape = vec![n, oh, ow, c];
+    let y = b.activation("y", &oshape, ty.tensor_type(), x.q.clone());
     let mut o = Pool2DOptionsT::default();
     o.padding = padding(same);
     o.stride_h = sh as i32;
@@ -515,10 +616,9 @@ fn pool(rng: &mut Rng, size: Size, max: bool) -> Model {
             B::AVERAGE_POOL_2D
         },
         BuiltinOptionsT::Pool2DOptions(Box::new(o)),
-        &[x],
+        &[x.id],
         &[y],
     );
-    b.output(y);
     let vela = if max || !same {
         if kh * kw > 65536 || kh > 256 {
             Err("kernel product above 65536 or height above 256".into())
@@ -530,11 +630,37 @@ fn pool(rng: &mut Rng, size: Size, max: bool) -> Model {
     } else {
         Ok(())
     };
-    Model {
+    Added {
+        out: Fmap {
+            id: y,
+            shape: oshape,
+            q: x.q,
+        },
         desc,
-        bytes: b.finish(),
         vela,
     }
+}
+
+/// Two window operators in a row (the second reads the first's output): the decompositions'
+/// scratch buffers, chaining and placement next to each other.
+fn pair(rng: &mut Rng, size: Size) -> Model {
+    let ty = Ty { i16: rng.pct(25) };
+    let mut b = Builder::new();
+    let add = |b: &mut Builder, rng: &mut Rng, x: Option<&Fmap>| match rng.range(0, 4) {
+        0 => conv_op(b, rng, size, ty, x, false),
+        1 => conv_op(b, rng, size, ty, x, true),
+        2 => tconv_op(b, rng, size, ty, x),
+        3 => pool_op(b, rng, size, ty, x, true),
+        _ => pool_op(b, rng, size, ty, x, false),
+    };
+    let first = add(&mut b, rng, None);
+    let second = add(&mut b, rng, Some(&first.out));
+    Added {
+        out: second.out,
+        desc: format!("{} => {}", first.desc, second.desc),
+        vela: first.vela.and(second.vela),
+    }
+    .model(b)
 }
 
 fn batch_matmul(rng: &mut Rng, size: Size) -> Model {

@@ -67,20 +67,22 @@ pub struct Target {
 }
 
 /// Every configuration in the default memory mode (`Dedicated_Sram_384KB`: feature maps in the
-/// 384 KB fast memory, spilling to the DRAM arena) and in `Sram_Only`.
+/// 384 KB fast memory, spilling to the DRAM arena), in `Sram_Only` (flash constants) and in
+/// `Shared_Sram`.
 pub fn all_targets() -> Vec<Target> {
     let mut v = Vec::new();
     for accel in Accelerator::ALL {
-        v.push(Target {
-            accel,
-            system: presets::DEFAULT_SYSTEM_CONFIG,
-            mode: presets::DEFAULT_MEMORY_MODE,
-        });
-        v.push(Target {
-            accel,
-            system: "Ethos_U85_SYS_Flash_High",
-            mode: "Sram_Only",
-        });
+        for (system, mode) in [
+            (presets::DEFAULT_SYSTEM_CONFIG, presets::DEFAULT_MEMORY_MODE),
+            ("Ethos_U85_SYS_Flash_High", "Sram_Only"),
+            ("Ethos_U85_SYS_DRAM_Low", "Shared_Sram"),
+        ] {
+            v.push(Target {
+                accel,
+                system,
+                mode,
+            });
+        }
     }
     v
 }
