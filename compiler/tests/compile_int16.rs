@@ -6,7 +6,7 @@
 mod compile_common;
 
 use compile_common::*;
-use npuc::compile::{compile, CompileError, Options};
+use npuc::compile::{compile, Options};
 use npuc_ir::*;
 
 const SAMPLES: usize = 3;
@@ -125,15 +125,33 @@ fn conv_dil4(rng: &mut Rng) -> Graph {
 /// The TFLite int16 FULLY_CONNECTED: a 48-bit accumulator widened exactly to i32, then a
 /// 32-bit-multiplier per-channel RESCALE (single rounding) to i16 and a ReLU.
 fn fc16(rng: &mut Rng, ic: usize, weights: Option<i8>) -> Graph {
-    let (n, oc) = (3, 10);
-    let mut b = GraphBuilder::new("fc16");
-    let x = b.input("x", DType::Int16, [n, ic]);
+    let oc = 10;
     let wv = match weights {
         Some(v) => vec![v; oc * ic],
         None => rng.i8s(oc * ic),
     };
+    fc16_with(rng, ic, wv, None, 40, (0, 32767)).0
+}
+
+/// [`fc16`] with weights `wv` (`[oc, ic]`), an optional CLAMP of the input, the output
+/// RESCALE's shift and the final clamp; with its bias and output RESCALE.
+fn fc16_with(
+    rng: &mut Rng,
+    ic: usize,
+    wv: Vec<i8>,
+    in_clamp: Option<(i64, i64)>,
+    shift: i8,
+    clamp: (i64, i64),
+) -> (Graph, Vec<i64>, RescaleAttrs) {
+    let (n, oc) = (3, wv.len() / ic);
+    let mut b = GraphBuilder::new("fc16");
+    let mut x = b.input("x", DType::Int16, [n, ic]);
+    if let Some((min, max)) = in_clamp {
+        x = b.op("in_clamp", Op::Clamp(ClampAttrs { min, max }), &[x]);
+    }
     let wt = b.const_i8("w", [oc, ic], &wv);
-    let bt = b.const_i48("b", [oc], &bias48(rng, oc, 1 << 20));
+    let bias = bias48(rng, oc, 1 << 20);
+    let bt = b.const_i48("b", [oc], &bias);
     let acc = b.op(
         "fc",
         Op::FullyConnected(FullyConnectedAttrs::default()),
@@ -152,12 +170,13 @@ fn fc16(rng: &mut Rng, ic: usize, weights: Option<i8>) -> Graph {
         output_unsigned: false,
     };
     let a32 = b.op("widen", Op::Rescale(widen), &[acc]);
-    let mut r = out_rescale(rng, oc, 40, RescaleRounding::SingleRound, 0);
+    let mut r = out_rescale(rng, oc, shift, RescaleRounding::SingleRound, 0);
     r.output_dtype = DType::Int16;
-    let y = b.op("rescale", Op::Rescale(r), &[a32]);
-    let z = b.op("relu", Op::Clamp(ClampAttrs { min: 0, max: 32767 }), &[y]);
+    let y = b.op("rescale", Op::Rescale(r.clone()), &[a32]);
+    let (min, max) = clamp;
+    let z = b.op("relu", Op::Clamp(ClampAttrs { min, max }), &[y]);
     b.output(z);
-    b.finish().unwrap()
+    (b.finish().unwrap(), bias, r)
 }
 
 fn in_rescale(m: i32, shift: i8) -> RescaleAttrs {
@@ -437,16 +456,65 @@ fn fc16_whose_accumulator_fits_i32_runs_on_the_32_bit_accumulator() {
 }
 
 #[test]
-fn fc16_whose_accumulator_can_exceed_i32_is_rejected() {
+fn fc16_whose_accumulator_can_exceed_i32_saturates_it_on_its_own() {
     // 32768 * 127 * 600 > 2^31: the IR saturates the widened accumulator, the 32-bit NPU
-    // accumulator would wrap, and the 48-bit one only takes 15-bit scales.
+    // accumulator would wrap, and the 48-bit one only takes 15-bit scales: the accumulator
+    // is written raw (b64), saturated by elementwise operations, then rescaled (L26).
     let g = fc16(&mut Rng(3), 600, Some(127));
-    let e = compile(&g, &Options::default()).unwrap_err();
-    assert!(
-        matches!(&e, CompileError::Unsupported { name, reason, .. }
-            if name == "rescale" && reason.contains("exceed 32 bits")),
-        "{e}"
-    );
+    check_sim("fc16_600", &g, SAMPLES);
+}
+
+#[test]
+fn fc16_accumulators_beyond_i32_saturate() {
+    // The IR leaves a widening beyond i32 undefined (TOSA's apply_scale_16 REQUIREs an i32
+    // result); TFLite's 64-bit path saturates the output instead. The NPU result is the
+    // saturated accumulator rescaled: channel 0 (weights all 127) above 2^31 for the rows of
+    // 20000 and 32767, channel 1 (all -127) below -2^31, channel 2 (930 weights 127) on both
+    // sides of 2^31, channel 3 random. The rescale maps 2^31 to about 2^14, so a wrapped or
+    // an unsaturated accumulator gives other outputs.
+    use npuc_backend::arch::Accelerator;
+    let (ic, oc) = (1000, 4);
+    let mut rng = Rng(17);
+    let mut wv = vec![127i8; ic];
+    wv.extend(vec![-127i8; ic]);
+    wv.extend((0..ic).map(|i| if i < 930 { 127 } else { 0 }));
+    wv.extend(rng.i8s(ic));
+    let (g, bias, r) = fc16_with(&mut rng, ic, wv.clone(), None, 48, (-32768, 32767));
+    let rows: [Vec<i16>; 3] = [
+        vec![20000; ic],
+        vec![32767; ic],
+        (0..ic).map(|_| rng.range(16000, 20000) as i16).collect(),
+    ];
+    let mut expected = Vec::new();
+    for x in &rows {
+        for c in 0..oc {
+            let acc: i64 = bias[c]
+                + x.iter()
+                    .zip(&wv[c * ic..(c + 1) * ic])
+                    .map(|(&x, &w)| i64::from(x) * i64::from(w))
+                    .sum::<i64>();
+            let v = acc.clamp(i32::MIN.into(), i32::MAX.into());
+            let (m, s) = (i64::from(r.multiplier[c]), i32::from(r.shift[c]));
+            let y =
+                ((i128::from(v) * i128::from(m) + (1i128 << (s - 1))) >> s).clamp(-32768, 32767);
+            expected.extend((y as i16).to_le_bytes());
+        }
+    }
+    let input: Vec<u8> = rows
+        .iter()
+        .flatten()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    for accel in Accelerator::ALL {
+        for (sys, mode) in [
+            ("Ethos_U85_SYS_DRAM_Mid", "Dedicated_Sram_384KB"),
+            ("Ethos_U85_SYS_Flash_High", "Sram_Only"),
+        ] {
+            let m = compile(&g, &options_in(accel, sys, mode)).unwrap();
+            let got = simulate(&m, std::slice::from_ref(&input));
+            assert_eq!(got[0], expected, "{accel} {mode}");
+        }
+    }
 }
 
 /// Kernel operations of `g` compiled for the default configuration as (POOL?, OFM transpose).

@@ -342,6 +342,53 @@ fn depthwise_77x10_dilation_4_on_11x8(rng: &mut Rng) -> Graph {
     )
 }
 
+/// DEPTHWISE_CONV2D 16x8, depth multiplier 4 on 229 channels, 10x8 kernel with dilation 4x3
+/// and stride 1x6: a DEPTHWISE of the input's channels repeated (decision L27; as a CONV with
+/// zero weights it took gigabytes to compile).
+fn depthwise16_mult_4_on_229_channels(rng: &mut Rng) -> Graph {
+    conv(
+        rng,
+        DType::Int16,
+        [1, 39, 25, 229],
+        916,
+        [10, 8],
+        [1, 6],
+        [4, 3],
+        [0, 0, 0, 0],
+        Some(4),
+    )
+}
+
+/// DEPTHWISE_CONV2D, depth multiplier 2 on 9 channels, batch 3, 1x1 kernel (the batch folds
+/// into the rows) and a 3x3 one with padding per image.
+fn depthwise_mult_2_batch_3(rng: &mut Rng) -> Graph {
+    conv(
+        rng,
+        DType::Int8,
+        [3, 7, 5, 9],
+        18,
+        [3, 3],
+        [1, 1],
+        [1, 1],
+        [1, 1, 1, 1],
+        Some(2),
+    )
+}
+
+fn depthwise_mult_3_1x1_batch_2(rng: &mut Rng) -> Graph {
+    conv(
+        rng,
+        DType::Int8,
+        [2, 6, 4, 10],
+        30,
+        [1, 1],
+        [1, 1],
+        [1, 1],
+        [0, 0, 0, 0],
+        Some(3),
+    )
+}
+
 /// Compiles `build`'s graph for every configuration in four memory systems (fast memory with
 /// mid and low bandwidth DRAM behind it, SRAM only, shared SRAM) and verifies three random
 /// samples on the simulator.
@@ -398,5 +445,8 @@ mod sim {
         matmul16_const_b,
         conv16_stride_5_deep,
         depthwise_77x10_dilation_4_on_11x8,
+        depthwise16_mult_4_on_229_channels,
+        depthwise_mult_2_batch_3,
+        depthwise_mult_3_1x1_batch_2,
     );
 }

@@ -144,6 +144,20 @@ impl<'g> Ctx<'g> {
         let wdims = self.dims(w).to_vec();
         let vals = weight_values(node, wd, weight_zp)?;
         let bad_shape = |e: npuc_codecs::ordering::OrderingError| unsupported(node, e.to_string());
+        // A depth multiplier on many channels: a DEPTHWISE of the input's channels repeated
+        // (`conv_repeat`), when the input is dense.
+        let repeat = match &node.op {
+            Op::DepthwiseConv2d(_)
+                if wdims[3] > 1
+                    && wdims[2] >= super::conv_repeat::REPEAT_FROM_CHANNELS
+                    && self
+                        .image_fm(node, x, true, input_zp)
+                        .is_ok_and(|(f, _)| f.view.strides.is_none()) =>
+            {
+                wdims[3]
+            }
+            _ => 1,
+        };
         let (kernel, weights, spatial) = match &node.op {
             Op::Conv2d(_) => {
                 let shape = WeightShape {
@@ -158,6 +172,12 @@ impl<'g> Ctx<'g> {
             Op::DepthwiseConv2d(_) if wdims[3] == 1 => {
                 let ohwi = OhwiWeights::from_depthwise_hwc(wdims[0], wdims[1], wdims[2], &vals)
                     .map_err(bad_shape)?;
+                (Kernel::Depthwise, ohwi, true)
+            }
+            Op::DepthwiseConv2d(_) if repeat > 1 => {
+                let ohwi =
+                    OhwiWeights::from_depthwise_hwc(wdims[0], wdims[1], wdims[2] * repeat, &vals)
+                        .map_err(bad_shape)?;
                 (Kernel::Depthwise, ohwi, true)
             }
             Op::DepthwiseConv2d(_) => {
@@ -196,6 +216,11 @@ impl<'g> Ctx<'g> {
                     broadcast: (false, false, false),
                     view: View::default(),
                 };
+                let ifm = if repeat > 1 {
+                    self.repeat_channels(node, ifm, 1, repeat)?
+                } else {
+                    ifm
+                };
                 let idx = self.lowered.ops.len();
                 let buffer = self.new_buffer(out_t, Some(idx));
                 let ofm = Fm {
@@ -210,6 +235,11 @@ impl<'g> Ctx<'g> {
             }
             _ => {
                 let (ifm, n) = self.image_fm(node, x, spatial, input_zp)?;
+                let ifm = if repeat > 1 {
+                    self.repeat_channels(node, ifm, n, repeat)?
+                } else {
+                    ifm
+                };
                 let (ofm, _) = self.image_ofm(node, out_t, spatial, r.output_zp)?;
                 (ifm, ofm, n)
             }
@@ -218,7 +248,20 @@ impl<'g> Ctx<'g> {
         if weights.shape().ofm_depth != oc {
             return Err(unsupported(node, "weight and output depths differ"));
         }
-        let channels = self.channel_scales(&rq, &weights, bd, in_dtype, input_zp, oc)?;
+        // A 16x8 accumulator saturated to i32 before a 32-bit multiplier, which may leave the
+        // i32 range: saturated on its own (`conv_sat`).
+        let saturate = rq.acc == AccFormat::I32
+            && in_dtype != DType::Int8
+            && rq.ops.len() == 2
+            && images == 1
+            && self
+                .acc_leaves_i32(&weights, bd, in_dtype, input_zp, oc)
+                .is_some();
+        let channels = if saturate {
+            self.channel_records(&rq, bd, oc)
+        } else {
+            self.channel_scales(&rq, &weights, bd, in_dtype, input_zp, oc)?
+        };
         let (kh, kw) = (ws.kernel_height, ws.kernel_width);
         let op = NpuOp {
             name: self.node(o).name.clone(),
@@ -246,6 +289,9 @@ impl<'g> Ctx<'g> {
             dilation,
             pad,
         };
+        if saturate {
+            return self.push_conv_saturated(node, op, window);
+        }
         self.push_window(node, op, window, images)?;
         Ok(())
     }
@@ -265,6 +311,58 @@ impl<'g> Ctx<'g> {
         input_zp: i64,
         oc: usize,
     ) -> Result<Vec<ChannelScale>, CompileError> {
+        if rq.acc == AccFormat::I32 && in_dtype != DType::Int8 {
+            // The IR accumulates in 48 bits (and a widening RESCALE saturates to i32); the
+            // 32-bit accumulator wraps. Equal only if no accumulator leaves the i32 range.
+            if let Some(c) = self.acc_leaves_i32(weights, bias, in_dtype, input_zp, oc) {
+                return Err(unsupported(
+                    rq.out_node,
+                    format!(
+                        "output channel {c}: the accumulator can exceed 32 bits, and the \
+                         48-bit accumulator only takes 15-bit scales, so this 32-bit \
+                         multiplier cannot be reproduced exactly"
+                    ),
+                ));
+            }
+        }
+        Ok(self.channel_records(rq, bias, oc))
+    }
+
+    /// The first output channel whose accumulator (`weights` OHWI with the zero point
+    /// subtracted, plus the bias) can leave the i32 range for inputs of `in_dtype`.
+    pub(super) fn acc_leaves_i32(
+        &self,
+        weights: &OhwiWeights,
+        bias: &TensorData,
+        in_dtype: DType,
+        input_zp: i64,
+        oc: usize,
+    ) -> Option<usize> {
+        let biases = bias.to_i64_vec();
+        let x_max = (in_dtype.max_value() - input_zp).max(input_zp - in_dtype.min_value());
+        let per_o = weights.values().len() / oc.max(1);
+        weights
+            .values()
+            .chunks(per_o.max(1))
+            .enumerate()
+            .position(|(c, ws)| {
+                let b = if biases.len() == 1 {
+                    biases[0]
+                } else {
+                    biases[c]
+                };
+                let sum: i64 = ws.iter().map(|&v| i64::from(v).abs()).sum();
+                sum * x_max + b.abs() > i64::from(i32::MAX)
+            })
+    }
+
+    /// The per-channel bias/scale records of the output RESCALE.
+    pub(super) fn channel_records(
+        &self,
+        rq: &ConvRescale<'g>,
+        bias: &TensorData,
+        oc: usize,
+    ) -> Vec<ChannelScale> {
         let r = rq.out;
         let biases = bias.to_i64_vec();
         let bias_of = |c: usize| {
@@ -274,26 +372,7 @@ impl<'g> Ctx<'g> {
                 biases[c]
             }
         };
-        if rq.acc == AccFormat::I32 && in_dtype != DType::Int8 {
-            // The IR accumulates in 48 bits (and a widening RESCALE saturates to i32); the
-            // 32-bit accumulator wraps. Equal only if no accumulator leaves the i32 range.
-            let x_max = (in_dtype.max_value() - input_zp).max(input_zp - in_dtype.min_value());
-            let per_o = weights.values().len() / oc.max(1);
-            for (c, ws) in weights.values().chunks(per_o.max(1)).enumerate() {
-                let sum: i64 = ws.iter().map(|&v| i64::from(v).abs()).sum();
-                if sum * x_max + bias_of(c).abs() > i64::from(i32::MAX) {
-                    return Err(unsupported(
-                        rq.out_node,
-                        format!(
-                            "output channel {c}: the accumulator can exceed 32 bits, and the \
-                             48-bit accumulator only takes 15-bit scales, so this 32-bit \
-                             multiplier cannot be reproduced exactly"
-                        ),
-                    ));
-                }
-            }
-        }
-        Ok((0..oc)
+        (0..oc)
             .map(|c| {
                 let k = if r.multiplier.len() == 1 { 0 } else { c };
                 ChannelScale {
@@ -302,7 +381,7 @@ impl<'g> Ctx<'g> {
                     shift: r.shift[k] as u8,
                 }
             })
-            .collect())
+            .collect()
     }
 }
 

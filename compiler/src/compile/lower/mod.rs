@@ -9,6 +9,8 @@ mod compare;
 mod constant;
 mod conv;
 mod conv3d;
+mod conv_repeat;
+mod conv_sat;
 mod elementwise;
 mod gather;
 mod gather_dma;
