@@ -459,7 +459,7 @@ fn fc16_whose_accumulator_fits_i32_runs_on_the_32_bit_accumulator() {
 fn fc16_whose_accumulator_can_exceed_i32_saturates_it_on_its_own() {
     // 32768 * 127 * 600 > 2^31: the IR saturates the widened accumulator, the 32-bit NPU
     // accumulator would wrap, and the 48-bit one only takes 15-bit scales: the accumulator
-    // is written raw (b64), saturated by elementwise operations, then rescaled (L26).
+    // is written raw (b64), saturated by elementwise operations, then rescaled (L27).
     let g = fc16(&mut Rng(3), 600, Some(127));
     check_sim("fc16_600", &g, SAMPLES);
 }

@@ -343,7 +343,7 @@ fn depthwise_77x10_dilation_4_on_11x8(rng: &mut Rng) -> Graph {
 }
 
 /// DEPTHWISE_CONV2D 16x8, depth multiplier 4 on 229 channels, 10x8 kernel with dilation 4x3
-/// and stride 1x6: a DEPTHWISE of the input's channels repeated (decision L27; as a CONV with
+/// and stride 1x6: a DEPTHWISE of the input's channels repeated (decision L28; as a CONV with
 /// zero weights it took gigabytes to compile).
 fn depthwise16_mult_4_on_229_channels(rng: &mut Rng) -> Graph {
     conv(

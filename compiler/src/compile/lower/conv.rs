@@ -5,9 +5,11 @@
 //!   kernels) runs on the 48-bit accumulator (`I48`: 48-bit bias, 15-bit scale, single
 //!   rounding = `Natural`). A 32-bit-multiplier RESCALE needs the 32-bit accumulator; for
 //!   16-bit inputs that is exact only if no accumulator can leave the i32 range, which is
-//!   checked per output channel from the weights and bias (otherwise the operator is rejected).
+//!   checked per output channel from the weights and bias (otherwise the accumulator is
+//!   saturated on its own, `conv_sat`).
 //! * A depth multiplier above 1 becomes an NPU CONV whose weights are zero outside each
-//!   output channel's own input channel.
+//!   output channel's own input channel, or on many channels a DEPTHWISE of the input's
+//!   channels repeated (`conv_repeat`).
 //! * A dilation above 2 becomes a dilation-1 kernel with zeros between the taps.
 
 use super::window::Window;

@@ -1,7 +1,7 @@
 //! A DEPTHWISE_CONV2D with a depth multiplier `M > 1` on many channels: output channel
 //! `c * M + m` reads input channel `c`, so with the input's channels repeated
 //! (`x'[..., c * M + m] = x[..., c]`) it is an ordinary DEPTHWISE of `C * M` channels whose
-//! weights are TFLite's `[KH, KW, C * M]` as they are (decision L27). The repetition is `M`
+//! weights are TFLite's `[KH, KW, C * M]` as they are (decision L28). The repetition is `M`
 //! 1x1 copies (max pooling, zero points 0, no clamp inside the type), copy `m` writing every
 //! `M`-th element of the new buffer from element `m`. (A CONV with zero weights outside each
 //! channel's own input would do `C` times the multiply-accumulates and hold `C` times the

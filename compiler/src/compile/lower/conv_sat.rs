@@ -1,6 +1,6 @@
 //! A 16x8 convolution (TFLite's per-channel int16 FULLY_CONNECTED) whose IR saturates its
 //! 48-bit accumulator to i32 (an exact widening RESCALE) before a 32-bit-multiplier RESCALE,
-//! when the accumulator can leave the i32 range (decision L26).
+//! when the accumulator can leave the i32 range (decision L27).
 //!
 //! The 32-bit accumulator would wrap, and the 48-bit one takes only 15-bit scales, so it runs
 //! in three steps:
