@@ -42,6 +42,12 @@ fn folded(out: &[usize], ins: &[Vec<usize>]) -> Result<Vec<(usize, Vec<bool>)>, 
     Ok(axes)
 }
 
+/// True if the operands `ins` (of the result's rank) of a result `out` fold into three
+/// groups of axes.
+pub(super) fn folds_into_three(out: &[usize], ins: &[Vec<usize>]) -> bool {
+    folded(out, ins).is_ok()
+}
+
 /// (H, W, C) of a dense tensor read or written element by element with its shape unchanged:
 /// the natural view for batch 1 and rank 4 or less; otherwise the depth is the last axis and
 /// the leading axes fold into the height and the width (as much as possible into the height).

@@ -522,11 +522,20 @@ impl<'g> Ctx<'g> {
     }
 
     /// CAST between i32 and i8/i16 on its own: a 1x1 max pool (b8, b16 or b32 in) with clip
-    /// range none; the write sign-extends or keeps the low bits, as the IR's CAST does.
+    /// range none; the write sign-extends or keeps the low bits, as the IR's CAST does. A
+    /// bool (bytes 0 / 1) is read as i8, which sign-extends to 0 / 1.
     pub(super) fn lower_cast_i32(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let (x, y) = (node.inputs()[0], node.outputs()[0]);
         let ok = |d: DType| matches!(d, DType::Int8 | DType::Int16 | DType::Int32);
+        if self.dtype(x) == DType::Int32 && self.dtype(y) == DType::Bool {
+            return self.lower_cast(o);
+        }
+        if self.dtype(x) == DType::Bool && self.dtype(y) == DType::Int32 {
+            let mut ifm = self.tensor_fm(node, x, 0)?;
+            ifm.dtype = DType::Int8;
+            return self.push_cast_i32(node, ifm, y);
+        }
         if self.dtype(x) == DType::Int32 && self.dtype(y) == DType::Int64 {
             return self.lower_cast_i64(o);
         }
@@ -537,6 +546,11 @@ impl<'g> Ctx<'g> {
             ));
         }
         let ifm = self.tensor_fm(node, x, 0)?;
+        self.push_cast_i32(node, ifm, y)
+    }
+
+    /// The 1x1 max pool of [`Ctx::lower_cast_i32`] from `ifm` into `y`.
+    fn push_cast_i32(&mut self, node: &OpNode, ifm: Fm, y: TensorId) -> Result<(), CompileError> {
         let ofm = self.ofm_flat(node, y, 0)?;
         self.push(NpuOp {
             name: node.name.clone(),

@@ -111,14 +111,14 @@ impl<'g> Ctx<'g> {
     /// * bool -> i8: the same bytes (the output aliases the input);
     /// * bool / i8 / i16 -> i8 / i16: a 1x1 POOL(SUM) with unit scale; the activation clamp
     ///   is the 16-bit range and the write keeps the low bits, which is the IR's wrap;
-    /// * i8 / i16 -> bool: `v != 0` as the complement `cmp_eq(v, 0)` plus the OFM zero
+    /// * i8 / i16 / i32 -> bool: `v != 0` as the complement `cmp_eq(v, 0)` plus the OFM zero
     ///   point 1 (decision L11).
     pub(super) fn lower_cast(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let (x, out) = (node.inputs()[0], node.outputs()[0]);
         let (from, to) = (self.dtype(x), self.dtype(out));
         let ok = |d: DType| matches!(d, DType::Bool | DType::Int8 | DType::Int16);
-        if !ok(from) || !ok(to) {
+        if !(ok(from) || (from == DType::Int32 && to == DType::Bool)) || !ok(to) {
             return Err(unsupported(
                 node,
                 format!("CAST from {from} to {to} (bool, i8 and i16 only)"),

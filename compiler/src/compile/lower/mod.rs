@@ -3,8 +3,10 @@
 //! One module per operator family (`conv`, `pool`, `elementwise`); this module holds the
 //! shared types, the lowering context and the dispatch over the IR operators.
 
+mod argmax16;
 mod avgpool;
 mod broadcast;
+mod broadcast_tile;
 mod compare;
 mod constant;
 mod conv;
@@ -27,6 +29,7 @@ mod pool;
 mod range;
 mod rdbpot;
 mod reduce;
+mod reduce_axis;
 mod rescale;
 mod resize;
 mod scatter;
@@ -589,6 +592,12 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     let g = rewritten.as_ref().unwrap_or(g);
     let negated = negate::rewrite(g)?;
     let g = negated.as_ref().unwrap_or(g);
+    let argmax = argmax16::rewrite(g)?;
+    let g = argmax.as_ref().unwrap_or(g);
+    let summed = reduce_axis::rewrite(g)?;
+    let g = summed.as_ref().unwrap_or(g);
+    let tiled = broadcast_tile::rewrite(g)?;
+    let g = tiled.as_ref().unwrap_or(g);
     let mut cx = Ctx {
         g,
         lowered: Lowered {

@@ -47,10 +47,13 @@ impl<'g> Ctx<'g> {
         let [c, x, y] = [node.inputs()[0], node.inputs()[1], node.inputs()[2]];
         let out = node.outputs()[0];
         let dtype = self.dtype(out);
-        if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Int32) {
+        if !matches!(
+            dtype,
+            DType::Bool | DType::Int8 | DType::Int16 | DType::Int32
+        ) {
             return Err(unsupported(
                 node,
-                format!("SELECT of {dtype} (i8, i16 and i32 only)"),
+                format!("SELECT of {dtype} (bool, i8, i16 and i32 only)"),
             ));
         }
         if self.dtype(c) != DType::Bool {
@@ -74,7 +77,7 @@ impl<'g> Ctx<'g> {
         )?;
         let name = node.name.clone();
         let act = self.type_range(out);
-        if dtype != DType::Int8 {
+        if !matches!(dtype, DType::Int8 | DType::Bool) {
             // n = cond - 1 as i16 / i32 (the condition's own broadcast shape).
             let mut n = self.scratch_fm(cond.shape, dtype);
             n.broadcast = cond.broadcast;
