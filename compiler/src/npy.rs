@@ -1,5 +1,5 @@
 //! A small NumPy `.npy` reader and writer (format versions 1.0-3.0 read, 1.0 written) for
-//! little-endian int8/uint8/int16/uint16/int32/uint32/int64 arrays in C order.
+//! little-endian int8/uint8/int16/uint16/int32/uint32/int64/float32 arrays in C order.
 
 use std::fmt;
 
@@ -22,6 +22,8 @@ pub enum Dtype {
     U32,
     /// `<i8`.
     I64,
+    /// `<f4`.
+    F32,
 }
 
 impl Dtype {
@@ -30,7 +32,7 @@ impl Dtype {
         match self {
             Dtype::Bool | Dtype::I8 | Dtype::U8 => 1,
             Dtype::I16 | Dtype::U16 => 2,
-            Dtype::I32 | Dtype::U32 => 4,
+            Dtype::I32 | Dtype::U32 | Dtype::F32 => 4,
             Dtype::I64 => 8,
         }
     }
@@ -46,6 +48,7 @@ impl Dtype {
             Dtype::I32 => "<i4",
             Dtype::U32 => "<u4",
             Dtype::I64 => "<i8",
+            Dtype::F32 => "<f4",
         }
     }
 
@@ -59,6 +62,7 @@ impl Dtype {
             "<i4" => Dtype::I32,
             "<u4" => Dtype::U32,
             "<i8" => Dtype::I64,
+            "<f4" => Dtype::F32,
             _ => return None,
         })
     }

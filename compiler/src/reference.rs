@@ -79,6 +79,7 @@ fn ir_dtype(d: Dtype) -> Option<DType> {
         Dtype::U16 => DType::UInt16,
         Dtype::I32 => DType::Int32,
         Dtype::I64 => DType::Int64,
+        Dtype::F32 => DType::Float32,
         Dtype::U32 => return None,
     })
 }
@@ -92,6 +93,7 @@ fn npy_dtype(d: DType) -> Option<Dtype> {
         DType::UInt16 => Dtype::U16,
         DType::Int32 => Dtype::I32,
         DType::Int64 => Dtype::I64,
+        DType::Float32 => Dtype::F32,
         DType::Int48 => return None,
     })
 }

@@ -91,6 +91,7 @@ fn npy_dtype(name: &str, dtype: TensorType) -> Result<Dtype, RunError> {
         TensorType::Int32 => Dtype::I32,
         TensorType::Uint32 => Dtype::U32,
         TensorType::Int64 => Dtype::I64,
+        TensorType::Float32 => Dtype::F32,
         t => return Err(RunError::Dtype(name.to_owned(), t)),
     })
 }

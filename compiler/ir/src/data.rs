@@ -6,6 +6,8 @@ use thiserror::Error;
 /// Flat, row-major element storage; the variant fixes the element type.
 ///
 /// `I48` holds each 48-bit value sign-extended in an `i64`; constructors check the range.
+/// `F32` holds IEEE-754 binary32 bit patterns (equality is bitwise, NaN payloads are kept);
+/// [`TensorData::from_f32`] and [`TensorData::to_f32_vec`] convert.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TensorData {
     Bool(Vec<bool>),
@@ -16,6 +18,7 @@ pub enum TensorData {
     I32(Vec<i32>),
     I48(Vec<i64>),
     I64(Vec<i64>),
+    F32(Vec<u32>),
 }
 
 /// Errors building or decoding [`TensorData`] / [`TensorValue`].
@@ -51,6 +54,7 @@ impl TensorData {
             TensorData::I32(_) => DType::Int32,
             TensorData::I48(_) => DType::Int48,
             TensorData::I64(_) => DType::Int64,
+            TensorData::F32(_) => DType::Float32,
         }
     }
 
@@ -64,6 +68,7 @@ impl TensorData {
             TensorData::U16(v) => v.len(),
             TensorData::I32(v) => v.len(),
             TensorData::I48(v) | TensorData::I64(v) => v.len(),
+            TensorData::F32(v) => v.len(),
         }
     }
 
@@ -72,7 +77,8 @@ impl TensorData {
         self.len() == 0
     }
 
-    /// Element `i` widened to `i64` (unsigned types zero-extend, `Bool` is 0/1).
+    /// Element `i` widened to `i64` (unsigned types zero-extend, `Bool` is 0/1, `F32` gives
+    /// the bit pattern).
     pub fn get(&self, i: usize) -> Option<i64> {
         Some(match self {
             TensorData::Bool(v) => i64::from(*v.get(i)?),
@@ -82,10 +88,12 @@ impl TensorData {
             TensorData::U16(v) => i64::from(*v.get(i)?),
             TensorData::I32(v) => i64::from(*v.get(i)?),
             TensorData::I48(v) | TensorData::I64(v) => *v.get(i)?,
+            TensorData::F32(v) => i64::from(*v.get(i)?),
         })
     }
 
-    /// All elements widened to `i64` (unsigned types zero-extend, `Bool` is 0/1).
+    /// All elements widened to `i64` (unsigned types zero-extend, `Bool` is 0/1, `F32` gives
+    /// the bit patterns).
     pub fn to_i64_vec(&self) -> Vec<i64> {
         match self {
             TensorData::Bool(v) => v.iter().map(|&x| i64::from(x)).collect(),
@@ -95,11 +103,25 @@ impl TensorData {
             TensorData::U16(v) => v.iter().map(|&x| i64::from(x)).collect(),
             TensorData::I32(v) => v.iter().map(|&x| i64::from(x)).collect(),
             TensorData::I48(v) | TensorData::I64(v) => v.clone(),
+            TensorData::F32(v) => v.iter().map(|&x| i64::from(x)).collect(),
+        }
+    }
+
+    /// `F32` storage holding `values`.
+    pub fn from_f32(values: &[f32]) -> TensorData {
+        TensorData::F32(values.iter().map(|x| x.to_bits()).collect())
+    }
+
+    /// The elements of `F32` storage as `f32`s (`None` for the other types).
+    pub fn to_f32_vec(&self) -> Option<Vec<f32>> {
+        match self {
+            TensorData::F32(v) => Some(v.iter().map(|&b| f32::from_bits(b)).collect()),
+            _ => None,
         }
     }
 
     /// Narrows `values` to `dtype`, failing on the first value outside the type's range
-    /// (`Bool` accepts only 0 and 1).
+    /// (`Bool` accepts only 0 and 1; `Float32` takes bit patterns).
     pub fn from_i64(dtype: DType, values: &[i64]) -> Result<TensorData, DataError> {
         if let Some((index, &value)) = values.iter().enumerate().find(|(_, &v)| !dtype.contains(v))
         {
@@ -119,6 +141,7 @@ impl TensorData {
             DType::Int32 => TensorData::I32(values.iter().map(|&v| v as i32).collect()),
             DType::Int48 => TensorData::I48(values.to_vec()),
             DType::Int64 => TensorData::I64(values.to_vec()),
+            DType::Float32 => TensorData::F32(values.iter().map(|&v| v as u32).collect()),
         })
     }
 
@@ -133,6 +156,7 @@ impl TensorData {
             DType::Int32 => TensorData::I32(vec![0; n]),
             DType::Int48 => TensorData::I48(vec![0; n]),
             DType::Int64 => TensorData::I64(vec![0; n]),
+            DType::Float32 => TensorData::F32(vec![0; n]),
         }
     }
 
@@ -149,6 +173,7 @@ impl TensorData {
             TensorData::I32(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
             TensorData::I48(v) => v.iter().for_each(|x| out.extend(&x.to_le_bytes()[..6])),
             TensorData::I64(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
+            TensorData::F32(v) => v.iter().for_each(|x| out.extend(x.to_le_bytes())),
         }
         out
     }
@@ -177,6 +202,11 @@ impl TensorData {
             DType::Int32 => TensorData::I32(
                 chunks
                     .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            ),
+            DType::Float32 => TensorData::F32(
+                chunks
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                     .collect(),
             ),
             DType::Int48 => TensorData::I48(

@@ -246,6 +246,7 @@ fn attrs(op: &Op) -> String {
             format!("input_unsigned={}", a.input_unsigned),
             format!("output_unsigned={}", a.output_unsigned),
         ],
+        Op::Float(f) => crate::ops::float::dump_attrs(f),
         _ => vec![],
     };
     kv.join(", ")

@@ -7,6 +7,11 @@ use std::fmt;
 /// Integer types are two's complement (signed) or plain binary (unsigned).
 /// `Int48` values are held in an `i64` in memory (see [`crate::TensorData`]) and must lie in
 /// `[-2^47, 2^47)`. `Bool` holds `false`/`true` (0/1 in arithmetic contexts).
+///
+/// `Float32` (IEEE-754 binary32) exists only for the float operators a TFLite converter leaves
+/// between quantized ones ([`crate::FloatOp`]): they run on the CPU, never on an NPU. Its
+/// elements are carried as their bit patterns (`0..=u32::MAX`) wherever values are `i64`s
+/// ([`crate::TensorData::get`], the interpreter), so data movement stays bit-exact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     Bool,
@@ -17,11 +22,12 @@ pub enum DType {
     Int32,
     Int48,
     Int64,
+    Float32,
 }
 
 impl DType {
     /// All element types, in declaration order.
-    pub const ALL: [DType; 8] = [
+    pub const ALL: [DType; 9] = [
         DType::Bool,
         DType::Int8,
         DType::UInt8,
@@ -30,10 +36,11 @@ impl DType {
         DType::Int32,
         DType::Int48,
         DType::Int64,
+        DType::Float32,
     ];
 
     /// Short lowercase name used by the text dump: `bool`, `i8`, `u8`, `i16`, `u16`, `i32`,
-    /// `i48`, `i64`.
+    /// `i48`, `i64`, `f32`.
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
@@ -44,6 +51,7 @@ impl DType {
             DType::Int32 => "i32",
             DType::Int48 => "i48",
             DType::Int64 => "i64",
+            DType::Float32 => "f32",
         }
     }
 
@@ -53,7 +61,7 @@ impl DType {
             DType::Bool => 1,
             DType::Int8 | DType::UInt8 => 8,
             DType::Int16 | DType::UInt16 => 16,
-            DType::Int32 => 32,
+            DType::Int32 | DType::Float32 => 32,
             DType::Int48 => 48,
             DType::Int64 => 64,
         }
@@ -80,24 +88,30 @@ impl DType {
         matches!(self, DType::UInt8 | DType::UInt16)
     }
 
-    /// True for all types except `Bool`.
+    /// True for all types except `Bool` and `Float32`.
     pub fn is_integer(self) -> bool {
-        self != DType::Bool
+        !matches!(self, DType::Bool | DType::Float32)
     }
 
-    /// Smallest representable value.
+    /// True for `Float32`.
+    pub fn is_float(self) -> bool {
+        self == DType::Float32
+    }
+
+    /// Smallest representable value (for `Float32`: the smallest bit pattern, 0).
     pub fn min_value(self) -> i64 {
         match self {
-            DType::Bool | DType::UInt8 | DType::UInt16 => 0,
+            DType::Bool | DType::UInt8 | DType::UInt16 | DType::Float32 => 0,
             DType::Int64 => i64::MIN,
             _ => -(1i64 << (self.bits() - 1)),
         }
     }
 
-    /// Largest representable value.
+    /// Largest representable value (for `Float32`: the largest bit pattern, `u32::MAX`).
     pub fn max_value(self) -> i64 {
         match self {
             DType::Bool => 1,
+            DType::Float32 => i64::from(u32::MAX),
             DType::UInt8 => 255,
             DType::UInt16 => 65535,
             DType::Int64 => i64::MAX,
@@ -120,7 +134,8 @@ impl DType {
     }
 
     /// Wraps `v` to this type's width: keeps the low `bits()` bits and reinterprets them as this
-    /// type (two's complement truncation; `Bool` maps non-zero to 1).
+    /// type (two's complement truncation; `Bool` maps non-zero to 1; `Float32` keeps the low 32
+    /// bits as a bit pattern).
     pub fn wrap(self, v: i64) -> i64 {
         match self {
             DType::Bool => i64::from(v != 0),
@@ -131,6 +146,7 @@ impl DType {
             DType::Int32 => v as i32 as i64,
             DType::Int48 => (v << 16) >> 16,
             DType::Int64 => v,
+            DType::Float32 => v as u32 as i64,
         }
     }
 }

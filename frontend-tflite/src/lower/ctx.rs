@@ -31,6 +31,7 @@ pub(crate) fn ir_dtype(t: TensorType) -> Option<DType> {
         TensorType::Int32 => DType::Int32,
         TensorType::Int64 => DType::Int64,
         TensorType::Bool => DType::Bool,
+        TensorType::Float32 => DType::Float32,
         _ => return None,
     })
 }

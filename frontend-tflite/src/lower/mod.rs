@@ -19,7 +19,10 @@
 //!   FULLY_CONNECTED gates, RESCALEs, MUL and rounding shifts for the cell update, and
 //!   gemmlowp's 16-bit sigmoid/tanh tabulated for every input (GATHER);
 //! * SUM reproduces TFLite's optimised kernel (its float rescaling checked exhaustively
-//!   against an exact RESCALE, or tabulated).
+//!   against an exact RESCALE, or tabulated);
+//! * operators with `f32` operands (DEQUANTIZE, float QUANTIZE, the float islands between
+//!   them) become [`npuc_ir::FloatOp`]s following TFLite's reference float kernels
+//!   (`ops_float`); they are CPU-only.
 //!
 //! Multipliers and shifts are derived from the tensors' real scales the way TFLite's
 //! documented quantization spec does (frexp-based 31-bit multipliers, computed in double).
@@ -34,6 +37,7 @@ mod operator;
 mod ops_conv;
 mod ops_div;
 mod ops_elementwise;
+mod ops_float;
 mod ops_layout;
 mod ops_log_softmax;
 mod ops_lstm;
@@ -119,6 +123,9 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
     if cx.op.opcode.is_custom() {
         return Err("custom operators are not supported".into());
     }
+    if ops_float::touches_float(cx) {
+        return ops_float::lower(cx);
+    }
     uint8::check(cx)?;
     match code {
         B::CONV_2D => ops_conv::conv2d(cx),
@@ -178,9 +185,6 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
         B::SPACE_TO_BATCH_ND => ops_misc::space_to_batch(cx),
         B::BATCH_MATMUL => ops_misc::batch_matmul(cx),
         B::SQUARED_DIFFERENCE => ops_misc::squared_difference(cx),
-        B::DEQUANTIZE => {
-            Err("DEQUANTIZE produces float tensors; float operators are not supported".into())
-        }
         B::PRELU => ops_prelu_scatter::prelu(cx),
         B::SCATTER_ND => ops_prelu_scatter::scatter_nd(cx),
         B::MEAN | B::SUM => ops_mean_sum::mean_sum(cx, code == B::SUM),

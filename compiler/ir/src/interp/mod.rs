@@ -13,6 +13,7 @@ mod array;
 mod conv;
 mod convert;
 mod elementwise;
+mod float;
 mod layout;
 mod pool;
 mod reduce;
@@ -222,6 +223,7 @@ fn eval(op: &Op, ins: &[&Arr], dts: &[DType], out: &TensorType) -> Result<Vec<i6
         | Op::Identity => layout::eval(op, ins, out),
         Op::Resize(_) => resize::eval(op, ins, out),
         Op::Cast(_) | Op::Rescale(_) => convert::eval(op, ins, dts, out),
+        Op::Float(f) => float::eval(f, ins, out),
         _ => elementwise::eval(op, ins, dts, out),
     }
 }

@@ -10,8 +10,10 @@
 //! [`crate::RescaleRounding`] says how it rounds.
 
 pub mod attrs;
+pub mod float;
 
 pub use attrs::*;
+pub use float::{F32Bits, FloatBinary, FloatOp, FloatUnary};
 
 /// An operator with its attributes. Inputs are listed as `[..]` in each variant's doc.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -98,6 +100,9 @@ pub enum Op {
     Rescale(RescaleAttrs),
     // ---- data nodes ----
     Identity,
+    // ---- float (CPU only) ----
+    /// An `f32` operator ([`FloatOp`]); no NPU runs these.
+    Float(FloatOp),
 }
 
 impl Op {
@@ -157,6 +162,7 @@ impl Op {
             Op::Cast(_) => "CAST",
             Op::Rescale(_) => "RESCALE",
             Op::Identity => "IDENTITY",
+            Op::Float(f) => f.kind(),
         }
     }
 
@@ -164,6 +170,7 @@ impl Op {
     pub fn arity(&self) -> Option<usize> {
         Some(match self {
             Op::Concat(_) => return None,
+            Op::Float(f) => f.arity(),
             Op::Conv2d(_)
             | Op::DepthwiseConv2d(_)
             | Op::Conv3d(_)

@@ -185,8 +185,13 @@ fn infer_one(op: &Op, inputs: &[TensorType]) -> R<TensorType> {
         | Op::Transpose(_)
         | Op::Gather
         | Op::Scatter
-        | Op::Cast(_)
         | Op::Rescale(_) => infer_layout::infer(op, inputs),
+        Op::Cast(a) => {
+            if a.to == Float32 || inputs[0].dtype == Float32 {
+                return Err(bad_attr("CAST does not convert f32"));
+            }
+            infer_layout::infer(op, inputs)
+        }
         Op::Clamp(a) => {
             let dt = dtype_in(inputs, 0, SIGNED_8_16_32)?;
             in_range("min", a.min, dt)?;
@@ -277,5 +282,6 @@ fn infer_one(op: &Op, inputs: &[TensorType]) -> R<TensorType> {
             same(dt, broadcast(inputs, &[0, 1, 2])?)
         }
         Op::Identity => same(inputs[0].dtype, inputs[0].shape.clone()),
+        Op::Float(f) => super::infer_float::infer(f, inputs),
     }
 }

@@ -19,11 +19,16 @@
 //! | RESCALE | `i8`, `u8`*, `i16`, `u16`*, `i32`, `i48` → `i8`, `u8`*, `i16`, `u16`*, `i32` |
 //! | CAST* | any → any |
 //! | SELECT, CONCAT, PAD, RESHAPE, REVERSE, SLICE, TILE, TRANSPOSE, GATHER, SCATTER, IDENTITY | any (indices `i32`) |
+//! | FLOAT_* ([`crate::FloatOp`])* | `f32` (DEQUANTIZE: `i8`/`u8`/`i16` → `f32`; QUANTIZE: `f32` → `i8`/`u8`/`i16`) |
+//!
+//! `f32` tensors are accepted only by the float operators and the data-movement operators
+//! (CAST neither takes nor gives `f32`).
 //!
 //! (* = beyond TOSA 1.0's integer profile.) Zero points may be non-zero only for `i8`
 //! operands (and, for RESCALE, 8-bit unsigned and 16-bit unsigned = 0 or 32768).
 
 mod infer;
+mod infer_float;
 mod infer_layout;
 mod infer_tensor;
 

@@ -14,6 +14,7 @@ mod conv3d;
 mod conv_repeat;
 mod conv_sat;
 mod elementwise;
+mod float;
 mod gather;
 mod gather_dma;
 mod irfn;
@@ -617,6 +618,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     let order = g
         .topo_order()
         .map_err(|e| CompileError::Graph(e.to_string()))?;
+    float::reject(g, &order)?;
     // Constant tensors read as feature maps (elementwise operands, data movement) get a
     // read-only buffer; weights and biases are read by their operators directly.
     for &o in &order {
