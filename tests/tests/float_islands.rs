@@ -84,12 +84,11 @@ fn model(name: &str) -> Vec<u8> {
     std::fs::read(root().join(format!("tflite/{name}.tflite"))).unwrap()
 }
 
+/// Runs a model on golden inputs, giving its outputs.
+type Runner<'a> = dyn FnMut(&[npy::Array]) -> Result<Vec<npy::Array>, String> + 'a;
+
 /// Runs `run` on every sample of `name` and compares every output byte.
-fn check(
-    name: &str,
-    what: &str,
-    run: &mut dyn FnMut(&[npy::Array]) -> Result<Vec<npy::Array>, String>,
-) {
+fn check(name: &str, what: &str, run: &mut Runner<'_>) {
     for (s, (inputs, expected)) in samples(name).into_iter().enumerate() {
         let got = run(&inputs).unwrap_or_else(|e| panic!("{name} ({what}), sample {s}: {e}"));
         assert_eq!(got.len(), expected.len(), "{name} ({what}): output count");
