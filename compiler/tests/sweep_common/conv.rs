@@ -103,10 +103,26 @@ fn weights(rng: &mut Rng, n: usize) -> Vec<i8> {
         .collect()
 }
 
-/// Weight scales: one per output channel, or one.
+/// Weight scales: one per output channel, or one; sometimes spread over many octaves (per-
+/// channel shifts far apart), sometimes tiny or near 1.
 fn weight_scales(rng: &mut Rng, per_channel: bool, oc: usize) -> Vec<f32> {
     let n = if per_channel { oc } else { 1 };
-    (0..n).map(|_| rng.log2(-9.0, -5.0) as f32).collect()
+    let (lo, hi) = match rng.range(0, 9) {
+        0 => (-22.0, -1.0),
+        1 => (-20.0, -16.0),
+        2 => (-2.0, 0.0),
+        _ => (-9.0, -5.0),
+    };
+    (0..n).map(|_| rng.log2(lo, hi) as f32).collect()
+}
+
+/// Sometimes (large sweeps) an extreme shape: `Some(true)` a large feature map, `Some(false)`
+/// many channels.
+fn shape_extreme(rng: &mut Rng, size: Size) -> Option<bool> {
+    match size {
+        Size::Large if rng.pct(6) => Some(rng.pct(50)),
+        _ => None,
+    }
 }
 
 /// An output scale giving outputs of a useful spread for `k` accumulated products (sometimes
@@ -114,7 +130,14 @@ fn weight_scales(rng: &mut Rng, per_channel: bool, oc: usize) -> Vec<f32> {
 fn out_scale(rng: &mut Rng, ty: Ty, s_in: f32, s_w: f32, w_amp: f64, k: usize) -> f32 {
     let acc = ty.spread() * w_amp * (k as f64).sqrt();
     let target = if ty.i16 { 9000.0 } else { 40.0 };
-    let eff = target / acc.max(1.0) * rng.log2(-2.5, 2.5);
+    // Mostly a useful spread; sometimes an effective scale far off (outputs saturating or
+    // all near the zero point; multipliers with shifts far from the usual).
+    let off = if rng.pct(12) {
+        rng.log2(-16.0, 8.0)
+    } else {
+        rng.log2(-2.5, 2.5)
+    };
+    let eff = target / acc.max(1.0) * off;
     (f64::from(s_in) * f64::from(s_w) / eff) as f32
 }
 
@@ -287,7 +310,19 @@ fn conv_op(
             let w = dim(rng, size, 12, 70).max(if same { 1 } else { (kw - 1) * dw + 1 });
             let h = h + if same { 0 } else { rng.usize(0, 3) };
             let w = w + if same { 0 } else { rng.usize(0, 3) };
-            (n, h, w, dim(rng, size, 12, 300))
+            match shape_extreme(rng, size) {
+                // A large feature map (tiling) with few channels and a small kernel (the
+                // simulator's time).
+                Some(true) if kh * kw <= 25 => (
+                    1,
+                    h.max(rng.usize(96, 160)),
+                    w.max(rng.usize(96, 160)),
+                    rng.usize(1, 8),
+                ),
+                // Many channels on a small map (and a small kernel: the compile time).
+                Some(false) if kh * kw <= 25 => (1, h.min(6), w.min(6), rng.usize(1000, 2000)),
+                _ => (n, h, w, dim(rng, size, 12, 300)),
+            }
         }
     };
     if out_size(same, h, kh, sh, dh).is_none() || out_size(same, w, kw, sw, dw).is_none() {
@@ -300,6 +335,10 @@ fn conv_op(
     };
     let cout = if depthwise {
         cin * mult
+    } else if size == Size::Large && h * w <= 36 && kh * kw <= 25 && rng.pct(10) {
+        rng.usize(1000, 2000)
+    } else if h * w > 9000 {
+        rng.usize(1, 16)
     } else {
         dim(rng, size, 12, 300)
     };
@@ -485,6 +524,20 @@ fn tconv_op(b: &mut Builder, rng: &mut Rng, size: Size, ty: Ty, x: Option<&Fmap>
     } else {
         ((h - 1) * sh + kh, (w - 1) * sw + kw)
     };
+    // Sometimes any other output size TFLite takes (the same conv output size: SAME
+    // `ceil(out / s) == in`, VALID `(out - k) / s + 1 == in`), which Vela refuses.
+    let vela_shape = (oh, ow);
+    let odd = rng.pct(30);
+    let (oh, ow) = if odd {
+        (oh + 1 - rng.usize(1, sh), ow + 1 - rng.usize(1, sw))
+    } else {
+        (oh, ow)
+    };
+    let (oh, ow) = if odd && !same {
+        (oh + sh - 1, ow + sw - 1)
+    } else {
+        (oh, ow)
+    };
     let per_channel = rng.pct(60);
     let act = rng.pick(&ACTS);
     let has_bias = rng.pct(70);
@@ -540,7 +593,11 @@ fn tconv_op(b: &mut Builder, rng: &mut Rng, size: Size, ty: Ty, x: Option<&Fmap>
             q: qo,
         },
         desc,
-        vela: weight_sum_ok(ty, &wv, true, cout),
+        vela: if (oh, ow) == vela_shape {
+            weight_sum_ok(ty, &wv, true, cout)
+        } else {
+            Err("output shape other than Vela's".into())
+        },
     }
 }
 
