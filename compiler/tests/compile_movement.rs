@@ -60,3 +60,76 @@ fn small_transpose_uses_the_ofm_transpose() {
         .collect();
     assert_eq!(transposes, [ActivationTranspose::Chw]);
 }
+
+/// Copies longer than a feature-map axis (65536): the contiguous rows of a SLICE split into
+/// steps of the largest factor that fits (140000 = 4 x 35000 bytes), or, for a prime length
+/// (65537 int8 elements), a part of 65536 and a remainder.
+fn long_contiguous_slices(_rng: &mut Rng) -> npuc_ir::Graph {
+    use npuc_ir::*;
+    let mut b = GraphBuilder::new("long_contiguous_slices");
+    let x = b.input("x", DType::Int16, [3, 70000]);
+    let a = SliceAttrs {
+        start: vec![1, 0],
+        size: vec![1, 70000],
+    };
+    let y = b.op("rows", Op::Slice(a), &[x]);
+    let p = b.input("p", DType::Int8, [2, 65537]);
+    let a = SliceAttrs {
+        start: vec![1, 0],
+        size: vec![1, 65537],
+    };
+    let z = b.op("prime", Op::Slice(a), &[p]);
+    b.output(y);
+    b.output(z);
+    b.finish().unwrap()
+}
+
+#[test]
+fn long_contiguous_copies_are_split() {
+    check("long_contiguous_slices", long_contiguous_slices);
+}
+
+/// A GATHER with constant indices that repeat for every leading index (TFLite GATHER on
+/// the last axis of a [700, 6] int16 tensor with 20 indices): the output rows repeat with
+/// period 20, so each of the (at most 20) copies covers all 700 periods.
+fn gather_periodic(_rng: &mut Rng) -> npuc_ir::Graph {
+    use npuc_ir::*;
+    let ind = [5, 0, 3, 3, 1, 2, 4, 0, 5, 5, 1, 3, 2, 0, 4, 4, 1, 5, 2, 3];
+    let all: Vec<i32> = (0..700).flat_map(|_| ind).collect();
+    let mut b = GraphBuilder::new("gather_periodic");
+    let v = b.input("v", DType::Int16, [700, 6, 1]);
+    let idx = b.const_i32("idx", [700, 20], &all);
+    let y = b.op("gather", Op::Gather, &[v, idx]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// A GATHER with constant indices in no pattern (300 x 40 pseudo-random rows): one DMA
+/// gather from the constant indices, not thousands of one-row copies.
+fn gather_patternless(rng: &mut Rng) -> npuc_ir::Graph {
+    use npuc_ir::*;
+    let all: Vec<i32> = (0..300 * 40).map(|_| rng.range(0, 8) as i32).collect();
+    let mut b = GraphBuilder::new("gather_patternless");
+    let v = b.input("v", DType::Int8, [300, 9, 3]);
+    let idx = b.const_i32("idx", [300, 40], &all);
+    let y = b.op("gather", Op::Gather, &[v, idx]);
+    b.output(y);
+    b.finish().unwrap()
+}
+
+#[test]
+fn constant_gathers_run_as_few_operations() {
+    use npuc::compile::{compile, Options};
+    check("gather_periodic", gather_periodic);
+    check("gather_patternless", gather_patternless);
+    let ops = |g: fn(&mut Rng) -> npuc_ir::Graph| {
+        let m = compile(&g(&mut Rng(0x1234_5678_9abc_def1)), &Options::default()).unwrap();
+        m.operators
+            .iter()
+            .map(|o| o.kernel.clone())
+            .collect::<Vec<_>>()
+    };
+    let periodic = ops(gather_periodic);
+    assert!(periodic.len() <= 20, "{periodic:?}");
+    assert_eq!(ops(gather_patternless), ["DMA"]);
+}

@@ -268,88 +268,181 @@ fn stop_for_axis(end: i64, stride: i64, masked: bool, shrink: bool, dim: i64, st
     }
 }
 
-/// STRIDED_SLICE with positive and negative strides, negative indices, begin/end/shrink
-/// masks and (sometimes) an ellipsis or new axis.
+/// One entry of a numpy-style index: how the sweep describes a strided slice before
+/// encoding it as TFLite's masks.
+#[derive(Debug, Clone, Copy)]
+enum Spec {
+    Ellipsis,
+    NewAxis,
+    /// An index (shrinks the axis).
+    Index(i64),
+    /// begin (None: masked), end (None: masked), stride.
+    Range(Option<i64>, Option<i64>, i64),
+}
+
+/// The first index and the end of `b:e:s` over an axis of `dim` (Python's slice semantics).
+fn slice_bounds(b: Option<i64>, e: Option<i64>, s: i64, dim: i64) -> (i64, i64) {
+    let norm = |v: i64| if v < 0 { v + dim } else { v };
+    let (lo, hi) = if s > 0 { (0, dim) } else { (-1, dim - 1) };
+    let b = b.map_or(if s > 0 { 0 } else { dim - 1 }, |v| norm(v).clamp(lo, hi));
+    let e = e.map_or(if s > 0 { dim } else { -1 }, |v| norm(v).clamp(lo, hi));
+    (b, e)
+}
+
+/// The number of elements of `b:e:s` over an axis of `dim` (Python's slice semantics).
+fn slice_len(b: Option<i64>, e: Option<i64>, s: i64, dim: i64) -> i64 {
+    let (b, e) = slice_bounds(b, e, s, dim);
+    if s > 0 {
+        ((e - b).max(0) + s - 1) / s
+    } else {
+        ((b - e).max(0) - s - 1) / -s
+    }
+}
+
+/// STRIDED_SLICE: positive and negative strides, negative and out-of-range bounds, begin /
+/// end / shrink masks, an ellipsis, new axes, fewer parameters than axes, `offset`.
 pub fn strided_slice(rng: &mut Rng) -> Case {
     let ty = act_ty(rng);
     let rank = rng.usize(1, 5);
     let s = shape(rng, rank);
     let q = quant(rng, ty);
-    let (mut begin, mut end, mut strides) = (vec![], vec![], vec![]);
-    let (mut bm, mut em, mut sm) = (0i32, 0i32, 0i32);
-    let mut full = vec![];
-    let mut os = vec![];
-    for (k, &d) in s.iter().enumerate() {
-        let d = d as i64;
+    // Input axes named explicitly; with an ellipsis the rest are its.
+    // TFLite's ellipsis always stands for at least one axis (unlike numpy's).
+    let ellipsis = rng.chance(0.25);
+    let named = if ellipsis {
+        rng.usize(0, rank - 1)
+    } else if rng.chance(0.2) {
+        rng.usize(1, rank)
+    } else {
+        rank
+    };
+    let ell_at = rng.usize(0, named);
+    let mut specs = vec![];
+    let mut axis = 0;
+    for k in 0..named {
+        if ellipsis && k == ell_at {
+            specs.push(Spec::Ellipsis);
+            axis += rank - named;
+        }
+        let d = s[axis] as i64;
+        axis += 1;
+        if rng.chance(0.15) {
+            specs.push(Spec::Index(rng.range(-d, d - 1)));
+            continue;
+        }
         let stride = match rng.range(0, 5) {
             0 => -rng.range(1, 3),
             1 | 2 => rng.range(2, 3),
             _ => 1,
         };
-        let shrink = rng.chance(0.15);
-        // TF refuses a shrunk axis with a stride other than 1.
-        let stride = if shrink { 1 } else { stride };
-        let mut b = rng.range(-d, d - 1);
-        let mut e = rng.range(-d, d);
-        if rng.chance(0.1) {
-            b = rng.range(-2 * d - 3, 2 * d + 3);
-        }
-        if rng.chance(0.1) {
-            e = rng.range(-2 * d - 3, 2 * d + 3);
-        }
-        let bmask = !shrink && rng.chance(0.2);
-        let emask = !shrink && rng.chance(0.2);
-        if shrink {
-            // A valid index, positive or negative.
-            b = rng.range(-d, d - 1);
-            e = b + 1;
-        }
-        let st = start_for_axis(b, stride, bmask, d);
-        let sp = stop_for_axis(e, stride, emask, shrink, d, st);
-        let n = if shrink {
-            1
-        } else if stride > 0 {
-            ((sp - st).max(0) + stride - 1) / stride
-        } else {
-            ((st - sp).max(0) + (-stride) - 1) / (-stride)
+        let bound = |rng: &mut Rng| {
+            if rng.chance(0.2) {
+                None
+            } else if rng.chance(0.1) {
+                Some(rng.range(-2 * d - 3, 2 * d + 3))
+            } else {
+                Some(rng.range(-d, d))
+            }
         };
-        if n <= 0 {
-            // An empty slice: choose the whole axis instead.
-            b = 0;
-            e = d;
-            begin.push(b);
-            end.push(e);
-            strides.push(1);
-            full.push(d as usize);
-            os.push(d as usize);
-            continue;
-        }
-        begin.push(b);
-        end.push(e);
-        strides.push(stride);
-        if bmask {
-            bm |= 1 << k;
-        }
-        if emask {
-            em |= 1 << k;
-        }
-        if shrink {
-            sm |= 1 << k;
+        let (b, e) = (bound(rng), bound(rng));
+        if slice_len(b, e, stride, d) == 0 {
+            specs.push(Spec::Range(None, None, 1));
         } else {
-            os.push(n as usize);
+            specs.push(Spec::Range(b, e, stride));
         }
-        full.push(n as usize);
     }
+    if ellipsis && ell_at == named {
+        specs.push(Spec::Ellipsis);
+    }
+    for _ in 0..2 {
+        // TFLite runs at most five effective axes: rarely more.
+        let added = specs.iter().filter(|p| matches!(p, Spec::NewAxis)).count();
+        if rng.chance(if rank + added < 5 { 0.2 } else { 0.03 }) {
+            let at = rng.usize(0, specs.len());
+            specs.insert(at, Spec::NewAxis);
+        }
+    }
+    // `offset`: `end` counts from the (clamped) first index, and TFLite sizes the output as
+    // `ceil(end / stride)` from the raw parameter at the effective axis: only one parameter
+    // per input axis, no masks, and ends that stay inside the axis.
+    let mut dims = s.iter();
+    let offset = specs.len() == rank
+        && rng.chance(0.15)
+        && specs.iter().all(|p| {
+            let d = *dims.next().unwrap() as i64;
+            match *p {
+                Spec::Index(_) => true,
+                Spec::Range(Some(b), Some(e), st) => slice_bounds(Some(b), Some(e), st, d).1 >= 0,
+                _ => false,
+            }
+        });
+    // The output shape by numpy's rules, and TFLite's encoding.
+    let mut os = vec![];
+    let (mut begin, mut end, mut strides) = (vec![], vec![], vec![]);
+    let (mut bm, mut em, mut sm, mut elm, mut nm) = (0i32, 0i32, 0i32, 0i32, 0i32);
+    let mut axis = 0;
+    for (k, p) in specs.iter().enumerate() {
+        match *p {
+            Spec::Ellipsis => {
+                for _ in 0..rank - named {
+                    os.push(s[axis]);
+                    axis += 1;
+                }
+                elm |= 1 << k;
+                begin.push(0);
+                end.push(0);
+                strides.push(1);
+            }
+            Spec::NewAxis => {
+                os.push(1);
+                nm |= 1 << k;
+                begin.push(0);
+                end.push(0);
+                strides.push(1);
+            }
+            Spec::Index(i) => {
+                sm |= 1 << k;
+                begin.push(i);
+                end.push(if offset { 1 } else { i + 1 });
+                strides.push(1);
+                axis += 1;
+            }
+            Spec::Range(b, e, st) => {
+                os.push(slice_len(b, e, st, s[axis] as i64) as usize);
+                if b.is_none() {
+                    bm |= 1 << k;
+                }
+                if e.is_none() {
+                    em |= 1 << k;
+                }
+                let bv = b.unwrap_or(0);
+                begin.push(bv);
+                let (bc, ec) = slice_bounds(b, e, st, s[axis] as i64);
+                end.push(match e {
+                    Some(_) if offset => ec - bc,
+                    Some(v) => v,
+                    None => 0,
+                });
+                strides.push(st);
+                axis += 1;
+            }
+        }
+    }
+    os.extend_from_slice(&s[axis..]);
     let mut t = Tfl::new();
     let x = t.input(&s, ty, Some(q));
-    let pb = param(&mut t, rng, &[rank], &begin);
-    let pe = param(&mut t, rng, &[rank], &end);
-    let ps = param(&mut t, rng, &[rank], &strides);
+    let n = specs.len();
+    let pb = param(&mut t, rng, &[n], &begin);
+    let pe = param(&mut t, rng, &[n], &end);
+    let ps = param(&mut t, rng, &[n], &strides);
     let o = t.act(&os, ty, Some(q));
     let mut opt = StridedSliceOptionsT::default();
     opt.begin_mask = bm;
     opt.end_mask = em;
     opt.shrink_axis_mask = sm;
+    opt.ellipsis_mask = elm;
+    opt.new_axis_mask = nm;
+    opt.offset = offset;
     t.op(
         B::STRIDED_SLICE,
         &[x, pb, pe, ps],
@@ -359,7 +452,7 @@ pub fn strided_slice(rng: &mut Rng) -> Case {
     t.output(o);
     Case::new(
         format!(
-            "STRIDED_SLICE {ty:?} {} begin {begin:?} end {end:?} strides {strides:?} masks b{bm:#x} e{em:#x} s{sm:#x} -> {}",
+            "STRIDED_SLICE {ty:?} {} {specs:?} offset {offset} -> {}",
             fmt(&s),
             fmt(&os)
         ),
@@ -604,7 +697,7 @@ pub fn pack(rng: &mut Rng) -> Case {
 }
 
 /// GATHER with constant indices (any axis, batch_dims, repeated and negative-free indices)
-/// or with indices as a graph input (axis == batch_dims, as Vela supports).
+/// or with indices as a graph input (axis == batch_dims, as Vela supports, or beyond).
 pub fn gather(rng: &mut Rng) -> Case {
     let ty = act_ty(rng);
     let rank = rng.usize(1, 4);
@@ -616,7 +709,11 @@ pub fn gather(rng: &mut Rng) -> Case {
     } else {
         0
     };
-    let a = if dynamic { bd } else { rng.usize(bd, rank - 1) };
+    let a = if dynamic && rng.chance(0.5) {
+        bd
+    } else {
+        rng.usize(bd, rank - 1)
+    };
     let mut is: Vec<usize> = s[..bd].to_vec();
     let extra = rng.usize(if bd == 0 { 1 } else { 0 }, 2);
     for _ in 0..extra {

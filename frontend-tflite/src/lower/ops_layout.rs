@@ -160,81 +160,238 @@ pub(crate) fn index_table(
     res
 }
 
+/// One axis of a STRIDED_SLICE after TFLite's `BuildStridedSliceParams` expanded the
+/// ellipsis, inserted the new axes and filled the axes the parameters leave out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SliceAxis {
+    dim: i64,
+    begin: i64,
+    end: i64,
+    stride: i64,
+    begin_mask: bool,
+    end_mask: bool,
+    shrink: bool,
+}
+
+/// TFLite's effective strided-slice axes (strided_slice.cc `BuildStridedSliceParams`):
+/// `new_axis_mask` inserts an axis of 1 (not at an ellipsis position), `ellipsis_mask`
+/// spans the input axes the other parameters do not name, axes beyond the parameters are
+/// taken whole.
+fn strided_axes(
+    xs: &[usize],
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    o: &crate::schema::StridedSliceOptionsT,
+) -> R<Vec<SliceAxis>> {
+    let n = begin.len();
+    if end.len() != n || strides.len() != n || n > 32 {
+        return Err("begin, end and strides must have the same length".into());
+    }
+    let bit = |m: i32, i: usize| i < 32 && m & (1 << i) != 0;
+    let num_add = (0..n)
+        .filter(|&i| !bit(o.ellipsis_mask, i) && bit(o.new_axis_mask, i))
+        .count();
+    let eff = xs.len() + num_add;
+    let (mut ell_mask, mut new_mask) = (0u64, 0u64);
+    let (mut ell_start, mut expanded) = (eff, 0usize);
+    let mut i = 0;
+    while i < eff {
+        if bit(o.ellipsis_mask, i) {
+            ell_start = i;
+            let ell_end = (i + 1).max((i + 1 + num_add + xs.len()).saturating_sub(n).min(eff));
+            expanded = ell_end - ell_start - 1;
+            while i < ell_end {
+                ell_mask |= 1 << i;
+                i += 1;
+            }
+            continue;
+        }
+        if i >= expanded && bit(o.new_axis_mask, i - expanded) {
+            new_mask |= 1 << i;
+        }
+        i += 1;
+    }
+    let mut axes = Vec::with_capacity(eff);
+    let (mut added_ell, mut added_axes) = (0usize, 0usize);
+    for i in 0..eff {
+        let whole = |dim: i64| SliceAxis {
+            dim,
+            begin: 0,
+            end: 0,
+            stride: 1,
+            begin_mask: true,
+            end_mask: true,
+            shrink: false,
+        };
+        let dim_at = |k: usize| -> R<i64> {
+            xs.get(k)
+                .map(|&d| d as i64)
+                .ok_or_else(|| "strided slice parameters name too many axes".to_string())
+        };
+        if ell_mask & (1 << i) != 0 {
+            added_ell = i - ell_start;
+            axes.push(whole(dim_at(i - added_axes)?));
+        } else if new_mask & (1 << i) != 0 {
+            axes.push(SliceAxis {
+                dim: 1,
+                begin: 0,
+                end: 1,
+                stride: 1,
+                begin_mask: false,
+                end_mask: false,
+                shrink: false,
+            });
+            added_axes += 1;
+        } else if i >= n + expanded {
+            axes.push(whole(dim_at(i - added_axes)?));
+        } else {
+            let k = i - added_ell;
+            let b = begin[k];
+            axes.push(SliceAxis {
+                dim: dim_at(i - added_axes)?,
+                begin: b,
+                end: end[k],
+                stride: strides[k],
+                begin_mask: bit(o.begin_mask, k),
+                end_mask: bit(o.end_mask, k),
+                shrink: bit(o.shrink_axis_mask, k),
+            });
+        }
+    }
+    Ok(axes)
+}
+
+/// TFLite's `StridedSliceStartForAxis` / `StridedSliceEndForAxis` (strided_slice_logic.h):
+/// the first index and the number of elements of one axis. With `offset`, `end` counts from
+/// the first index (after its clamping).
+fn strided_range(a: &SliceAxis, offset: bool) -> R<(i64, i64)> {
+    let (dim, s) = (a.dim, a.stride);
+    if s == 0 {
+        return Err("stride 0".into());
+    }
+    let clamp = |v: i64| {
+        if s > 0 {
+            v.clamp(0, dim)
+        } else {
+            v.clamp(-1, dim - 1)
+        }
+    };
+    let mut b = if a.begin_mask {
+        if s > 0 {
+            i64::from(i32::MIN)
+        } else {
+            i64::from(i32::MAX)
+        }
+    } else {
+        a.begin
+    };
+    if b < 0 {
+        b += dim;
+    }
+    let b = clamp(b);
+    let e = if a.shrink {
+        b + 1
+    } else {
+        let mut e = if a.end_mask {
+            if s > 0 {
+                i64::from(i32::MAX)
+            } else {
+                i64::from(i32::MIN)
+            }
+        } else if offset {
+            b + a.end
+        } else {
+            a.end
+        };
+        if e < 0 {
+            e += dim;
+        }
+        clamp(e)
+    };
+    let n = if s > 0 {
+        ((e - b).max(0) + s - 1) / s
+    } else {
+        ((b - e).max(0) + (-s) - 1) / (-s)
+    };
+    if a.shrink && (b < 0 || b >= dim) {
+        return Err("shrunk axis index out of range".into());
+    }
+    Ok((b, n))
+}
+
+/// `ceil(a / b)` for any signs.
+fn ceil_div(a: i64, b: i64) -> i64 {
+    let q = a / b;
+    if a % b != 0 && (a < 0) == (b < 0) {
+        q + 1
+    } else {
+        q
+    }
+}
+
 pub(crate) fn slice(cx: &mut OpCx<'_, '_>, strided: bool) -> R<()> {
     same_quant(cx, 0)?;
     let xs = OpCx::shape(cx.tin(0)?)?;
     let os = OpCx::shape(cx.tout(0)?)?;
-    let rank = xs.len();
     let begin = cx.const_input(1)?;
-    let (mut start, mut step, mut size) = (vec![0i64; rank], vec![1i64; rank], vec![0i64; rank]);
-    if begin.len() != rank {
-        return Err("begin must have one value per dimension".into());
-    }
-    if !strided {
-        let sz = cx.const_input(2)?;
-        for d in 0..rank {
-            let b = begin[d];
-            start[d] = b;
-            size[d] = if sz[d] < 0 { xs[d] as i64 - b } else { sz[d] };
+    // The (effective) input shape, and per axis the first index, step and count.
+    let (shape, start, step, size) = if !strided {
+        let rank = xs.len();
+        if begin.len() != rank {
+            return Err("begin must have one value per dimension".into());
         }
+        let sz = cx.const_input(2)?;
+        let size: Vec<i64> = (0..rank)
+            .map(|d| {
+                if sz[d] < 0 {
+                    xs[d] as i64 - begin[d]
+                } else {
+                    sz[d]
+                }
+            })
+            .collect();
+        (xs.clone(), begin.clone(), vec![1i64; rank], size)
     } else {
         let BuiltinOptionsT::StridedSliceOptions(o) = cx.opts() else {
             return Err("missing StridedSliceOptions".into());
         };
-        if o.ellipsis_mask != 0 || o.new_axis_mask != 0 {
-            return Err("ellipsis_mask / new_axis_mask are not supported".into());
-        }
-        let end = cx.const_input(2)?;
-        let strides = cx.const_input(3)?;
-        for d in 0..rank {
-            let dim = xs[d] as i64;
-            let s = strides[d];
-            if s == 0 {
-                return Err("stride 0".into());
+        let (end, strides) = (cx.const_input(2)?, cx.const_input(3)?);
+        let axes = strided_axes(&xs, &begin, &end, &strides, o)?;
+        let mut r = (vec![], vec![], vec![], vec![]);
+        for (i, a) in axes.iter().enumerate() {
+            let (b, n) = strided_range(a, o.offset)?;
+            if o.offset && !a.shrink {
+                // TFLite sizes the output from the raw `end` values (at the effective axis
+                // index) and the stride, not from the range its kernel walks: accept only
+                // slices where the two agree.
+                let declared = end.get(i).map(|&e| ceil_div(e, a.stride).max(0));
+                if declared != Some(n) {
+                    return Err(format!(
+                        "offset slice of axis {i} walks {n} elements but TFLite sizes it {}",
+                        declared.map_or("from a missing end".into(), |d| d.to_string())
+                    ));
+                }
             }
-            let norm = |v: i64| if v < 0 { v + dim } else { v };
-            let (lo, hi) = if s > 0 { (0, dim) } else { (-1, dim - 1) };
-            let mut b = if o.begin_mask & (1 << d) != 0 {
-                if s > 0 {
-                    0
-                } else {
-                    dim - 1
-                }
-            } else {
-                norm(begin[d]).clamp(lo, hi)
-            };
-            let mut e = if o.end_mask & (1 << d) != 0 {
-                if s > 0 {
-                    dim
-                } else {
-                    -1
-                }
-            } else {
-                norm(end[d]).clamp(lo, hi)
-            };
-            if o.shrink_axis_mask & (1 << d) != 0 {
-                b = norm(begin[d]);
-                e = b + 1;
-                if o.offset {
-                    return Err("offset is not supported".into());
-                }
-            } else if o.offset {
-                return Err("offset is not supported".into());
-            }
-            let n = if s > 0 {
-                ((e - b).max(0) + s - 1) / s
-            } else {
-                ((b - e).max(0) + (-s) - 1) / (-s)
-            };
-            start[d] = b;
-            step[d] = s;
-            size[d] = n;
+            r.0.push(a.dim as usize);
+            r.1.push(b);
+            r.2.push(a.stride);
+            r.3.push(n);
         }
-    }
+        r
+    };
+    let rank = shape.len();
     if size.iter().any(|&s| s <= 0) {
         return Err("empty slices are not supported".into());
     }
+    if (0..rank).any(|d| {
+        let last = start[d] + (size[d] - 1) * step[d];
+        start[d] < 0 || last < 0 || start[d] >= shape[d] as i64 || last >= shape[d] as i64
+    }) {
+        return Err("slice outside the input".into());
+    }
     let x = cx.input(0)?;
+    let x = cx.reshape(x, shape.clone())?;
     let y = if step.iter().all(|&s| s == 1) {
         let sl = cx.emit(
             "slice",
@@ -247,7 +404,7 @@ pub(crate) fn slice(cx: &mut OpCx<'_, '_>, strided: bool) -> R<()> {
         cx.reshape(sl, os)?
     } else {
         let full: Vec<usize> = size.iter().map(|&v| v as usize).collect();
-        let idx = index_table(&full, &xs, |i| {
+        let idx = index_table(&full, &shape, |i| {
             (0..rank)
                 .map(|d| (start[d] + i[d] as i64 * step[d]) as usize)
                 .collect()
@@ -542,4 +699,61 @@ fn bilinear(
         0,
     )?;
     Ok(y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::StridedSliceOptionsT;
+
+    /// (first index, count, stride) per effective axis, as TFLite's kernel walks them.
+    fn walk(xs: &[usize], p: [&[i64]; 3], o: &StridedSliceOptionsT) -> R<Vec<(i64, i64, i64)>> {
+        strided_axes(xs, p[0], p[1], p[2], o)?
+            .iter()
+            .map(|a| strided_range(a, o.offset).map(|(b, n)| (b, n, a.stride)))
+            .collect()
+    }
+
+    #[test]
+    fn an_ellipsis_spans_the_unnamed_axes_and_new_axes_are_inserted() {
+        // x[1:, ..., tf.newaxis, ::-2] on 4x5x6x7: new axis before the last input axis.
+        let o = StridedSliceOptionsT {
+            begin_mask: 0b1000,
+            end_mask: 0b1001,
+            ellipsis_mask: 0b0010,
+            new_axis_mask: 0b0100,
+            ..Default::default()
+        };
+        let got = walk(
+            &[4, 5, 6, 7],
+            [&[1, 0, 0, 0], &[0, 0, 0, 0], &[1, 1, 1, -2]],
+            &o,
+        );
+        assert_eq!(
+            got.unwrap(),
+            [(1, 3, 1), (0, 5, 1), (0, 6, 1), (0, 1, 1), (6, 4, -2)]
+        );
+    }
+
+    #[test]
+    fn parameters_for_fewer_axes_take_the_rest_whole() {
+        let o = StridedSliceOptionsT {
+            shrink_axis_mask: 0b1,
+            ..Default::default()
+        };
+        let got = walk(&[3, 4, 5], [&[-1], &[0], &[1]], &o).unwrap();
+        assert_eq!(got, [(2, 1, 1), (0, 4, 1), (0, 5, 1)]);
+    }
+
+    #[test]
+    fn offset_ends_count_from_the_clamped_first_index() {
+        // begin -9 clamps to 0 on an axis of 8; end 5 counts from there.
+        let o = StridedSliceOptionsT {
+            offset: true,
+            ..Default::default()
+        };
+        assert_eq!(walk(&[8], [&[-9], &[5], &[2]], &o).unwrap(), [(0, 3, 2)]);
+        // Reversed: from 6 down by 3 to 6 - 5 = 1 (exclusive).
+        assert_eq!(walk(&[8], [&[6], &[-5], &[-3]], &o).unwrap(), [(6, 2, -3)]);
+    }
 }

@@ -305,6 +305,12 @@ pub(crate) fn gather(cx: &mut OpCx<'_, '_>) -> R<()> {
     let os = OpCx::shape(cx.tout(0)?)?;
     let a = axis(i64::from(o.axis), ps.len())?;
     let b = usize::try_from(o.batch_dims).map_err(|_| "negative batch_dims")?;
+    if b > a || b > is.len() || ps[..b] != is[..b] {
+        return Err("batch_dims must not exceed the axis and must match the indices".into());
+    }
+    if cx.const_values(cx.tin(1)?)?.is_none() {
+        return gather_dynamic(cx, &ps, &is, &os, a, b);
+    }
     let ind = cx.const_input(1)?;
     if ind.iter().any(|&v| v < 0 || v >= ps[a] as i64) {
         return Err("gather index out of range".into());
@@ -326,6 +332,57 @@ pub(crate) fn gather(cx: &mut OpCx<'_, '_>) -> R<()> {
     });
     let x = cx.input(0)?;
     let y = gather_flat(cx, x, idx, os)?;
+    cx.bind_output(0, y)
+}
+
+/// GATHER with computed indices: the IR's `values [N, K, C]` by `indices [N, W]`, with
+/// `N` the axes before `axis` (the indices repeated over those after the batch axes), `K`
+/// the gathered axis and `C` the axes after it. The indices (int64 ones cast to int32) are
+/// clamped to `0..K-1`: TFLite refuses an index outside, so the clamp changes no valid
+/// inference and makes the lookup provably inside the table.
+fn gather_dynamic(
+    cx: &mut OpCx<'_, '_>,
+    ps: &[usize],
+    is: &[usize],
+    os: &[usize],
+    a: usize,
+    b: usize,
+) -> R<()> {
+    let batch: usize = ps[..b].iter().product();
+    let mid: usize = ps[b..a].iter().product();
+    let k = ps[a];
+    let c: usize = ps[a + 1..].iter().product();
+    let w: usize = is[b..].iter().product();
+    let mut idx = cx.input(1)?;
+    match OpCx::dtype(cx.tin(1)?)? {
+        DType::Int32 => {}
+        DType::Int64 => {
+            idx = cx.emit(
+                "index_i32",
+                Op::Cast(CastAttrs { to: DType::Int32 }),
+                &[idx],
+            )?;
+        }
+        other => return Err(format!("{other} indices")),
+    }
+    let idx = cx.clamp(idx, 0, k as i64 - 1)?;
+    let idx = if mid > 1 {
+        let i3 = cx.reshape(idx, vec![batch, 1, w])?;
+        let t = cx.emit(
+            "repeat",
+            Op::Tile(TileAttrs {
+                multiples: vec![1, mid, 1],
+            }),
+            &[i3],
+        )?;
+        cx.reshape(t, vec![batch * mid, w])?
+    } else {
+        cx.reshape(idx, vec![batch, w])?
+    };
+    let x = cx.input(0)?;
+    let v = cx.reshape(x, vec![batch * mid, k, c])?;
+    let g = cx.emit("gather", Op::Gather, &[v, idx])?;
+    let y = cx.reshape(g, os.to_vec())?;
     cx.bind_output(0, y)
 }
 

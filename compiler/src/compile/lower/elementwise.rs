@@ -523,7 +523,8 @@ impl<'g> Ctx<'g> {
 
     /// CAST between i32 and i8/i16 on its own: a 1x1 max pool (b8, b16 or b32 in) with clip
     /// range none; the write sign-extends or keeps the low bits, as the IR's CAST does. A
-    /// bool (bytes 0 / 1) is read as i8, which sign-extends to 0 / 1.
+    /// bool (bytes 0 / 1) is read as i8, which sign-extends to 0 / 1. CAST from i64 to i32
+    /// copies the low words; from i32 to i64 see [`Ctx::lower_cast_i64`].
     pub(super) fn lower_cast_i32(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let (x, y) = (node.inputs()[0], node.outputs()[0]);
@@ -538,6 +539,28 @@ impl<'g> Ctx<'g> {
         }
         if self.dtype(x) == DType::Int32 && self.dtype(y) == DType::Int64 {
             return self.lower_cast_i64(o);
+        }
+        if self.dtype(x) == DType::Int64 && self.dtype(y) == DType::Int32 {
+            // The low word of each element (the IR's CAST keeps the low bits): one strided
+            // copy.
+            use super::movement::CopyAxis;
+            let n = self
+                .g
+                .tensor(x)
+                .and_then(|t| t.ty.shape.num_elements())
+                .unwrap_or(0);
+            let src = self.input_buffer(node, x)?;
+            let idx = self.lowered.ops.len();
+            let dst = self.new_buffer(y, Some(idx));
+            let axes = [
+                CopyAxis { n, src: 8, dst: 4 },
+                CopyAxis {
+                    n: 4,
+                    src: 1,
+                    dst: 1,
+                },
+            ];
+            return self.strided_copy(node, (src, 0), (dst, 0), &axes);
         }
         if !ok(self.dtype(x)) || !ok(self.dtype(y)) {
             return Err(unsupported(

@@ -79,6 +79,11 @@ fn transfers(n: usize, w: usize, k: usize) -> Option<Vec<Transfers>> {
     Some(out)
 }
 
+/// Whether `n` batches of `w` indices fit the DMAs of one GATHER.
+pub(super) fn fits(n: usize, w: usize, k: usize) -> bool {
+    transfers(n, w, k).is_some()
+}
+
 impl<'g> Ctx<'g> {
     /// Lowers GATHER `o` (`[values [N, K, C], indices [N, W]] -> [N, W, C]`) as one DMA
     /// gather; `fused` names the IR operators it implements (the GATHER last).

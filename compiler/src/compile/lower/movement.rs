@@ -54,6 +54,116 @@ fn normalise(axes: &[CopyAxis]) -> Vec<CopyAxis> {
     out
 }
 
+/// Most box copies a GATHER with constant indices becomes before it runs as one DMA gather
+/// from the constant indices instead.
+const MAX_GATHER_COPIES: usize = 64;
+
+/// The box copies of a GATHER whose output row `r` (of `row` bytes) is read from the source
+/// byte offset `rows[r]`, as (source offset, destination offset, axes). The rows repeat
+/// with the smallest period `p` (a divisor of their number) after which every source offset
+/// moves by the same amount: each copy covers its rows in every period. Within a period a
+/// run of rows with a constant source step is one copy, and (with one period only) repeats
+/// of a run with a constant step between their starts.
+fn gather_copies(rows: &[i64], row: i64) -> Vec<(i64, i64, Vec<CopyAxis>)> {
+    let total = rows.len();
+    let period = (1..total)
+        .filter(|p| total % p == 0)
+        .find(|&p| {
+            let d = rows[p] - rows[0];
+            (p..total).all(|r| rows[r] - rows[r - p] == d)
+        })
+        .unwrap_or(total);
+    let periods = CopyAxis {
+        n: total / period,
+        src: rows.get(period).map_or(0, |&r| r - rows[0]),
+        dst: period as i64 * row,
+    };
+    let rows = &rows[..period];
+    let mut out = vec![];
+    let mut i = 0;
+    while i < rows.len() {
+        // A run of rows with a constant source step.
+        let step = rows.get(i + 1).map_or(0, |&r| r - rows[i]);
+        let mut len = 1;
+        while i + len < rows.len() && rows[i + len] - rows[i + len - 1] == step {
+            len += 1;
+        }
+        // Repeats of the same run with a constant step between run starts (a run has two
+        // rows or more unless it is the last row).
+        let same_run = |start: usize| {
+            start + len <= rows.len()
+                && (1..len).all(|j| rows[start + j] - rows[start + j - 1] == step)
+        };
+        let (mut reps, mut jump) = (1, 0);
+        if len > 1 && periods.n == 1 && same_run(i + len) {
+            jump = rows[i + len] - rows[i];
+            reps = 2;
+            while same_run(i + reps * len)
+                && rows[i + reps * len] - rows[i + (reps - 1) * len] == jump
+            {
+                reps += 1;
+            }
+        }
+        let axes = vec![
+            periods,
+            CopyAxis {
+                n: reps,
+                src: jump,
+                dst: len as i64 * row,
+            },
+            CopyAxis {
+                n: len,
+                src: step,
+                dst: row,
+            },
+            CopyAxis {
+                n: row as usize,
+                src: 1,
+                dst: 1,
+            },
+        ];
+        out.push((rows[i], i as i64 * row, axes));
+        i += reps * len;
+    }
+    out
+}
+
+/// Splits the axes longer than a feature-map axis: an axis of `p * q` elements becomes `p`
+/// steps of `q` (the largest such `q` that fits), and an axis with no such factors a part of
+/// a multiple of [`MAX_DIM`] elements and a remainder. Returns the parts as (source offset,
+/// destination offset, axes), every axis at most [`MAX_DIM`] long.
+fn split_long(axes: Vec<CopyAxis>) -> Vec<(i64, i64, Vec<CopyAxis>)> {
+    let Some(k) = axes.iter().position(|a| a.n > MAX_DIM) else {
+        return vec![(0, 0, axes)];
+    };
+    let a = axes[k];
+    let with = |parts: &[CopyAxis]| {
+        let mut v = axes[..k].to_vec();
+        v.extend_from_slice(parts);
+        v.extend_from_slice(&axes[k + 1..]);
+        v
+    };
+    let step = |n: usize, q: usize| CopyAxis {
+        n,
+        src: a.src * q as i64,
+        dst: a.dst * q as i64,
+    };
+    let inner = |q: usize| CopyAxis { n: q, ..a };
+    let lo = a.n.div_ceil(MAX_DIM);
+    if let Some(q) = (lo..=MAX_DIM).rev().find(|q| a.n % q == 0) {
+        return split_long(with(&[step(a.n / q, q), inner(q)]));
+    }
+    let head = a.n / MAX_DIM * MAX_DIM;
+    let mut out = split_long(with(&[step(a.n / MAX_DIM, MAX_DIM), inner(MAX_DIM)]));
+    let tail = head as i64;
+    out.extend(
+        split_long(with(&[inner(a.n - head)]))
+            .into_iter()
+            .map(|(s, d, v)| (s + tail * a.src, d + tail * a.dst, v)),
+    );
+    out
+}
+
 impl<'g> Ctx<'g> {
     /// A read-only buffer with no IR tensor.
     pub(super) fn anonymous_constant(&mut self, bytes: Vec<u8>) -> usize {
@@ -85,10 +195,24 @@ impl<'g> Ctx<'g> {
         dst: (usize, i64),
         axes: &[CopyAxis],
     ) -> Result<(), CompileError> {
-        let mut axes = normalise(axes);
+        let axes = normalise(axes);
         if axes.iter().any(|a| a.n == 0) {
             return Ok(());
         }
+        for (so, d, part) in split_long(axes) {
+            self.box_copies(node, (src.0, src.1 + so), (dst.0, dst.1 + d), part)?;
+        }
+        Ok(())
+    }
+
+    /// The NPU copies of one normalised box whose axes all fit a feature-map axis.
+    fn box_copies(
+        &mut self,
+        node: &OpNode,
+        src: (usize, i64),
+        dst: (usize, i64),
+        mut axes: Vec<CopyAxis>,
+    ) -> Result<(), CompileError> {
         if axes.iter().any(|a| a.dst < 0) {
             return Err(unsupported(node, "a copy with a negative destination step"));
         }
@@ -331,7 +455,7 @@ impl<'g> Ctx<'g> {
                 let axes = self.byte_axes(x, &idims, &strides(&idims), &ostr);
                 self.strided_copy(node, (s, 0), (dst, off * e), &axes)?;
             }
-            Op::Gather => self.lower_gather(node)?,
+            Op::Gather => self.lower_gather(o)?,
             _ => unreachable!("lower_movement on another op"),
         }
         Ok(())
@@ -493,7 +617,8 @@ impl<'g> Ctx<'g> {
 
     /// GATHER `[values [N,K,C], indices [N,W]] -> [N,W,C]` with constant indices: rows of `C`
     /// elements, grouped greedily into boxes of evenly spaced runs of evenly spaced rows.
-    fn lower_gather(&mut self, node: &'g OpNode) -> Result<(), CompileError> {
+    fn lower_gather(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
         let (v, ix) = (node.inputs()[0], node.inputs()[1]);
         let out = node.outputs()[0];
         let Some(idx) = self.const_data(ix).map(|d| d.to_i64_vec()) else {
@@ -511,51 +636,18 @@ impl<'g> Ctx<'g> {
         let rows: Vec<i64> = (0..n * w)
             .map(|r| ((r / w * k) as i64 + idx[r]) * row)
             .collect();
+        let copies = gather_copies(&rows, row);
+        if copies.len() > MAX_GATHER_COPIES
+            && self.dtype(ix) == DType::Int32
+            && super::gather_dma::fits(n, w, k)
+            && self.constant_buffer(ix).is_some()
+        {
+            return self.lower_gather_dma(o, vec![node.name.clone()]);
+        }
         let s = self.move_source(node, v)?;
         let dst = self.move_output(out);
-        let mut i = 0;
-        while i < rows.len() {
-            // A run of rows with a constant source step.
-            let step = rows.get(i + 1).map_or(0, |&r| r - rows[i]);
-            let mut len = 1;
-            while i + len < rows.len() && rows[i + len] - rows[i + len - 1] == step {
-                len += 1;
-            }
-            // Repeats of the same run with a constant step between run starts (a run has
-            // two rows or more unless it is the last row).
-            let same_run = |start: usize| {
-                start + len <= rows.len()
-                    && (1..len).all(|j| rows[start + j] - rows[start + j - 1] == step)
-            };
-            let (mut reps, mut jump) = (1, 0);
-            if len > 1 && same_run(i + len) {
-                jump = rows[i + len] - rows[i];
-                reps = 2;
-                while same_run(i + reps * len)
-                    && rows[i + reps * len] - rows[i + (reps - 1) * len] == jump
-                {
-                    reps += 1;
-                }
-            }
-            let axes = [
-                CopyAxis {
-                    n: reps,
-                    src: jump,
-                    dst: len as i64 * row,
-                },
-                CopyAxis {
-                    n: len,
-                    src: step,
-                    dst: row,
-                },
-                CopyAxis {
-                    n: row as usize,
-                    src: 1,
-                    dst: 1,
-                },
-            ];
-            self.strided_copy(node, (s, rows[i]), (dst, i as i64 * row), &axes)?;
-            i += reps * len;
+        for (so, d, axes) in copies {
+            self.strided_copy(node, (s, so), (dst, d), &axes)?;
         }
         Ok(())
     }

@@ -74,6 +74,12 @@ impl<'g> Ctx<'g> {
                 (a.0.min(b.0), a.1.min(b.1))
             }
             Op::ReduceMax(_) | Op::ReduceMin(_) => r(0),
+            // Data movement keeps the values.
+            Op::Tile(_) | Op::Transpose(_) | Op::Reverse(_) | Op::Slice(_) | Op::Concat(_) => {
+                (0..ins.len()).map(r).fold((i64::MAX, i64::MIN), |acc, x| {
+                    (acc.0.min(x.0), acc.1.max(x.1))
+                })
+            }
             _ => full,
         }
     }
