@@ -74,15 +74,10 @@ fn unsupported_operators_are_errors_naming_the_operator() {
         "{e}"
     );
 
-    // A per-channel RESCALE of an i32 tensor on its own (not after a convolution).
+    // A RESCALE whose depth exceeds the feature-map limit of 65536.
     let mut b = GraphBuilder::new("rescale");
-    let x = b.input("x", DType::Int32, [1, 4]);
-    let r = RescaleAttrs {
-        multiplier: vec![1 << 30; 4],
-        shift: vec![30; 4],
-        per_channel: true,
-        ..RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 30, RescaleRounding::SingleRound)
-    };
+    let x = b.input("x", DType::Int32, [1, 70000]);
+    let r = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 30, RescaleRounding::SingleRound);
     let y = b.op("lonely", Op::Rescale(r), &[x]);
     b.output(y);
     let g = b.finish().unwrap();

@@ -156,3 +156,139 @@ fn reduce_sum_axes(_rng: &mut Rng) -> Graph {
 fn reduce_sum_over_any_axis() {
     check("reduce_sum_axes", reduce_sum_axes);
 }
+
+/// `(multiplier, shift)` of a positive scale for a 32-bit (or, `bits` 15, 16-bit) multiplier.
+fn scale_of(x: f64, bits: u32) -> (i32, i8) {
+    let mut shift = 0i32;
+    let mut m = x;
+    while m < (1u64 << (bits - 1)) as f64 && shift < 62 {
+        m *= 2.0;
+        shift += 1;
+    }
+    (
+        (m.round() as i64).min((1i64 << bits) - 1) as i32,
+        shift as i8,
+    )
+}
+
+struct Mode {
+    out: DType,
+    scales: Vec<f64>,
+    scale32: bool,
+    double: bool,
+    zps: (i64, i64),
+    unsigned: (bool, bool),
+}
+
+fn rescale(b: &mut GraphBuilder, name: &str, x: TensorId, m: &Mode) -> TensorId {
+    let bits = if m.scale32 { 31 } else { 15 };
+    let (multiplier, shift) = m.scales.iter().map(|&s| scale_of(s, bits)).unzip();
+    let attrs = RescaleAttrs {
+        output_dtype: m.out,
+        multiplier,
+        shift,
+        scale32: m.scale32,
+        rounding: if m.double {
+            RescaleRounding::DoubleRound
+        } else {
+            RescaleRounding::SingleRound
+        },
+        per_channel: m.scales.len() > 1,
+        input_zp: m.zps.0,
+        output_zp: m.zps.1,
+        input_unsigned: m.unsigned.0,
+        output_unsigned: m.unsigned.1,
+    };
+    b.op(name, Op::Rescale(attrs), &[x])
+}
+
+fn mode(out: DType, scales: &[f64], zps: (i64, i64), unsigned: (bool, bool)) -> Mode {
+    Mode {
+        out,
+        scales: scales.to_vec(),
+        scale32: true,
+        double: false,
+        zps,
+        unsigned,
+    }
+}
+
+fn rescale_modes(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("rescale_modes");
+    let ch = [0.31, 0.77, 1.3, 2.9];
+    let wide: Vec<f64> = ch.iter().map(|v| v * 300.0).collect();
+    let x8 = b.input("x8", DType::Int8, [2, 3, 5, 4]);
+    let x16 = b.input("x16", DType::Int16, [1, 3, 5, 4]);
+    let x32 = b.input("x32", DType::Int32, [3, 5, 4]);
+    let (i8_, i16_, i32_) = (DType::Int8, DType::Int16, DType::Int32);
+    let cases: Vec<(TensorId, Mode)> = vec![
+        // u8 in (zero points 200 and 0), per channel and per tensor, double rounding
+        (
+            x8,
+            Mode {
+                double: true,
+                ..mode(i8_, &ch, (200, -7), (true, false))
+            },
+        ),
+        (x8, mode(i16_, &[300.0], (0, 0), (true, false))),
+        (x8, mode(i16_, &wide, (255, 0), (true, false))),
+        // u8 / u16 out: zero points 128 / 32768 and 0; scales that saturate at both ends
+        (x8, mode(i8_, &[1.7], (11, 128), (false, true))),
+        (x8, mode(i8_, &ch, (-3, 0), (false, true))),
+        (x8, mode(i16_, &[400.0], (5, 32768), (false, true))),
+        (
+            x8,
+            Mode {
+                double: true,
+                ..mode(i16_, &wide, (0, 0), (false, true))
+            },
+        ),
+        // u16 in (zero points 32768 and 0) to every type
+        (x16, mode(i8_, &[1.0 / 250.0], (32768, 0), (true, false))),
+        (x16, mode(i8_, &[1.0 / 300.0], (0, 100), (true, false))),
+        (x16, mode(i16_, &[0.5], (0, 0), (true, false))),
+        (x16, mode(i16_, &ch, (32768, 0), (true, false))),
+        (x16, mode(i16_, &[1.3], (0, 32768), (false, true))),
+        // i16 per channel, 16-bit multipliers
+        (
+            x16,
+            Mode {
+                scale32: false,
+                ..mode(i16_, &ch, (0, 0), (false, false))
+            },
+        ),
+        (
+            x16,
+            Mode {
+                double: true,
+                ..mode(i8_, &[0.003, 0.01, 0.02, 0.05], (0, -5), (false, false))
+            },
+        ),
+        // i32 per channel (shifts above 31)
+        (
+            x32,
+            Mode {
+                double: true,
+                ..mode(i8_, &[3e-8, 7e-9, 1e-8, 2e-8], (0, 9), (false, false))
+            },
+        ),
+        (
+            x32,
+            mode(i32_, &[0.12, 0.2, 0.3, 0.49], (0, 0), (false, false)),
+        ),
+        (
+            x32,
+            mode(i16_, &[3e-6, 5e-6, 1e-5, 2e-5], (0, 0), (false, false)),
+        ),
+    ];
+    for (k, (x, m)) in cases.iter().enumerate() {
+        let y = rescale(&mut b, &format!("rescale{k}"), *x, m);
+        b.output(y);
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn rescale_in_every_signedness_and_per_channel_mode() {
+    check("rescale_modes", rescale_modes);
+}

@@ -170,7 +170,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
                 op.name
             )));
         }
-        if clip(op.act).is_none() {
+        if clip(op.act, op.ofm.dtype.is_unsigned()).is_none() {
             return Err(CompileError::Stream(format!(
                 "{}: activation bounds {:?} are neither 16-bit nor absent",
                 op.name, op.act

@@ -55,9 +55,11 @@ pub(super) type Wrap = Option<(u32, u64)>;
 
 /// CLIP range and ACTIVATION_MIN/MAX of activation bounds: 16-bit bounds clamp (`b16`);
 /// bounds at or beyond the i32 range mean no clamp (`none`).
-pub(super) fn clip(act: (i64, i64)) -> Option<(ActivationClipRange, i64, i64)> {
+/// `unsigned`: the OFM is unsigned, whose bounds are read as u16 (TRM 3.6.7).
+pub(super) fn clip(act: (i64, i64), unsigned: bool) -> Option<(ActivationClipRange, i64, i64)> {
     let b16 = |v: i64| (-32768..=32767).contains(&v);
-    if b16(act.0) && b16(act.1) {
+    let u16 = |v: i64| unsigned && (0..=65535).contains(&v);
+    if (b16(act.0) || u16(act.0)) && (b16(act.1) || u16(act.1)) {
         Some((ActivationClipRange::B16, act.0, act.1))
     } else if act.0 <= i64::from(i32::MIN) && act.1 >= i64::from(i32::MAX) {
         Some((ActivationClipRange::None, -32768, 32767))
@@ -210,7 +212,8 @@ pub(super) fn op_commands(
         }));
     }
     // Bounds are checked by `emit` before any command is written.
-    let (clip_range, lo, hi) = clip(op.act).unwrap_or((ActivationClipRange::B16, 0, 0));
+    let (clip_range, lo, hi) =
+        clip(op.act, op.ofm.dtype.is_unsigned()).unwrap_or((ActivationClipRange::B16, 0, 0));
     w.set(Command::SetActivation(SetActivation {
         activation_function,
         table,

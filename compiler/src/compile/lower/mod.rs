@@ -32,6 +32,7 @@ mod rdbpot;
 mod reduce;
 mod reduce_axis;
 mod rescale;
+mod rescale_modes;
 mod resize;
 mod scatter;
 mod select;

@@ -22,6 +22,9 @@ impl<'g> Ctx<'g> {
         let Op::Rescale(r) = &node.op else {
             unreachable!("lower_rescale on another op")
         };
+        if self.rescale_needs_modes(o) {
+            return self.lower_rescale_modes(o);
+        }
         let mut names = Vec::new();
         let src = node.inputs()[0];
         let (x, izp, r) =
