@@ -4,6 +4,7 @@ use anyhow::Context;
 use npuc::compile::{CompiledModel, Optimise, Options};
 use npuc::tflite_out::Partition;
 use npuc_backend::arch::Accelerator;
+use npuc_backend::isa::Command;
 use npuc_backend::system::ini::{ConfigSource, IniFile};
 use npuc_backend::system::presets::{DEFAULT_MEMORY_MODE, DEFAULT_SYSTEM_CONFIG};
 use npuc_backend::system::MemoryMap;
@@ -134,10 +135,38 @@ fn summary_partition(p: &Partition) -> String {
     s
 }
 
+/// The commands of `stream` (decoded through the ISA table) that `pick` selects.
+fn count_commands(stream: &[u32], pick: fn(&Command) -> bool) -> u64 {
+    npuc_backend::isa::stream::StreamDecoder::new(stream)
+        .map_while(Result::ok)
+        .filter(|d| pick(&d.command))
+        .count() as u64
+}
+
+/// Kernel operations (CONV, DEPTHWISE, POOL, ELEMENTWISE, RESIZE) in `stream`.
+fn kernel_commands(stream: &[u32]) -> u64 {
+    count_commands(stream, |c| {
+        matches!(
+            c,
+            Command::OpConv(_)
+                | Command::OpDepthwise(_)
+                | Command::OpPool(_)
+                | Command::OpElementwise(_)
+                | Command::OpResize(_)
+        )
+    })
+}
+
+/// DMA operations in `stream`.
+fn dma_commands(stream: &[u32]) -> u64 {
+    count_commands(stream, |c| matches!(c, Command::OpDmaStart(_)))
+}
+
 /// The table printed at the end of `npuc compile`.
 pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> String {
     let sum = |f: &dyn Fn(&CompiledModel) -> u64| models.iter().map(|m| f(m)).sum::<u64>();
-    let kernel_ops = sum(&|m| m.operators.len() as u64);
+    let kernel_ops = sum(&|m| kernel_commands(&m.command_stream));
+    let dmas = sum(&|m| dma_commands(&m.command_stream));
     let arena = models.iter().map(|m| m.arena_size).max().unwrap_or(0);
     let arena_total = sum(&|m| m.arena_size);
     let fast = models.iter().map(|m| m.fast_size).max().unwrap_or(0);
@@ -169,7 +198,10 @@ pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> Str
         ("NPU segments", models.len().to_string()),
         ("operators on NPU", npu_ops.to_string()),
         ("operators on CPU", cpu_ops.to_string()),
-        ("NPU kernel operations", kernel_ops.to_string()),
+        (
+            "NPU operations",
+            format!("{kernel_ops} kernel, {dmas} DMA (commands in the stream)"),
+        ),
         ("command stream", format!("{} words", words)),
         (
             "arena (region 1)",
