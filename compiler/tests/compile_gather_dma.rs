@@ -1,7 +1,7 @@
 //! GATHER with computed indices as a DMA in the source index mode (decision L21): the
 //! fallback when no activation LUT does the lookup. Simulator against interpreter byte for
 //! byte on every configuration and memory mode; an index that is not provably inside the
-//! table is refused (the DMA would skip it silently).
+//! table is clamped into it first (the DMA would skip it silently; decision L31).
 
 mod compile_common;
 
@@ -245,27 +245,53 @@ fn a_batched_gather_is_one_dma_in_the_source_index_mode() {
     assert_eq!(dma_sources(&m), [(0, DmaIdxMode::Enabled)]);
 }
 
+/// Runs `g` (GATHER of a constant `table` of `k` rows of one i8 at i32 indices `idx`, the
+/// graph's only input) on the simulator; returns the gathered bytes.
+fn gathered(g: &Graph, accel: Accelerator, idx: &[i32]) -> Vec<u8> {
+    let m = compile(g, &options(accel)).unwrap();
+    let bytes: Vec<u8> = idx.iter().flat_map(|v| v.to_le_bytes()).collect();
+    simulate(&m, &[bytes]).remove(0)
+}
+
 #[test]
-fn an_index_not_provably_inside_the_table_is_refused() {
-    let e = |g: Graph| compile(&g, &Options::default()).unwrap_err().to_string();
-    // x + 128 + 3 lies in 3..=258: inside a table of 259 rows ...
-    let ok = table_gather("fits", DType::Int8, 1, 259, 1, 4, &[Op::Add]);
-    assert!(compile(&ok, &Options::default()).is_ok());
-    // ... not inside one of 258.
-    let over = e(table_gather("over", DType::Int8, 1, 258, 1, 4, &[Op::Add]));
-    assert!(
-        over.contains("not provably within 0..=257 (range 3..=258)"),
-        "{over}"
-    );
-    // Indices given at run time can be anything.
-    let mut b = GraphBuilder::new("run_time");
-    let i = b.input("i", DType::Int32, [1, 4]);
-    let t = b.const_i8("table", [1, 300, 1], &[1; 300]);
-    let y = b.op("gather", Op::Gather, &[t, i]);
-    b.output(y);
-    let run_time = e(b.finish().unwrap());
-    assert!(
-        run_time.contains("not provably within 0..=299"),
-        "{run_time}"
-    );
+fn an_index_not_provably_inside_the_table_is_clamped_into_it() {
+    // x + 128 + 3 lies in 3..=258: inside a table of 259 rows (no clamp needed) and, clamped,
+    // inside one of 258 (the index 258 reads row 257).
+    for k in [259, 258] {
+        let g = table_gather("over", DType::Int8, 1, k, 1, 4, &[Op::Add]);
+        check_sim(&format!("table of {k}"), &g, 2);
+    }
+    // Indices given at run time can be anything: TOSA leaves an index outside the table
+    // unpredictable; npuc reads the nearest row (decision L31). Tables whose last row fits
+    // 16 bits (one clamping pool) and does not (MAX and MIN with scalars).
+    let idx = [
+        -5,
+        0,
+        7,
+        299,
+        300,
+        100_000,
+        i32::MIN,
+        i32::MAX,
+        39_999,
+        40_000,
+        1,
+        2,
+    ];
+    for k in [300usize, 40_000] {
+        let mut b = GraphBuilder::new("run_time");
+        let i = b.input("i", DType::Int32, [1, idx.len()]);
+        let rows: Vec<i8> = (0..k).map(|r| (r % 251) as i8).collect();
+        let t = b.const_i8("table", [1, k, 1], &rows);
+        let y = b.op("gather", Op::Gather, &[t, i]);
+        b.output(y);
+        let g = b.finish().unwrap();
+        let want: Vec<u8> = idx
+            .iter()
+            .map(|&v| rows[v.clamp(0, k as i32 - 1) as usize] as u8)
+            .collect();
+        for accel in Accelerator::ALL {
+            assert_eq!(gathered(&g, accel, &idx), want, "table of {k} on {accel}");
+        }
+    }
 }

@@ -119,19 +119,16 @@ impl<'g> Ctx<'g> {
             )
         })?;
         let (lo, hi) = self.value_range(ix);
-        if lo < 0 || hi > max as i64 {
-            return Err(unsupported(
-                node,
-                format!(
-                    "the index is not provably within 0..={max} (range {lo}..={hi}); the DMA \
-                     gather would skip an index outside it"
-                ),
-            ));
-        }
         let dtype = self.dtype(out);
         let row = (c * dtype.byte_size()) as u64;
         self.materialize(ix)?;
-        let idx_buf = self.input_buffer(node, ix)?;
+        let mut idx_buf = self.input_buffer(node, ix)?;
+        if lo < 0 || hi > max as i64 {
+            // TOSA REQUIREs every index in 0..K (unpredictable otherwise); a skipped DMA
+            // transfer would leave output bytes unwritten, so the indices are clamped first
+            // (decision L31).
+            idx_buf = self.clamp_indices(node, idx_buf, (n * w) as u32, max)?;
+        }
         // A constant table (also one reshaped) is stored once, however many GATHERs read it.
         let values = match self.folded_const(v) {
             Some(d) if !self.lowered.tensor_buffer.contains_key(&v) => {

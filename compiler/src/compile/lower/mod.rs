@@ -16,6 +16,7 @@ mod conv_sat;
 mod elementwise;
 mod float;
 mod gather;
+mod gather_clamp;
 mod gather_dma;
 mod irfn;
 mod logical;
