@@ -197,3 +197,25 @@ fn tflite_reference() {
     }
     assert!(bad.is_empty());
 }
+
+/// int16 MUL: TFLite computes the multiplier `s1 * s2 / so` in `float` (mul.cc Prepare), so
+/// 18713 x 20165 with these scales (26199.50004 in exact arithmetic) gives 26199, as TF 2.21
+/// does; the `double` multiplier would round it to 26200 (found by `tflite_reference`).
+#[test]
+fn int16_mul_multiplier_is_computed_in_f32() {
+    use npuc_frontend_tflite::schema::{BuiltinOperator as B, BuiltinOptionsT};
+    use npuc_ir::{TensorData, TensorValue};
+    use sweep::tfl::{Tfl, Ty};
+    let mut t = Tfl::new();
+    let x = t.input(&[2], Ty::I16, Some((0.000_543_560_9, 0)));
+    let c = t.constant(&[2], Ty::I16, Some((0.017_708_203, 0)), &[20165, -20625]);
+    let y = t.act(&[2], Ty::I16, Some((0.138_634_5, 0)));
+    let opts = BuiltinOptionsT::MulOptions(Box::default());
+    t.op(B::MUL, &[x, c], &[y], opts);
+    t.output(y);
+    let case = sweep::Case::new("mul", t.finish());
+    let g = sweep::run::lower(&case).unwrap_or_else(|_| panic!("lowers"));
+    let input = TensorValue::new(vec![2usize], TensorData::I16(vec![18713, 3721])).unwrap();
+    let out = npuc_ir::run_outputs(&g, vec![input]).unwrap();
+    assert_eq!(out[0].to_i64_vec(), [26199, -5328]);
+}
