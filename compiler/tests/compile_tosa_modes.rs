@@ -292,3 +292,33 @@ fn rescale_modes(_rng: &mut Rng) -> Graph {
 fn rescale_in_every_signedness_and_per_channel_mode() {
     check("rescale_modes", rescale_modes);
 }
+
+fn bilinear_sums(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("bilinear_sums");
+    let x = b.input("x", DType::Int8, [1, 5, 6, 9]);
+    let x2 = b.input("x2", DType::Int8, [2, 3, 3, 2]);
+    // (input, scale, offset, border): even scales whose common powers of two the rescaled
+    // form divides out, fractional scales, negative offsets, a x16 axis, a batch of 2
+    let cases = [
+        (x, [4, 2, 4, 2], [-1, -1], [1, 1]),
+        (x, [2, 1, 2, 1], [0, 0], [0, 0]),
+        (x, [10, 3, 5, 3], [1, 2], [0, 1]),
+        (x2, [11, 2, 16, 1], [-5, 0], [1, 0]),
+    ];
+    for (k, (input, scale, offset, border)) in cases.into_iter().enumerate() {
+        let attrs = ResizeAttrs {
+            mode: ResizeMode::Bilinear,
+            scale,
+            offset,
+            border,
+        };
+        let y = b.op(&format!("resize{k}"), Op::Resize(attrs), &[input]);
+        b.output(y);
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn bilinear_resize_writes_its_i32_sums() {
+    check("bilinear_sums", bilinear_sums);
+}

@@ -13,11 +13,15 @@
 //!   symmetric.
 //! * Bilinear in the TOSA form: RESIZE (i32) -> RESCALE by `2^a >> s` with single rounding
 //!   (half up): the same shift in round mode natural.
+//! * Bilinear i8 -> i32 read by no RESCALE alone (TOSA's sums as a result): the axes kept
+//!   unreduced and OFM_SCALE shift 16 (the least the TRM allows), so the i32 OFM is the exact
+//!   sum, no clamp (decision L32).
 //! * Nearest neighbour (i8 -> i8, i16 -> i16): the picked value, OFM_SCALE shift 16.
 //!
 //! 16-bit inputs sum in i48 (TFLite's int16 form narrows the sum to i32 with an identity
 //! RESCALE before the same tail; it is fused) and run with ACC_FORMAT i48.
 
+use super::elementwise::NO_CLIP;
 use super::*;
 use npuc_ir::ResizeMode;
 
@@ -102,6 +106,26 @@ impl<'g> Ctx<'g> {
             .then_some(c)
     }
 
+    /// Whether bilinear RESIZE `o` of i8 data writes its i32 sums themselves (no RESCALE
+    /// reads them alone): the NPU's `acc << 16` with OFM shift 16 (the least it takes) is the
+    /// exact sum, written as i32 without a clamp. (The i48 sums of 16-bit data would need a
+    /// b64 buffer for their IR tensor; not yet.)
+    fn raw_bilinear_sum(&self, o: OpId) -> bool {
+        let node = self.node(o);
+        let Op::Resize(a) = &node.op else {
+            return false;
+        };
+        let out = node.outputs()[0];
+        let rescaled = self
+            .sole_consumer(out)
+            .is_some_and(|c| matches!(self.node(c).op, Op::Rescale(_)))
+            || self.bilinear_tail(out).is_some();
+        a.mode == ResizeMode::Bilinear
+            && self.dtype(node.inputs()[0]) == DType::Int8
+            && self.dtype(out) == DType::Int32
+            && !rescaled
+    }
+
     pub(super) fn lower_resize(&mut self, o: OpId) -> Result<(), CompileError> {
         let node = self.node(o);
         let Op::Resize(a) = &node.op else {
@@ -114,14 +138,34 @@ impl<'g> Ctx<'g> {
         // The largest |IFM value|: the bilinear sum is at most that times ny * nx.
         let vmax = -self.dtype(x).min_value() as u64;
         let [yn, yd, xn, xd] = a.scale;
-        let (y, ky) = reduce_axis(yn, yd, a.offset[0]);
-        let (xa, kx) = reduce_axis(xn, xd, a.offset[1]);
+        let raw = self.raw_bilinear_sum(o);
+        let (mut y, ky) = reduce_axis(yn, yd, a.offset[0]);
+        let (mut xa, kx) = reduce_axis(xn, xd, a.offset[1]);
+        if raw {
+            // The sum itself is the result: weights summing to `ny * nx` unreduced.
+            (y, xa) = (
+                ResizeAxis {
+                    n: yn as u32,
+                    d: yd as u32,
+                    offset: a.offset[0] as i32,
+                },
+                ResizeAxis {
+                    n: xn as u32,
+                    d: xd as u32,
+                    offset: a.offset[1] as i32,
+                },
+            );
+        }
         let mut names = vec![node.name.clone()];
         let (out_t, act, ozp, shift, round, mode) = match a.mode {
             ResizeMode::NearestNeighbor => {
                 let (t, act) = self.fuse_clamp(node.outputs()[0], &mut names);
                 let m = npuc_backend::isa::ResizeMode::Nearest;
                 (t, act, 0, 16u32, RoundModeOfm::Natural, m)
+            }
+            ResizeMode::Bilinear if raw => {
+                let m = npuc_backend::isa::ResizeMode::Bilinear;
+                (node.outputs()[0], NO_CLIP, 0, 16, RoundModeOfm::Natural, m)
             }
             ResizeMode::Bilinear => {
                 // A 16-bit resize sums in i48; TFLite's int16 form narrows it to i32 first
