@@ -12,7 +12,7 @@ Three kinds:
   converter no longer writes them, so the model is converted to int8 with per-tensor
   weights (quant kind "legacy_uint8") and then rewritten (``to_legacy_uint8``): every int8
   activation tensor becomes uint8 with its values and zero point moved by +128 (the same
-  real values); the weights of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED are
+  real values); the weights of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED / TRANSPOSE_CONV are
   requantized to uint8 over [min(w, 0), max(w, 0)] (an asymmetric weight zero point, as TF1
   wrote) and their int32 bias to the new input x weight scale.
 """
@@ -22,7 +22,7 @@ import keras
 from keras import layers
 from tensorflow.lite.python import schema_py_generated as s
 
-from make_models import POST_CONVERT, init_conv, init_depthwise, inp, model  # noqa: F401
+from make_models import INPUT_RANGE, POST_CONVERT, bell, init_conv, init_depthwise, inp, model  # noqa: F401
 
 # --------------------------------------------------------------------------
 # uint8 I/O around an int8 model
@@ -136,16 +136,19 @@ def to_legacy_uint8(flat, rng=None):
         c = m.operatorCodes[op.opcodeIndex]
         return max(c.builtinCode, c.deprecatedBuiltinCode)
 
+    # operator -> (input, weights, bias) operand slots
     weighted = {
-        s.BuiltinOperator.CONV_2D,
-        s.BuiltinOperator.DEPTHWISE_CONV_2D,
-        s.BuiltinOperator.FULLY_CONNECTED,
+        s.BuiltinOperator.CONV_2D: (0, 1, 2),
+        s.BuiltinOperator.DEPTHWISE_CONV_2D: (0, 1, 2),
+        s.BuiltinOperator.FULLY_CONNECTED: (0, 1, 2),
+        s.BuiltinOperator.TRANSPOSE_CONV: (2, 1, 3),
     }
     done = set()
     for op in sg.operators:
         if code(op) not in weighted:
             continue
-        x, w = sg.tensors[op.inputs[0]], sg.tensors[op.inputs[1]]
+        xi, wi, bi = weighted[code(op)]
+        x, w = sg.tensors[op.inputs[xi]], sg.tensors[op.inputs[wi]]
         assert len(w.quantization.scale) == 1, "per-tensor weights expected"
         wf = _buffer_array(m, w, np.int8).astype(np.float64) * w.quantization.scale[0]
         lo, hi = min(wf.min(), 0.0), max(wf.max(), 0.0)
@@ -156,16 +159,16 @@ def to_legacy_uint8(flat, rng=None):
         w.type = s.TensorType.UINT8
         w.quantization.scale = [float(scale)]
         w.quantization.zeroPoint = [zp]
-        done.add(op.inputs[1])
-        if len(op.inputs) > 2 and op.inputs[2] >= 0:
-            b = sg.tensors[op.inputs[2]]
+        done.add(op.inputs[wi])
+        if len(op.inputs) > bi and op.inputs[bi] >= 0:
+            b = sg.tensors[op.inputs[bi]]
             old = np.float64(b.quantization.scale[0])
             new = np.float32(np.float32(x.quantization.scale[0]) * scale)
             bq = _buffer_array(m, b, np.int32).astype(np.float64) * old
             _set_buffer(m, b, np.round(bq / np.float64(new)).astype(np.int32))
             b.quantization.scale = [float(new)]
             b.quantization.zeroPoint = [0]
-            done.add(op.inputs[2])
+            done.add(op.inputs[bi])
     for i, t in enumerate(sg.tensors):
         if i in done or t.type != s.TensorType.INT8:
             continue
@@ -219,3 +222,104 @@ def _(name, rng):
     y = layers.Lambda(lambda t: tf.pad(t, [[0, 0], [1, 0], [0, 2], [0, 0]]))(mx)
     m = keras.Model([x0, x1], [sg, th, y])
     return m, "legacy_uint8"
+
+
+
+INPUT_RANGE["legacy_u8_act"] = [1.0, (-2.0, 3.0)]
+
+
+@model("legacy_u8_act", kind="multi-op")
+def _(name, rng):
+    """The activations and comparisons whose uint8 kernels share the int8 template:
+    LEAKY_RELU, HARD_SWISH, RELU, RELU6, LESS, GREATER_EQUAL (inputs of different
+    quantizations), GELU, ARG_MAX."""
+    import tensorflow as tf
+
+    x0 = inp((1, 4, 5, 3), "x0")
+    x1 = inp((1, 4, 5, 3), "x1")
+    lk = layers.LeakyReLU(negative_slope=0.2)(x0)
+    hs = layers.Activation(keras.activations.hard_swish)(x1)
+    r = layers.ReLU()(x0)
+    r6 = layers.ReLU(6.0)(x1)
+    lt = layers.Lambda(lambda t: tf.math.less(t[0], t[1]))([x0, x1])
+    ge = layers.Lambda(lambda t: tf.math.greater_equal(t[0], t[1]))([x0, x1])
+    gl = layers.Activation("gelu")(x1)
+    am = layers.Lambda(lambda t: tf.math.argmax(t, axis=3, output_type=tf.int32))(x1)
+    m = keras.Model([x0, x1], [lk, hs, r, r6, lt, ge, gl, am])
+    return m, "legacy_uint8"
+
+
+# --------------------------------------------------------------------------
+# hand-built uint8 operators the converter cannot write
+
+
+def single_op(opcode, options_type, options, ins, outs):
+    """A model whose only operator is `opcode`; ins/outs: (shape, type, (scale, zp))."""
+    m = s.ModelT()
+    m.version = 3
+    code = s.OperatorCodeT()
+    code.builtinCode = opcode
+    code.deprecatedBuiltinCode = opcode
+    code.version = 1
+    m.operatorCodes = [code]
+    tensors = ins + outs
+    m.buffers = [s.BufferT() for _ in range(len(tensors) + 1)]
+    sg = s.SubGraphT()
+    sg.tensors = [
+        _tensor(t, shape, i + 1, f"x{i}" if i < len(ins) else f"y{i - len(ins)}", *q)
+        for i, (shape, t, q) in enumerate(tensors)
+    ]
+    op = s.OperatorT()
+    op.opcodeIndex = 0
+    op.inputs = list(range(len(ins)))
+    op.outputs = list(range(len(ins), len(tensors)))
+    op.builtinOptionsType = options_type
+    op.builtinOptions = options
+    sg.operators = [op]
+    sg.inputs = op.inputs
+    sg.outputs = op.outputs
+    sg.name = "main"
+    m.subgraphs = [sg]
+    m.description = "npuc uint8 single-operator fixture"
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@model("legacy_u8_concat_rescale")
+def _(name, rng):
+    """uint8 CONCATENATION of inputs with other scales and zero points than the output
+    (TFLite's uint8 kernel rescales them in float; one input equals the output's)."""
+    o = s.ConcatenationOptionsT()
+    o.axis = 3
+    ins = [
+        ((1, 3, 4, 5), U8, (0.0173, 37)),
+        ((1, 3, 4, 2), U8, (0.0291, 128)),
+        ((1, 3, 4, 3), U8, (0.0041, 250)),
+    ]
+    out = [((1, 3, 4, 10), U8, (0.0291, 128))]
+    return single_op(s.BuiltinOperator.CONCATENATION, s.BuiltinOptions.ConcatenationOptions, o, ins, out), "flatbuffer"
+
+
+@model("legacy_u8_tconv")
+def _(name, rng):
+    """uint8 TRANSPOSE_CONV 3x3 stride 2 with uint8 weights and a weight zero point, bias."""
+    x = inp((1, 5, 5, 3))
+    tc = layers.Conv2DTranspose(4, 3, strides=2, padding="same")
+    m = keras.Model(x, tc(x))
+    k = tc.kernel  # [kh, kw, out, in]
+    w = bell(rng, tuple(k.shape), int(k.shape[0] * k.shape[1] * k.shape[3]), "laplace", 1.5)
+    tc.set_weights([w, rng.normal(0.0, 0.3, size=(int(k.shape[2]),)).astype(np.float32)])
+    return m, "legacy_uint8"
+
+
+@model("legacy_u8_mean", kind="multi-op")
+def _(name, rng):
+    """uint8 MEAN over height and width (keep dims) and over channels, SUM over width."""
+    import tensorflow as tf
+
+    x = inp((1, 5, 6, 4))
+    m1 = layers.Lambda(lambda t: tf.reduce_mean(t, axis=[1, 2], keepdims=True))(x)
+    m2 = layers.Lambda(lambda t: tf.reduce_mean(t, axis=3))(x)
+    s2 = layers.Lambda(lambda t: tf.reduce_sum(t, axis=2))(x)
+    return keras.Model(x, [m1, m2, s2]), "legacy_uint8"

@@ -49,6 +49,7 @@ mod ops_softmax;
 mod ops_table;
 pub mod partition;
 mod uint8;
+mod uint8_concat;
 
 use crate::{BuiltinOperator, TfliteModel};
 use npuc_ir::{Graph, ValidationError};
@@ -152,6 +153,7 @@ fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
         | B::QUANTIZE => ops_elementwise::unary(cx, code),
         B::SOFTMAX => ops_softmax::softmax(cx, false),
         B::LOG_SOFTMAX => ops_softmax::softmax(cx, true),
+        B::CONCATENATION if uint8_concat::applies(cx)? => uint8_concat::concat(cx),
         B::CONCATENATION => ops_layout::concat(cx),
         B::RESHAPE | B::SQUEEZE | B::EXPAND_DIMS => ops_layout::reshape(cx),
         B::PAD | B::PADV2 => ops_layout::pad(cx),

@@ -1,4 +1,4 @@
-//! MEAN and SUM (int8 and int16).
+//! MEAN and SUM (int8 and int16; uint8 on its int8 view, `super::uint8`).
 //!
 //! **Mean** sums `x - zp` in `i32` and requantizes with TFLite's integer mean multiplier
 //! (`(m << k) / n`, `k = min(floor(log2 n), 32, 31 + shift)`), double rounding.
@@ -59,6 +59,13 @@ pub(crate) fn mean_sum(cx: &mut OpCx<'_, '_>, sum: bool) -> R<()> {
     if !sum {
         let v = reduce_sum(cx, &axes, zi)?;
         return mean(cx, v, dt, si, so, zo, n);
+    }
+    if super::uint8::is_u8(xt) {
+        // TFLite's uint8 SUM is its correct reference kernel: `MBQM(Σ x - n zp_in, s_in / s_out)
+        // + zp_out`, saturated to uint8, i.e. MEAN's requantization without the division
+        // (`n = 1`), exact on the int8 view (docs/decisions.md F6).
+        let v = reduce_sum(cx, &axes, zi)?;
+        return mean(cx, v, dt, si, so, zo, 1);
     }
     if si == so && zi == zo {
         // Σ (x - zp) + zp, saturated (checked against TFLite's optimised kernel).
