@@ -323,3 +323,17 @@ def _(name, rng):
     m2 = layers.Lambda(lambda t: tf.reduce_mean(t, axis=3))(x)
     s2 = layers.Lambda(lambda t: tf.reduce_sum(t, axis=2))(x)
     return keras.Model(x, [m1, m2, s2]), "legacy_uint8"
+
+
+@model("legacy_u8_resize_bilinear", kind="multi-op")
+def _(name, rng):
+    """uint8 bilinear RESIZE: 2x with half-pixel centres, align_corners 3 -> 5 (the float
+    kernel is exact there; it rounds halves up)."""
+    import tensorflow as tf
+
+    x = inp((1, 4, 5, 3))
+    a = layers.Resizing(8, 10, interpolation="bilinear")(x)
+    b = layers.Lambda(
+        lambda t: tf.compat.v1.image.resize_bilinear(t[:, :3, :3, :], [5, 5], align_corners=True)
+    )(x)
+    return keras.Model(x, [a, b]), "legacy_uint8"

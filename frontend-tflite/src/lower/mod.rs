@@ -50,6 +50,7 @@ mod ops_table;
 pub mod partition;
 mod uint8;
 mod uint8_concat;
+mod uint8_resize;
 
 use crate::{BuiltinOperator, TfliteModel};
 use npuc_ir::{Graph, ValidationError};

@@ -581,11 +581,16 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
     // weights fall on it): the other axis is resized, then the result tiled.
     let unit = |i: usize| if xs[i] == 1 { 1 } else { os[i] };
     let mid = vec![os[0], unit(1), unit(2), os[3]];
+    // uint8: TFLite's float kernel, the int8 one rounding half up where it is exact.
+    let half_up = super::uint8::is_u8(xt);
+    if half_up && !super::uint8_resize::float_kernel_is_exact(&xs, &os, align, half) {
+        return Err("uint8 bilinear resize whose float arithmetic rounds (F6)".into());
+    }
     let x = cx.input(0)?;
     let y = if mid == xs {
         x
     } else {
-        bilinear(cx, x, &xs, &mid, align, half, dt)?
+        bilinear(cx, x, &xs, &mid, align, half, dt, half_up)?
     };
     let y = if mid != os {
         let multiples = vec![1, os[1] / mid[1], os[2] / mid[2], 1];
@@ -598,7 +603,9 @@ pub(crate) fn resize_bilinear(cx: &mut OpCx<'_, '_>) -> R<()> {
     bind_copy(cx, y)
 }
 
-/// TFLite's bilinear resize of `x` (shape `xs`) to `os` (same batch and depth).
+/// TFLite's bilinear resize of `x` (shape `xs`) to `os` (same batch and depth); `half_up`
+/// rounds the exact half up (uint8, `super::uint8_resize`) instead of away from zero.
+#[allow(clippy::too_many_arguments)]
 fn bilinear(
     cx: &mut OpCx<'_, '_>,
     x: IrT,
@@ -607,6 +614,7 @@ fn bilinear(
     align: bool,
     half: bool,
     dt: DType,
+    half_up: bool,
 ) -> R<IrT> {
     let scale10 = |i: usize, o: usize| -> i64 {
         let (i, o) = (i as i64, o as i64);
@@ -672,7 +680,7 @@ fn bilinear(
     // negative sums, then round half up (no rounding at all when the weights are 1: both
     // axes sample whole rows and columns).
     let bits = (uy * ux).trailing_zeros() as i32;
-    let adj = if bits >= 1 {
+    let adj = if bits >= 1 && !half_up {
         let c31 = cx.constant("c31", vec![1, 1, 1, 1], TensorData::I32(vec![31]))?;
         let sign = cx.emit(
             "sign",

@@ -6,10 +6,10 @@
 //! [`super::ctx::OpCx::qparams`] report it, constants are converted to it, and an IR tensor
 //! held as uint8 is read through one RESCALE `u8 -> i8`, `x - 128`), for the operators whose
 //! TFLite uint8 kernel computes the same integers as its int8 kernel on the view
-//! ([`UINT8_EXACT`]; docs/decisions.md F6 gives the argument per operator). Two listed
+//! ([`UINT8_EXACT`]; docs/decisions.md F6 gives the argument per operator). Three listed
 //! operators have uint8 kernels of their own, lowered on the view with that arithmetic: SUM
-//! (`super::ops_mean_sum`) and CONCATENATION of inputs quantized unlike the output
-//! (`super::uint8_concat`). Every other operator with a uint8 operand is refused. Real uint8 IR tensors exist only where TFLite's
+//! (`super::ops_mean_sum`), CONCATENATION of inputs quantized unlike the output
+//! (`super::uint8_concat`) and bilinear RESIZE (`super::uint8_resize`). Every other operator with a uint8 operand is refused. Real uint8 IR tensors exist only where TFLite's
 //! uint8 bytes are observable: graph inputs and outputs (a graph output computed in the view
 //! gets one RESCALE `i8 -> u8`, `x + 128`) and QUANTIZE to or from uint8, which reads and
 //! writes uint8 directly (TFLite's `Requantize`: `x - zp_in` scaled by `s_in / s_out` with
@@ -58,6 +58,7 @@ const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::PAD,
     BuiltinOperator::PADV2,
     BuiltinOperator::RESIZE_NEAREST_NEIGHBOR,
+    BuiltinOperator::RESIZE_BILINEAR,
     BuiltinOperator::RESHAPE,
     BuiltinOperator::SQUEEZE,
     BuiltinOperator::EXPAND_DIMS,
