@@ -337,3 +337,23 @@ def _(name, rng):
         lambda t: tf.compat.v1.image.resize_bilinear(t[:, :3, :3, :], [5, 5], align_corners=True)
     )(x)
     return keras.Model(x, [a, b]), "legacy_uint8"
+
+
+
+
+@model("legacy_u8_layout", kind="multi-op")
+def _(name, rng):
+    """uint8 operators that move, select or compare bytes: GATHER, SELECT,
+    REDUCE_MAX, REDUCE_MIN, MIRROR_PAD."""
+    import tensorflow as tf
+
+    x0 = inp((1, 4, 5, 4), "x0")
+    x1 = inp((1, 4, 5, 4), "x1")
+    x2 = inp((1, 4, 6, 4), "x2")
+    x3 = inp((1, 4, 5, 4), "x3")
+    ga = layers.Lambda(lambda t: tf.gather(t, [3, 0, 2], axis=2))(x1)
+    se = layers.Lambda(lambda t: tf.where(t[0] > t[1], t[0], t[1]))([x0, x1])
+    rmax = layers.Lambda(lambda t: tf.reduce_max(t, axis=3))(x2)
+    rmin = layers.Lambda(lambda t: tf.reduce_min(t, axis=[1, 2]))(x2)
+    mp = layers.Lambda(lambda t: tf.pad(t, [[0, 0], [1, 1], [2, 0], [0, 0]], mode="REFLECT"))(x3)
+    return keras.Model([x0, x1, x2, x3], [ga, se, rmax, rmin, mp]), "legacy_uint8"

@@ -69,6 +69,12 @@ const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::SPLIT_V,
     BuiltinOperator::PACK,
     BuiltinOperator::UNPACK,
+    BuiltinOperator::GATHER,
+    BuiltinOperator::MIRROR_PAD,
+    BuiltinOperator::SELECT,
+    BuiltinOperator::SELECT_V2,
+    BuiltinOperator::REDUCE_MAX,
+    BuiltinOperator::REDUCE_MIN,
 ];
 
 /// The weight zero point of a convolution's weights in their working type: a uint8 weight
