@@ -357,3 +357,70 @@ def _(name, rng):
     rmin = layers.Lambda(lambda t: tf.reduce_min(t, axis=[1, 2]))(x2)
     mp = layers.Lambda(lambda t: tf.pad(t, [[0, 0], [1, 1], [2, 0], [0, 0]], mode="REFLECT"))(x3)
     return keras.Model([x0, x1, x2, x3], [ga, se, rmax, rmin, mp]), "legacy_uint8"
+
+
+def _graph(ops, tensors, inputs, outputs, data=None):
+    """A one-subgraph model: ops = [(builtin, options_type, options, ins, outs)], tensors =
+    [(name, shape, type, (scale, zp))], data = {tensor index: bytes} for constants."""
+    data = data or {}
+    m = s.ModelT()
+    m.version = 3
+    codes = []
+    for op in ops:
+        if op[0] not in codes:
+            codes.append(op[0])
+    m.operatorCodes = []
+    for c in codes:
+        code = s.OperatorCodeT()
+        code.builtinCode = c
+        code.deprecatedBuiltinCode = min(c, 127)  # 127: PLACEHOLDER_FOR_GREATER_OP_CODES
+        code.version = 1
+        m.operatorCodes.append(code)
+    m.buffers = [s.BufferT()]
+    sg = s.SubGraphT()
+    sg.tensors = []
+    for i, (name, shape, t, q) in enumerate(tensors):
+        buf = s.BufferT()
+        if i in data:
+            buf.data = np.frombuffer(data[i], np.uint8)
+        m.buffers.append(buf)
+        sg.tensors.append(_tensor(t, shape, len(m.buffers) - 1, name, *q))
+    sg.operators = []
+    for code, otype, opts, ins, outs in ops:
+        op = s.OperatorT()
+        op.opcodeIndex = codes.index(code)
+        op.inputs = list(ins)
+        op.outputs = list(outs)
+        op.builtinOptionsType = otype
+        op.builtinOptions = opts
+        sg.operators.append(op)
+    sg.inputs = list(inputs)
+    sg.outputs = list(outputs)
+    sg.name = "main"
+    m.subgraphs = [sg]
+    m.description = "npuc uint8 hand-built fixture"
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+@model("legacy_u8_prelu_relu", kind="multi-op")
+def _(name, rng):
+    """uint8 PRELU (per-channel uint8 alpha with its own zero point), RELU_N1_TO_1 and
+    RELU_0_TO_1, which no converter writes in uint8."""
+    B = s.BuiltinOperator
+    shape = (1, 4, 5, 3)
+    alpha = np.array([40, 128, 230], np.uint8)  # zero point 128, scale 0.004: -0.35, 0, 0.4
+    tensors = [
+        ("x", shape, U8, (0.0231, 119)),
+        ("alpha", (1, 1, 3), U8, (0.004, 128)),
+        ("prelu", shape, U8, (0.0157, 100)),
+        ("relu_n1_to_1", shape, U8, (0.0091, 131)),
+        ("relu_0_to_1", shape, U8, (0.0042, 3)),
+    ]
+    ops = [
+        (B.PRELU, s.BuiltinOptions.NONE, None, [0, 1], [2]),
+        (B.RELU_N1_TO_1, s.BuiltinOptions.NONE, None, [0], [3]),
+        (B.RELU_0_TO_1, s.BuiltinOptions.NONE, None, [0], [4]),
+    ]
+    return _graph(ops, tensors, [0], [2, 3, 4], {1: alpha.tobytes()}), "flatbuffer"
