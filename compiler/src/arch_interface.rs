@@ -154,7 +154,12 @@ pub trait Target {
     fn fwd_length_estimate(&self, weights: &OhwiWeights) -> Option<u64>;
     /// Estimated cycles of the kernel operation or DMA that ends `commands`, with the register
     /// state the commands before it set (from reset): the cost model of `npuc report`.
-    fn estimate(&self, commands: &[Command]) -> u64;
+    fn estimate(&self, commands: &[Command]) -> u64 {
+        self.estimate_traffic(commands).0
+    }
+    /// [`Target::estimate`]'s cycles, and the bytes the operation moves to and from memories
+    /// other than SRAM (DRAM, flash): the off-chip traffic `npuc report` counts.
+    fn estimate_traffic(&self, commands: &[Command]) -> (u64, u64);
     /// Estimates a whole command stream (`None` if it does not decode).
     fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate>;
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
@@ -439,7 +444,7 @@ impl Target for U85Target {
         Some(32 * (1 + words))
     }
 
-    fn estimate(&self, commands: &[Command]) -> u64 {
+    fn estimate_traffic(&self, commands: &[Command]) -> (u64, u64) {
         let mut regs = RegisterFile::default();
         let mut last = None;
         for c in commands {
@@ -448,7 +453,16 @@ impl Target for U85Target {
             }
         }
         last.and_then(|c| op_cost(&self.arch, &regs, c))
-            .map_or(0, |cost| self.perf.op(0, "", cost).cycles)
+            .map_or((0, 0), |cost| {
+                let p = self.perf.op(0, "", cost);
+                let offchip = MemoryKind::ALL
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, k)| *k != MemoryKind::Sram)
+                    .map(|(i, _)| p.memory_read[i] + p.memory_written[i])
+                    .sum();
+                (p.cycles, offchip)
+            })
     }
 
     fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate> {

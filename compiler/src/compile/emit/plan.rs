@@ -4,10 +4,11 @@
 //! is written out as the operation's complete register state (feature maps where the
 //! placement put them, weights read from region 0 with the lengths of the preferred
 //! candidate's encoding; for FWD candidates the target's FWD length estimate) and estimated
-//! ([`Target::estimate`]); the cheapest wins, ties going to the earlier candidate. The
-//! winner's streams are then encoded for real: an FWD winner is kept only if, encoded, it
-//! still beats the cheapest SWD candidate; an encoding that fails falls back to the preferred
-//! candidate.
+//! ([`Target::estimate_traffic`]); the cheapest wins, ties going to the earlier candidate
+//! (where the feature maps are in SRAM, the one with the fewest off-chip bytes among those
+//! within 1/16 of the fewest cycles, decision S10). The winner's streams are then encoded for
+//! real: an FWD winner is kept only if, encoded, it still beats the cheapest SWD candidate; an
+//! encoding that fails falls back to the preferred candidate.
 
 use super::weights::{encode, Encoded, Layout};
 use super::*;
@@ -31,6 +32,18 @@ pub(super) fn estimate(
     region: u8,
     at: &Locs,
 ) -> u64 {
+    estimate_traffic(target, op, block, layout, region, at).0
+}
+
+/// [`estimate`]'s cycles and the operation's off-chip (DRAM, flash) bytes.
+pub(super) fn estimate_traffic(
+    target: &dyn Target,
+    op: &NpuOp,
+    block: &BlockConfig,
+    layout: Option<&Layout>,
+    region: u8,
+    at: &Locs,
+) -> (u64, u64) {
     let mut w = Writer::default();
     let (cmd, _) = op_commands(
         &mut w,
@@ -41,7 +54,7 @@ pub(super) fn estimate(
         (ActivationFunction::LutNone, 0),
     );
     w.op(cmd);
-    target.estimate(&w.commands)
+    target.estimate_traffic(&w.commands)
 }
 
 /// Plans every operation of `l` with the feature maps at `p`.
@@ -81,8 +94,7 @@ pub(super) fn plan(
         };
         // The cheapest candidate, and the cheapest SWD one (the fallback when the FWD
         // stream turns out longer than estimated).
-        let mut best = (u64::MAX, first);
-        let mut best_swd = (u64::MAX, first);
+        let mut costs = Vec::with_capacity(cands.len());
         for c in &cands {
             let layout = match c.weight_format {
                 WeightFormat::Fwd => match &fwd {
@@ -97,21 +109,31 @@ pub(super) fn plan(
                 sparsity: c.weight_sparsity,
                 ..l.clone()
             });
-            let cycles = estimate(target, op, c, layout.as_ref(), REGION_READ_ONLY, &at);
-            if cycles < best.0 {
-                best = (cycles, *c);
-            }
-            if c.weight_format != WeightFormat::Fwd && cycles < best_swd.0 {
-                best_swd = (cycles, *c);
-            }
+            let cost = estimate_traffic(target, op, c, layout.as_ref(), REGION_READ_ONLY, &at);
+            costs.push((cost, *c));
         }
+        // Off-chip bytes are weighed only where they are final: with no fast memory of its own
+        // (S1, S2: the arena in SRAM), nothing is cascaded or copied and streams are rarely
+        // staged, so the constants are read in place by every block that needs them (P13).
+        let slack = target.fast_storage().is_none();
+        let best = pick(slack, costs.iter().copied()).unwrap_or(((u64::MAX, u64::MAX), first));
+        let best_swd = pick(
+            slack,
+            costs
+                .iter()
+                .copied()
+                .filter(|(_, c)| c.weight_format != WeightFormat::Fwd),
+        )
+        .unwrap_or(((u64::MAX, u64::MAX), first));
         let mut chosen = None;
         if best.1 != best_swd.1 {
             if let Ok(e) = encode(target, op, &geom, &best.1) {
                 let layout = e.as_ref().map(Encoded::layout);
-                let cycles = estimate(target, op, &best.1, layout.as_ref(), REGION_READ_ONLY, &at);
-                if cycles < best_swd.0 {
-                    chosen = Some((best.1, e, cycles));
+                let cost =
+                    estimate_traffic(target, op, &best.1, layout.as_ref(), REGION_READ_ONLY, &at);
+                if pick(slack, [best_swd, (cost, best.1)].into_iter()).map(|b| b.1) == Some(best.1)
+                {
+                    chosen = Some((best.1, e, cost.0));
                 }
             }
         }
@@ -134,4 +156,27 @@ pub(super) fn plan(
         plans.push(OpPlan { block, enc, cycles });
     }
     Ok(plans)
+}
+
+/// Cycles a candidate may cost beyond the fastest one, as a fraction `1 / SLACK` of the
+/// fastest's, when it moves fewer off-chip bytes (decision S10).
+const SLACK: u64 = 16;
+
+/// The candidate to take from `(cycles, off-chip bytes)` estimates: the fewest cycles, the
+/// earliest among equals; with `slack`, the one with the fewest off-chip bytes among those
+/// within `1 / SLACK` of the fewest cycles, then the fewest cycles, then the earliest.
+fn pick(
+    slack: bool,
+    costs: impl Iterator<Item = ((u64, u64), BlockConfig)> + Clone,
+) -> Option<((u64, u64), BlockConfig)> {
+    let fastest = costs.clone().map(|((c, _), _)| c).min()?;
+    let limit = fastest.saturating_add(fastest / SLACK);
+    let key = |(c, b): (u64, u64)| if slack { (b, c) } else { (c, 0) };
+    let mut best: Option<((u64, u64), BlockConfig)> = None;
+    for (cost, c) in costs.filter(|((c, _), _)| !slack || *c <= limit) {
+        if best.is_none_or(|(b, _)| key(cost) < key(b)) {
+            best = Some((cost, c));
+        }
+    }
+    best
 }
