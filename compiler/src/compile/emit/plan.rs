@@ -165,18 +165,47 @@ const SLACK: u64 = 16;
 /// The candidate to take from `(cycles, off-chip bytes)` estimates: the fewest cycles, the
 /// earliest among equals; with `slack`, the one with the fewest off-chip bytes among those
 /// within `1 / SLACK` of the fewest cycles, then the fewest cycles, then the earliest.
-fn pick(
+fn pick<T: Copy>(
     slack: bool,
-    costs: impl Iterator<Item = ((u64, u64), BlockConfig)> + Clone,
-) -> Option<((u64, u64), BlockConfig)> {
+    costs: impl Iterator<Item = ((u64, u64), T)> + Clone,
+) -> Option<((u64, u64), T)> {
     let fastest = costs.clone().map(|((c, _), _)| c).min()?;
     let limit = fastest.saturating_add(fastest / SLACK);
     let key = |(c, b): (u64, u64)| if slack { (b, c) } else { (c, 0) };
-    let mut best: Option<((u64, u64), BlockConfig)> = None;
+    let mut best: Option<((u64, u64), T)> = None;
     for (cost, c) in costs.filter(|((c, _), _)| !slack || *c <= limit) {
         if best.is_none_or(|(b, _)| key(cost) < key(b)) {
             best = Some((cost, c));
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fewer_off_chip_bytes_win_within_a_sixteenth_of_the_fewest_cycles() {
+        let costs = [
+            ((1600, 9000), 'a'),
+            ((1700, 1000), 'b'),
+            ((1699, 2000), 'c'),
+        ];
+        // Cycles only: the fastest.
+        assert_eq!(pick(false, costs.into_iter()).unwrap().1, 'a');
+        // 1700 <= 1600 + 100: the fewest bytes.
+        assert_eq!(pick(true, costs.into_iter()).unwrap().1, 'b');
+        // 1701 is beyond the slack: the next fewest bytes within it.
+        let costs = [
+            ((1600, 9000), 'a'),
+            ((1701, 1000), 'b'),
+            ((1699, 2000), 'c'),
+        ];
+        assert_eq!(pick(true, costs.into_iter()).unwrap().1, 'c');
+        // Equal bytes: fewer cycles, then the earlier candidate.
+        let costs = [((1650, 10), 'a'), ((1600, 10), 'b'), ((1600, 10), 'c')];
+        assert_eq!(pick(true, costs.into_iter()).unwrap().1, 'b');
+        assert_eq!(pick::<char>(true, std::iter::empty()), None);
+    }
 }
