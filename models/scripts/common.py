@@ -137,7 +137,7 @@ OPTIMISED_GOLDEN = {
 # Raw input values replaced in the golden inputs: {model: {input index: {bad: replacement}}}.
 # div: the int8 DIV kernel refuses a divisor whose raw int8 value is 0 (not the zero point);
 # the divisor is ADD(x1, 1.5) and x1 = -32 is the one input value giving it the raw value 0.
-GOLDEN_INPUT_REPLACE = {"div": {0: {-32: -31}}}
+GOLDEN_INPUT_REPLACE = {"div": {0: {-32: -31}}, "legacy_u8_div": {1: {0: 1}}}
 
 # Models whose golden inputs are positive: k -> max(1, (k + 32768) // 2), so
 # 1..32767 (int16 RSQRT fails on inputs <= 0; int16 has zero point 0).

@@ -424,3 +424,17 @@ def _(name, rng):
         (B.RELU_0_TO_1, s.BuiltinOptions.NONE, None, [0], [4]),
     ]
     return _graph(ops, tensors, [0], [2, 3, 4], {1: alpha.tobytes()}), "flatbuffer"
+
+
+@model("legacy_u8_div")
+def _(name, rng):
+    """uint8 DIV (the divisor's zero point 0; its value 0 replaced by 1 in the goldens)."""
+    B = s.BuiltinOperator
+    shape = (1, 4, 5, 3)
+    tensors = [
+        ("x0", shape, U8, (0.02, 128)),
+        ("x1", shape, U8, (0.05, 0)),
+        ("y", shape, U8, (0.013, 120)),
+    ]
+    o = s.DivOptionsT()
+    return _graph([(B.DIV, s.BuiltinOptions.DivOptions, o, [0, 1], [2])], tensors, [0, 1], [2]), "flatbuffer"

@@ -33,6 +33,7 @@ const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::ADD,
     BuiltinOperator::SUB,
     BuiltinOperator::MUL,
+    BuiltinOperator::DIV,
     BuiltinOperator::MAXIMUM,
     BuiltinOperator::MINIMUM,
     BuiltinOperator::MAX_POOL_2D,
