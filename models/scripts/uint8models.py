@@ -384,7 +384,12 @@ def _graph(ops, tensors, inputs, outputs, data=None):
         if i in data:
             buf.data = np.frombuffer(data[i], np.uint8)
         m.buffers.append(buf)
-        sg.tensors.append(_tensor(t, shape, len(m.buffers) - 1, name, *q))
+        if q is None:
+            x = s.TensorT()
+            x.shape, x.type, x.buffer, x.name = list(shape), t, len(m.buffers) - 1, name
+            sg.tensors.append(x)
+        else:
+            sg.tensors.append(_tensor(t, shape, len(m.buffers) - 1, name, *q))
     sg.operators = []
     for code, otype, opts, ins, outs in ops:
         op = s.OperatorT()
@@ -438,3 +443,34 @@ def _(name, rng):
     ]
     o = s.DivOptionsT()
     return _graph([(B.DIV, s.BuiltinOptions.DivOptions, o, [0, 1], [2])], tensors, [0, 1], [2]), "flatbuffer"
+
+
+@model("legacy_u8_copy", kind="multi-op")
+def _(name, rng):
+    """uint8 TILE, DEPTH_TO_SPACE, SPACE_TO_DEPTH and REVERSE_V2 (byte copies), hand-built
+    with the version-1 operators TF 2.21's reference resolver registers for uint8."""
+    B, O = s.BuiltinOperator, s.BuiltinOptions
+    q = (0.0173, 91)
+    tensors = [
+        ("x", (1, 4, 6, 8), U8, q),
+        ("multiples", (4,), s.TensorType.INT32, None),
+        ("tile", (1, 8, 6, 16), U8, q),
+        ("depth_to_space", (1, 8, 12, 2), U8, q),
+        ("space_to_depth", (1, 2, 3, 32), U8, q),
+        ("axis", (1,), s.TensorType.INT32, None),
+        ("reverse", (1, 4, 6, 8), U8, q),
+    ]
+    d2s, s2d = s.DepthToSpaceOptionsT(), s.SpaceToDepthOptionsT()
+    d2s.blockSize = 2
+    s2d.blockSize = 2
+    ops = [
+        (B.TILE, O.TileOptions, s.TileOptionsT(), [0, 1], [2]),
+        (B.DEPTH_TO_SPACE, O.DepthToSpaceOptions, d2s, [0], [3]),
+        (B.SPACE_TO_DEPTH, O.SpaceToDepthOptions, s2d, [0], [4]),
+        (B.REVERSE_V2, O.ReverseV2Options, s.ReverseV2OptionsT(), [0, 5], [6]),
+    ]
+    data = {
+        1: np.array([1, 2, 1, 2], np.int32).tobytes(),
+        5: np.array([2], np.int32).tobytes(),
+    }
+    return _graph(ops, tensors, [0], [2, 3, 4, 6], data), "flatbuffer"
