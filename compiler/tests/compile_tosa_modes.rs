@@ -322,3 +322,84 @@ fn bilinear_sums(_rng: &mut Rng) -> Graph {
 fn bilinear_resize_writes_its_i32_sums() {
     check("bilinear_sums", bilinear_sums);
 }
+
+/// A 16-bit MATMUL whose 48-bit accumulators (70-long rows of full-range values: up to
+/// 2^36, far beyond i32) feed three RESCALEs, per channel and per tensor, to i8, i16 and i32:
+/// written raw as 8-byte words, each RESCALE reads them back as its initial accumulator.
+fn matmul_i48_in_memory(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("matmul_i48_in_memory");
+    let x = b.input("a", DType::Int16, [2, 3, 70]);
+    let y = b.input("b", DType::Int16, [2, 70, 4]);
+    let acc = b.op(
+        "matmul",
+        Op::MatMul(MatMulAttrs { a_zp: 0, b_zp: 0 }),
+        &[x, y],
+    );
+    let ch = [0.5, 0.7, 1.3, 2.0];
+    let scale16 = |out, scales: Vec<f64>| Mode {
+        scale32: false,
+        ..mode(out, &scales, (0, 0), (false, false))
+    };
+    let cases = [
+        scale16(
+            DType::Int8,
+            ch.iter().map(|v| v / f64::from(1 << 28)).collect(),
+        ),
+        scale16(DType::Int16, vec![1.0 / f64::from(1 << 20)]),
+        scale16(DType::Int32, ch.iter().map(|v| v / 128.0).collect()),
+    ];
+    for (k, m) in cases.iter().enumerate() {
+        let o = rescale(&mut b, &format!("rescale{k}"), acc, m);
+        b.output(o);
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn matmul_i48_accumulators_feeding_several_rescales_live_in_memory() {
+    check("matmul_i48_in_memory", matmul_i48_in_memory);
+}
+
+/// Bilinear RESIZEs of i16 data whose i48 sums (up to 2^15 * 24 * 2^16 with the NPU's
+/// `acc << 16`) are rescaled by non-power-of-two scales (1/24, 1/3, 1/15, per-channel) or read
+/// by two RESCALEs: written raw as 8-byte words, each RESCALE reads them back.
+fn bilinear_i16_sums_in_memory(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("bilinear_i16_sums_in_memory");
+    let x = b.input("x", DType::Int16, [1, 4, 5, 3]);
+    let x2 = b.input("x2", DType::Int16, [2, 3, 3, 2]);
+    let cases = [
+        (x, [4, 2, 6, 2], [-1, -2], [1, 2], vec![1.0 / 24.0]),
+        (x, [1, 3, 3, 7], [0, 1], [0, -3], vec![1.0 / 3.0, 0.2, 0.1]),
+        (x2, [3, 3, 5, 5], [2, -4], [0, 4], vec![1.0 / 15.0]),
+    ];
+    for (k, (input, scale, offset, border, scales)) in cases.into_iter().enumerate() {
+        let attrs = ResizeAttrs {
+            mode: ResizeMode::Bilinear,
+            scale,
+            offset,
+            border,
+        };
+        let sum = b.op(&format!("resize{k}"), Op::Resize(attrs), &[input]);
+        let m = Mode {
+            scale32: false,
+            ..mode(DType::Int16, &scales, (0, 0), (false, false))
+        };
+        let y = rescale(&mut b, &format!("rescale{k}"), sum, &m);
+        b.output(y);
+        if k == 0 {
+            // A second reader of the same sums: i32 output.
+            let m = Mode {
+                scale32: false,
+                ..mode(DType::Int32, &[0.75], (0, 0), (false, false))
+            };
+            let y = rescale(&mut b, "rescale0_i32", sum, &m);
+            b.output(y);
+        }
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn bilinear_i16_sums_rescaled_by_any_scale_live_in_memory() {
+    check("bilinear_i16_sums_in_memory", bilinear_i16_sums_in_memory);
+}

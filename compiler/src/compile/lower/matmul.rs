@@ -8,9 +8,12 @@
 //! one CONV reads A `[H, C]` as an IFM of `1 x H x C` and the scratch as IFM2 of `1 x W x C`
 //! and writes `1 x H x W` of the output. The RESCALE after the MATMUL (possibly behind
 //! RESHAPEs) is the OFM scale: per-tensor only, no bias; 16-bit inputs use the 48-bit
-//! accumulator with the 16-bit multiplier, like convolutions (decision L1). A constant B is
+//! accumulator with the 16-bit multiplier, like convolutions (decision L1); a 16-bit
+//! accumulator not read by exactly one per-tensor RESCALE is written raw as 8-byte words
+//! for its readers (decision L33). A constant B is
 //! handled in `matmul_const`.
 
+use super::elementwise::NO_CLIP;
 use super::matmul_const::{matrix_index, ConstMatMul};
 use super::movement::CopyAxis;
 use super::*;
@@ -39,31 +42,70 @@ impl<'g> Ctx<'g> {
             names.push(cn.name.clone());
             acc_t = cn.outputs()[0];
         }
-        let rq = self.conv_rescale(node, acc_t)?;
-        let r = rq.out;
-        if r.multiplier.len() != 1 {
-            return Err(unsupported(
-                rq.out_node,
-                "per-channel rescale after a MATMUL",
-            ));
-        }
-        if rq.ops.len() > 1 {
-            return Err(unsupported(
-                rq.out_node,
-                "a widening RESCALE after a MATMUL",
-            ));
-        }
-        if rq.acc == AccFormat::I32 && dtype != DType::Int8 {
-            return Err(unsupported(
-                rq.out_node,
-                "a 32-bit multiplier on a 16-bit MATMUL accumulator",
-            ));
-        }
-        for &f in reshapes.iter().chain(&rq.ops) {
-            self.fused.insert(f);
-        }
-        names.extend(rq.ops.iter().map(|&f| self.node(f).name.clone()));
-        let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
+        // A 16-bit MATMUL whose i48 accumulator is not the input of exactly one per-tensor
+        // RESCALE writes it raw as b64 words (decision L33); its RESCALEs read it back.
+        let fused_rq = match self.conv_rescale(node, acc_t) {
+            Ok(rq) if dtype == DType::Int16 && rq.out.multiplier.len() != 1 => None,
+            Err(_) if dtype == DType::Int16 && self.dtype(node.outputs()[0]) == DType::Int48 => {
+                None
+            }
+            rq => Some(rq?),
+        };
+        let (out_t, out_dtype, out_zp, act, requant, round, acc) = match &fused_rq {
+            Some(rq) => {
+                let r = rq.out;
+                if r.multiplier.len() != 1 {
+                    return Err(unsupported(
+                        rq.out_node,
+                        "per-channel rescale after a MATMUL",
+                    ));
+                }
+                if rq.ops.len() > 1 {
+                    return Err(unsupported(
+                        rq.out_node,
+                        "a widening RESCALE after a MATMUL",
+                    ));
+                }
+                if rq.acc == AccFormat::I32 && dtype != DType::Int8 {
+                    return Err(unsupported(
+                        rq.out_node,
+                        "a 32-bit multiplier on a 16-bit MATMUL accumulator",
+                    ));
+                }
+                for &f in reshapes.iter().chain(&rq.ops) {
+                    self.fused.insert(f);
+                }
+                names.extend(rq.ops.iter().map(|&f| self.node(f).name.clone()));
+                let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
+                let requant = Requant::Global {
+                    scale: r.multiplier[0] as u32,
+                    shift: r.shift[0] as u8,
+                };
+                (
+                    out_t,
+                    dtype,
+                    r.output_zp,
+                    act,
+                    requant,
+                    rescale_round(r),
+                    rq.acc,
+                )
+            }
+            None => {
+                names.truncate(1);
+                let requant = Requant::Global { scale: 1, shift: 0 };
+                let t = node.outputs()[0];
+                (
+                    t,
+                    DType::Int64,
+                    0,
+                    NO_CLIP,
+                    requant,
+                    RoundModeOfm::Natural,
+                    AccFormat::I48,
+                )
+            }
+        };
 
         let (da, db, dm) = (
             self.dims(ta).to_vec(),
@@ -79,15 +121,19 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "a matrix dimension above 65536"));
         }
         let e = dtype.byte_size() as i64;
-        let oe = r.output_dtype.byte_size() as i64;
+        let oe = match &fused_rq {
+            Some(rq) => rq.out.output_dtype.byte_size() as i64,
+            None => 8,
+        };
         let abuf = self.input_buffer(node, ta)?;
         let zp_ok = |z: i64| (-128..=127).contains(&z) && (dtype == DType::Int8 || z == 0);
-        if !zp_ok(a.a_zp) || !zp_ok(a.b_zp) || !(-128..=127).contains(&r.output_zp) {
+        if !zp_ok(a.a_zp) || !zp_ok(a.b_zp) || !(-128..=127).contains(&out_zp) {
             return Err(unsupported(node, "zero points out of range"));
         }
         // A constant B: int8 as the weights of a 1x1 CONV, int16 stored transposed.
         let const_b = !self.lowered.tensor_buffer.contains_key(&tb) && self.is_constant(tb);
-        if const_b && dtype == DType::Int8 {
+        if let (true, DType::Int8, Some(rq)) = (const_b, dtype, &fused_rq) {
+            let r = rq.out;
             let mm = ConstMatMul {
                 names,
                 act,
@@ -104,7 +150,22 @@ impl<'g> Ctx<'g> {
             true => self.transposed_constant(node, tb, &db, dtype)?,
             false => self.input_buffer(node, tb)?,
         };
-        let obuf = self.new_buffer(out_t, Some(self.lowered.ops.len()));
+        let obuf = match fused_rq {
+            Some(_) => self.new_buffer(out_t, Some(self.lowered.ops.len())),
+            None => {
+                // The i48 values as 8-byte words (the NPU writes b64 OFMs).
+                let elems = self
+                    .g
+                    .tensor(out_t)
+                    .expect("tensor")
+                    .ty
+                    .shape
+                    .num_elements();
+                let b = self.scratch(elems.unwrap_or(0) as u64 * 8);
+                self.lowered.tensor_buffer.insert(out_t, b);
+                b
+            }
+        };
         // The scratch buffer for B^T (one, reused by every batch).
         let transpose = c > 1 && w > 1 && !const_b;
         let scratch = transpose.then(|| {
@@ -175,21 +236,21 @@ impl<'g> Ctx<'g> {
                 kernel: Kernel::Conv,
                 ifm: fm(abuf, (ma * h * c) as i64 * e, (h, c), a.a_zp),
                 ifm2: Some(fm(ifm2_buf, ifm2_off, (w, c), a.b_zp)),
-                ofm: fm(obuf, (k * h * w) as i64 * oe, (h, w), r.output_zp),
+                ofm: Fm {
+                    dtype: out_dtype,
+                    ..fm(obuf, (k * h * w) as i64 * oe, (h, w), out_zp)
+                },
                 kernel_size: (1, 1),
                 stride: (1, 1),
                 dilation: (1, 1),
                 pad: [0; 4],
                 weights: None,
-                requant: Requant::Global {
-                    scale: r.multiplier[0] as u32,
-                    shift: r.shift[0] as u8,
-                },
-                round: rescale_round(r),
+                requant: requant.clone(),
+                round,
                 ifm_scale: None,
                 ifm2_scale: None,
                 act,
-                acc: rq.acc,
+                acc,
                 upscale: IfmUpscaleMode::None,
             });
         }

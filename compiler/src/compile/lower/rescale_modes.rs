@@ -14,7 +14,9 @@
 //!   `value - input_zp`, by an ELEMENTWISE ADD of the scalar 0 (unsigned b16 IFM, not scaled; b32 OFM; a
 //!   u16 MUL would need both zero points 32768, TRM 3.10.6);
 //! * an i32 input is the initial accumulator (IFM2 b32, ACC_FORMAT.acc_input = ifm2) under
-//!   zero weights (the IFM is any 8-bit view of the same buffer), as decision L27's last step.
+//!   zero weights (the IFM is any 8-bit view of the same buffer), as decision L27's last step;
+//! * an i48 input (kept in memory as 8-byte words) likewise on the 48-bit accumulator (IFM2
+//!   b64; TOSA's 16-bit multipliers fit its 15-bit scale; decision L33).
 //!
 //! The rescale is `(acc * M + round) >> S` on the exact 64-bit product, which is
 //! `apply_scale_32` / `apply_scale_16` (a 16-bit multiplier is a 32-bit one that fits). The
@@ -58,10 +60,27 @@ impl<'g> Ctx<'g> {
         let din = self.dtype(node.inputs()[0]);
         let per_channel = r.multiplier.len() != 1;
         r.input_unsigned
+            || din == DType::Int48
             || r.output_unsigned
             || r.output_dtype == DType::UInt16
             || (per_channel && !matches!(din, DType::Int8 | DType::UInt8))
             || (din == DType::Int32 && !self.output_rescale_ok(r))
+    }
+
+    /// A new buffer for the i48 tensor `t` written as `shape`: one 8-byte word per element
+    /// (an OFM of b64, the raw accumulator; decision L33).
+    pub(super) fn i48_ofm(&mut self, t: TensorId, shape: (u32, u32, u32)) -> Fm {
+        let elems = self.g.tensor(t).expect("tensor").ty.shape.num_elements();
+        let buffer = self.scratch(elems.unwrap_or(0) as u64 * 8);
+        self.lowered.tensor_buffer.insert(t, buffer);
+        Fm {
+            buffer,
+            shape,
+            zero_point: 0,
+            dtype: DType::Int64,
+            broadcast: (false, false, false),
+            view: View::default(),
+        }
     }
 
     /// `input - zp` of a u16 feature map as a new i32 feature map.
@@ -138,7 +157,28 @@ impl<'g> Ctx<'g> {
                 format!("output zero point {} of {out_type} data", r.output_zp),
             ));
         }
-        let mut input = self.fm_flat(node, x, 0)?;
+        let mut input = if din == DType::Int48 {
+            // i48 values live in memory as 8-byte words (b64, decision L33).
+            if r.input_zp != 0 {
+                return Err(unsupported(node, "an i48 input with a zero point"));
+            }
+            if r.multiplier.iter().any(|&m| m > 0x7fff) {
+                return Err(unsupported(
+                    node,
+                    "a multiplier above 32767 on an i48 input (15-bit scales of the 48-bit accumulator)",
+                ));
+            }
+            Fm {
+                buffer: self.input_buffer(node, x)?,
+                shape: self.flat_hwc(node, x)?,
+                zero_point: 0,
+                dtype: DType::Int64,
+                broadcast: (false, false, false),
+                view: View::default(),
+            }
+        } else {
+            self.fm_flat(node, x, 0)?
+        };
         let c = input.shape.2 as usize;
         if r.multiplier.len() != 1 && r.multiplier.len() != c {
             return Err(CompileError::Graph(format!(
@@ -158,12 +198,19 @@ impl<'g> Ctx<'g> {
                 input.zero_point = r.input_zp;
                 (input, None, 1)
             }
-            32 => {
-                let bytes = Fm {
-                    dtype: DType::Int8,
+            32 | 64 => {
+                // The initial accumulator from IFM2 (b32: i32, b64: i48) under zero
+                // weights; the IFM is an 8-bit view of the same buffer (16-bit under the
+                // 48-bit accumulator, its usual 16x8 form).
+                let view = Fm {
+                    dtype: if din == DType::Int48 {
+                        DType::Int16
+                    } else {
+                        DType::Int8
+                    },
                     ..input
                 };
-                (bytes, Some(input), 0)
+                (view, Some(input), 0)
             }
             _ => {
                 return Err(unsupported(
@@ -213,7 +260,11 @@ impl<'g> Ctx<'g> {
             ifm_scale: None,
             ifm2_scale: None,
             act,
-            acc: AccFormat::I32,
+            acc: if din == DType::Int48 {
+                AccFormat::I48
+            } else {
+                AccFormat::I32
+            },
             upscale: IfmUpscaleMode::None,
         });
         Ok(())

@@ -16,6 +16,8 @@
 //! * Bilinear i8 -> i32 read by no RESCALE alone (TOSA's sums as a result): the axes kept
 //!   unreduced and OFM_SCALE shift 16 (the least the TRM allows), so the i32 OFM is the exact
 //!   sum, no clamp (decision L32).
+//! * Bilinear i16 -> i48 read by anything but one power-of-two-division RESCALE: the same
+//!   exact sums, written as 8-byte words for the readers' RESCALEs (decision L33).
 //! * Nearest neighbour (i8 -> i8, i16 -> i16): the picked value, OFM_SCALE shift 16.
 //!
 //! 16-bit inputs sum in i48 (TFLite's int16 form narrows the sum to i32 with an identity
@@ -106,10 +108,11 @@ impl<'g> Ctx<'g> {
             .then_some(c)
     }
 
-    /// Whether bilinear RESIZE `o` of i8 data writes its i32 sums themselves (no RESCALE
-    /// reads them alone): the NPU's `acc << 16` with OFM shift 16 (the least it takes) is the
-    /// exact sum, written as i32 without a clamp. (The i48 sums of 16-bit data would need a
-    /// b64 buffer for their IR tensor; not yet.)
+    /// Whether bilinear RESIZE `o` writes its sums themselves: i8 data whose i32 sums no
+    /// RESCALE reads alone (decision L32), or i16 data whose i48 sums are read by anything
+    /// but one power-of-two-division RESCALE (kept in memory as 8-byte words, decision L33).
+    /// The NPU's `acc << 16` with OFM shift 16 (the least it takes) is the exact sum, written
+    /// without a clamp.
     fn raw_bilinear_sum(&self, o: OpId) -> bool {
         let node = self.node(o);
         let Op::Resize(a) = &node.op else {
@@ -120,10 +123,17 @@ impl<'g> Ctx<'g> {
             .sole_consumer(out)
             .is_some_and(|c| matches!(self.node(c).op, Op::Rescale(_)))
             || self.bilinear_tail(out).is_some();
+        let pow2_rescale = self.sole_consumer(out).is_some_and(|c| {
+            matches!(&self.node(c).op, Op::Rescale(r)
+                if r.multiplier.len() == 1 && r.multiplier[0] > 0 && r.multiplier[0].count_ones() == 1)
+        });
+        let (din, dout) = (self.dtype(node.inputs()[0]), self.dtype(out));
         a.mode == ResizeMode::Bilinear
-            && self.dtype(node.inputs()[0]) == DType::Int8
-            && self.dtype(out) == DType::Int32
-            && !rescaled
+            && match (din, dout) {
+                (DType::Int8, DType::Int32) => !rescaled,
+                (DType::Int16, DType::Int48) => !pow2_rescale && self.bilinear_tail(out).is_none(),
+                _ => false,
+            }
     }
 
     pub(super) fn lower_resize(&mut self, o: OpId) -> Result<(), CompileError> {
@@ -233,7 +243,13 @@ impl<'g> Ctx<'g> {
             [n, h, w, c] if *n > 1 => Some((*n, (*h, *w, *c))),
             _ => None,
         };
+        let wide = raw && self.dtype(out_t) == DType::Int48;
         let (ifm, ofm) = match batch {
+            None if wide => {
+                let ifm = self.fm(node, x, true, 0)?;
+                let shape = self.hwc(node, out_t, true)?;
+                (ifm, self.i48_ofm(out_t, shape))
+            }
             None => {
                 let ifm = self.fm(node, x, true, 0)?;
                 (ifm, self.ofm(node, out_t, true, ozp)?)
@@ -246,7 +262,11 @@ impl<'g> Ctx<'g> {
                 }
                 let ifm = self.fm_shaped(node, x, (h as u32, w as u32, c as u32), 0)?;
                 let oshape = (od[1] as u32, od[2] as u32, c as u32);
-                (ifm, self.ofm_shaped(node, out_t, oshape, ozp)?)
+                if wide {
+                    (ifm, self.i48_ofm(out_t, oshape))
+                } else {
+                    (ifm, self.ofm_shaped(node, out_t, oshape, ozp)?)
+                }
             }
         };
         let (ih, iw, _) = ifm.shape;
@@ -275,6 +295,12 @@ impl<'g> Ctx<'g> {
         } else {
             AccFormat::I48
         };
+        if wide && bound >= 1 << 47 {
+            return Err(unsupported(
+                node,
+                "bilinear RESIZE sums beyond the 48-bit accumulator",
+            ));
+        }
         let op = NpuOp {
             name: self.node(o).name.clone(),
             fused: names,
