@@ -474,3 +474,21 @@ def _(name, rng):
         5: np.array([2], np.int32).tobytes(),
     }
     return _graph(ops, tensors, [0], [2, 3, 4, 6], data), "flatbuffer"
+
+
+@model("legacy_u8_scatter_nd")
+def _(name, rng):
+    """uint8 SCATTER_ND: positions no update writes hold byte 0 (not the zero point)."""
+    B, O = s.BuiltinOperator, s.BuiltinOptions
+    tensors = [
+        ("indices", (3, 1), s.TensorType.INT32, None),
+        ("updates", (3, 5, 4), U8, (0.0173, 91)),
+        ("shape", (3,), s.TensorType.INT32, None),
+        ("y", (6, 5, 4), U8, (0.0173, 91)),
+    ]
+    ops = [(B.SCATTER_ND, O.ScatterNdOptions, s.ScatterNdOptionsT(), [0, 1, 2], [3])]
+    data = {
+        0: np.array([[4], [0], [2]], np.int32).tobytes(),
+        2: np.array([6, 5, 4], np.int32).tobytes(),
+    }
+    return _graph(ops, tensors, [1], [3], data), "flatbuffer"

@@ -97,7 +97,12 @@ pub(crate) fn scatter_nd(cx: &mut OpCx<'_, '_>) -> R<()> {
         }
         flat.push(pos as i32);
     }
-    let zeros = TensorData::zeros(dt, k * c);
+    // TFLite fills the positions no update writes with byte 0: -128 on a uint8 int8 view.
+    let zeros = if super::uint8::is_u8(ot) {
+        TensorData::I8(vec![-128; k * c])
+    } else {
+        TensorData::zeros(dt, k * c)
+    };
     let base = cx.constant("zeros", vec![1, k, c], zeros)?;
     let idx = cx.constant("indices", vec![1, w], TensorData::I32(flat))?;
     let u = cx.input(1)?;

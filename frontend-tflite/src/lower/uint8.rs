@@ -79,6 +79,7 @@ const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::DEPTH_TO_SPACE,
     BuiltinOperator::SPACE_TO_DEPTH,
     BuiltinOperator::REVERSE_V2,
+    BuiltinOperator::SCATTER_ND,
     BuiltinOperator::SELECT,
     BuiltinOperator::SELECT_V2,
     BuiltinOperator::REDUCE_MAX,
