@@ -64,7 +64,7 @@ def read_model(path):
 def kind_of(name, ops):
     if name in NETWORKS or name in LARGE_NETWORKS or name == "mobilenet_tiny":
         return "network"
-    if name in ("two_npu_subgraphs", "legacy_u8_net", "legacy_u8_ops", "legacy_u8_act", "legacy_u8_mean", "legacy_u8_resize_bilinear", "legacy_u8_layout", "legacy_u8_prelu_relu", "legacy_u8_copy"):
+    if name in ("two_npu_subgraphs", "legacy_u8_net", "legacy_u8_ops", "legacy_u8_act", "legacy_u8_mean", "legacy_u8_resize_bilinear", "legacy_u8_layout", "legacy_u8_prelu_relu", "legacy_u8_copy", "legacy_u8_cast"):
         return "multi-op"
     if name.startswith(EDGE_PREFIX):
         return "edge-case"

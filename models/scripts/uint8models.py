@@ -492,3 +492,19 @@ def _(name, rng):
         2: np.array([6, 5, 4], np.int32).tobytes(),
     }
     return _graph(ops, tensors, [1], [3], data), "flatbuffer"
+
+
+@model("legacy_u8_cast", kind="multi-op")
+def _(name, rng):
+    """CAST of uint8 bytes to int32 and int16 (TFLite converts the raw byte)."""
+    B, O = s.BuiltinOperator, s.BuiltinOptions
+    tensors = [
+        ("x", (1, 4, 5, 3), U8, (0.0173, 91)),
+        ("i32", (1, 4, 5, 3), s.TensorType.INT32, None),
+        ("i16", (1, 4, 5, 3), s.TensorType.INT16, None),
+    ]
+    ops = [
+        (B.CAST, O.CastOptions, s.CastOptionsT(), [0], [1]),
+        (B.CAST, O.CastOptions, s.CastOptionsT(), [0], [2]),
+    ]
+    return _graph(ops, tensors, [0], [1, 2]), "flatbuffer"

@@ -118,6 +118,9 @@ pub(crate) fn select(cx: &mut OpCx<'_, '_>) -> R<()> {
 }
 
 pub(crate) fn cast(cx: &mut OpCx<'_, '_>) -> R<()> {
+    if super::uint8::is_u8(cx.tin(0)?) {
+        return super::uint8::cast(cx);
+    }
     let to = OpCx::dtype(cx.tout(0)?)?;
     let x = cx.input(0)?;
     let y = cx.emit("cast", Op::Cast(CastAttrs { to }), &[x])?;

@@ -80,6 +80,7 @@ const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::SPACE_TO_DEPTH,
     BuiltinOperator::REVERSE_V2,
     BuiltinOperator::SCATTER_ND,
+    BuiltinOperator::CAST,
     BuiltinOperator::SELECT,
     BuiltinOperator::SELECT_V2,
     BuiltinOperator::REDUCE_MAX,
@@ -278,6 +279,27 @@ pub(crate) fn quantize(cx: &mut OpCx<'_, '_>) -> R<()> {
         RescaleRounding::DoubleRound,
         zi,
         zo,
+    )?;
+    cx.bind_output(0, y)
+}
+
+/// CAST of a uint8 tensor to int16 or int32: TFLite converts the byte `x` itself (no
+/// quantization), `x = view + 128`, one exact RESCALE of the view.
+pub(crate) fn cast(cx: &mut OpCx<'_, '_>) -> R<()> {
+    let to = OpCx::dtype(cx.tout(0)?)?;
+    if !matches!(to, DType::Int16 | DType::Int32) {
+        return Err(format!("CAST uint8 -> {to} (uint8 -> int16/int32 only)"));
+    }
+    let x = cx.input(0)?;
+    let y = cx.rescale(
+        x,
+        to,
+        vec![1 << 30],
+        vec![30],
+        true,
+        RescaleRounding::SingleRound,
+        -OFFSET,
+        0,
     )?;
     cx.bind_output(0, y)
 }
