@@ -508,3 +508,21 @@ def _(name, rng):
         (B.CAST, O.CastOptions, s.CastOptionsT(), [0], [2]),
     ]
     return _graph(ops, tensors, [0], [1, 2]), "flatbuffer"
+
+
+@model("legacy_u8_space_to_batch")
+def _(name, rng):
+    """uint8 SPACE_TO_BATCH_ND with padding (TFLite pads with the output zero point)."""
+    B, O = s.BuiltinOperator, s.BuiltinOptions
+    tensors = [
+        ("x", (1, 5, 6, 3), U8, (0.0173, 91)),
+        ("block", (2,), s.TensorType.INT32, None),
+        ("paddings", (2, 2), s.TensorType.INT32, None),
+        ("y", (4, 3, 4, 3), U8, (0.0173, 91)),
+    ]
+    ops = [(B.SPACE_TO_BATCH_ND, O.SpaceToBatchNDOptions, s.SpaceToBatchNDOptionsT(), [0, 1, 2], [3])]
+    data = {
+        1: np.array([2, 2], np.int32).tobytes(),
+        2: np.array([[1, 0], [1, 1]], np.int32).tobytes(),
+    }
+    return _graph(ops, tensors, [0], [3], data), "flatbuffer"

@@ -80,6 +80,7 @@ const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::SPACE_TO_DEPTH,
     BuiltinOperator::REVERSE_V2,
     BuiltinOperator::SCATTER_ND,
+    BuiltinOperator::SPACE_TO_BATCH_ND,
     BuiltinOperator::CAST,
     BuiltinOperator::SELECT,
     BuiltinOperator::SELECT_V2,
