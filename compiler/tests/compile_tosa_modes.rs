@@ -403,3 +403,50 @@ fn bilinear_i16_sums_in_memory(_rng: &mut Rng) -> Graph {
 fn bilinear_i16_sums_rescaled_by_any_scale_live_in_memory() {
     check("bilinear_i16_sums_in_memory", bilinear_i16_sums_in_memory);
 }
+
+/// CONV2Ds whose weights are a graph input (the weight decoder takes constants only): im2col
+/// copies, a MATMUL-form CONV with the weights from IFM2 and zero points on both operands,
+/// then the bias and per-channel or per-tensor output rescale on the i32 accumulators.
+fn conv2d_input_weights(_rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("conv2d_input_weights");
+    let x = b.input("x", DType::Int8, [1, 9, 8, 5]);
+    let w = b.input("w", DType::Int8, [6, 3, 2, 5]);
+    let w1 = b.input("w1", DType::Int8, [3, 2, 2, 5]);
+    let bias = b.const_i32("bias", [6], &[-3000, 0, 17, 2500, -1, 900]);
+    let bias1 = b.const_i32("bias1", [3], &[40, -40, 7]);
+    let cases = [
+        (
+            w,
+            bias,
+            [2, 1],
+            [1, 2],
+            (-7, 4),
+            vec![0.0011, 0.002, 0.0007, 0.0015, 0.001, 0.0009],
+        ),
+        (w1, bias1, [1, 1], [1, 1], (3, -2), vec![0.003]),
+    ];
+    for (k, (wt, bt, stride, dilation, (input_zp, weight_zp), scales)) in
+        cases.into_iter().enumerate()
+    {
+        let attrs = ConvAttrs {
+            pad: [0; 4],
+            stride,
+            dilation,
+            input_zp,
+            weight_zp,
+        };
+        let acc = b.op(&format!("conv{k}"), Op::Conv2d(attrs), &[x, wt, bt]);
+        let m = Mode {
+            double: true,
+            ..mode(DType::Int8, &scales, (0, -3), (false, false))
+        };
+        let y = rescale(&mut b, &format!("rescale{k}"), acc, &m);
+        b.output(y);
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn conv2d_with_input_weights_runs_as_a_matrix_product() {
+    check("conv2d_input_weights", conv2d_input_weights);
+}

@@ -132,6 +132,9 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, format!("{in_dtype} inputs")));
         }
         let (Some(wd), Some(bd)) = (self.folded_const(w), self.folded_const(b)) else {
+            if self.folded_const(w).is_none() && matches!(node.op, Op::Conv2d(_)) {
+                return self.lower_conv_dynamic(o);
+            }
             return Err(unsupported(node, "weights and bias must be constants"));
         };
         let rq = self.conv_rescale(node, acc_t)?;

@@ -11,6 +11,7 @@ mod compare;
 mod constant;
 mod conv;
 mod conv3d;
+mod conv_dynamic;
 mod conv_repeat;
 mod conv_sat;
 mod elementwise;
