@@ -526,3 +526,15 @@ def _(name, rng):
         2: np.array([[1, 0], [1, 1]], np.int32).tobytes(),
     }
     return _graph(ops, tensors, [0], [3], data), "flatbuffer"
+
+
+@model("legacy_u8_log_softmax")
+def _(name, rng):
+    """uint8 LOG_SOFTMAX (output scale 16/256, zero point 255, as TFLite requires)."""
+    B, O = s.BuiltinOperator, s.BuiltinOptions
+    tensors = [
+        ("x", (2, 3, 10), U8, (0.047, 131)),
+        ("y", (2, 3, 10), U8, (16.0 / 256.0, 255)),
+    ]
+    ops = [(B.LOG_SOFTMAX, O.LogSoftmaxOptions, s.LogSoftmaxOptionsT(), [0], [1])]
+    return _graph(ops, tensors, [0], [1]), "flatbuffer"

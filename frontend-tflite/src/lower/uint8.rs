@@ -39,6 +39,7 @@ const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::MAX_POOL_2D,
     BuiltinOperator::AVERAGE_POOL_2D,
     BuiltinOperator::SOFTMAX,
+    BuiltinOperator::LOG_SOFTMAX,
     BuiltinOperator::LOGISTIC,
     BuiltinOperator::TANH,
     BuiltinOperator::LEAKY_RELU,
