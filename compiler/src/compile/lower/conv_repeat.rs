@@ -53,26 +53,13 @@ impl<'g> Ctx<'g> {
                     },
                     ..from
                 };
-                self.push(NpuOp {
-                    name: format!("{} (channels repeated, {} of {m})", node.name, k + 1),
-                    fused: Vec::new(),
-                    kernel: Kernel::Pool(PoolingMode::Max),
-                    ifm: from,
-                    ifm2: None,
-                    ofm: to,
-                    kernel_size: (1, 1),
-                    stride: (1, 1),
-                    dilation: (1, 1),
-                    pad: [0; 4],
-                    weights: None,
-                    requant: Requant::Global { scale: 1, shift: 0 },
-                    round: RoundModeOfm::Natural,
-                    ifm_scale: None,
-                    ifm2_scale: None,
-                    act: range,
-                    acc: AccFormat::I32,
-                    upscale: IfmUpscaleMode::None,
-                });
+                self.push(NpuOp::copy(
+                    format!("{} (channels repeated, {} of {m})", node.name, k + 1),
+                    Vec::new(),
+                    from,
+                    to,
+                    range,
+                ));
             }
             row0 += rows;
         }

@@ -575,26 +575,13 @@ impl<'g> Ctx<'g> {
     /// The 1x1 max pool of [`Ctx::lower_cast_i32`] from `ifm` into `y`.
     fn push_cast_i32(&mut self, node: &OpNode, ifm: Fm, y: TensorId) -> Result<(), CompileError> {
         let ofm = self.ofm_flat(node, y, 0)?;
-        self.push(NpuOp {
-            name: node.name.clone(),
-            fused: vec![node.name.clone()],
-            kernel: Kernel::Pool(PoolingMode::Max),
+        self.push(NpuOp::copy(
+            node.name.clone(),
+            vec![node.name.clone()],
             ifm,
-            ifm2: None,
             ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: NO_CLIP,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+            NO_CLIP,
+        ));
         Ok(())
     }
 
@@ -683,26 +670,8 @@ impl<'g> Ctx<'g> {
         let (lo, hi) = (a.min.max(NO_CLIP.0), a.max.min(NO_CLIP.1));
         let ifm = self.tensor_fm(node, x, 0)?;
         let names = vec![node.name.clone()];
-        let copy = |ifm: Fm, ofm: Fm, act| NpuOp {
-            name: node.name.clone(),
-            fused: names.clone(),
-            kernel: Kernel::Pool(PoolingMode::Max),
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        };
+        let copy =
+            |ifm: Fm, ofm: Fm, act| NpuOp::copy(node.name.clone(), names.clone(), ifm, ofm, act);
         let steps: Vec<(ElementwiseMode, i64)> = [
             (ElementwiseMode::Max, lo, lo > NO_CLIP.0),
             (ElementwiseMode::Min, hi, hi < NO_CLIP.1),

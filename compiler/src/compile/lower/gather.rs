@@ -129,26 +129,13 @@ impl<'g> Ctx<'g> {
         let mut ofm = self.ofm(node, y, false, 0)?;
         ofm.shape = ifm.shape;
         let idx = self.lowered.ops.len();
-        self.push(NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel: Kernel::Pool(PoolingMode::Max),
+        self.push(NpuOp::copy(
+            node.name.clone(),
+            names,
             ifm,
-            ifm2: None,
             ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: elementwise::NO_CLIP,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+            elementwise::NO_CLIP,
+        ));
         self.lowered.luts.insert(idx, lut);
         Ok(())
     }

@@ -33,26 +33,7 @@ impl<'g> Ctx<'g> {
             view: View::default(),
         };
         let name = format!("{}/clamp_indices", node.name);
-        let pool = |ifm: Fm, ofm: Fm, act| NpuOp {
-            name: name.clone(),
-            fused: Vec::new(),
-            kernel: Kernel::Pool(PoolingMode::Max),
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        };
+        let pool = |ifm: Fm, ofm: Fm, act| NpuOp::copy(name.clone(), Vec::new(), ifm, ofm, act);
         let bytes = u64::from(count) * 4;
         if act_representable((0, i64::from(max))) {
             let out = self.scratch(bytes);

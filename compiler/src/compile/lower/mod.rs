@@ -218,6 +218,32 @@ pub struct NpuOp {
     /// IFM_UPSCALE mode (`None` except for TRANSPOSE_CONV2D, which reads a zero-inserted IFM).
     pub upscale: IfmUpscaleMode,
 }
+impl NpuOp {
+    /// A 1x1 max pool of `ifm` into `ofm` with unit scale and no padding: an exact copy (any
+    /// views, strides, transposes or reverses of the two), clamped to `act`.
+    pub fn copy(name: String, fused: Vec<String>, ifm: Fm, ofm: Fm, act: (i64, i64)) -> NpuOp {
+        NpuOp {
+            name,
+            fused,
+            kernel: Kernel::Pool(PoolingMode::Max),
+            ifm,
+            ifm2: None,
+            ofm,
+            kernel_size: (1, 1),
+            stride: (1, 1),
+            dilation: (1, 1),
+            pad: [0; 4],
+            weights: None,
+            requant: Requant::Global { scale: 1, shift: 0 },
+            round: RoundModeOfm::Natural,
+            ifm_scale: None,
+            ifm2_scale: None,
+            act,
+            acc: AccFormat::I32,
+            upscale: IfmUpscaleMode::None,
+        }
+    }
+}
 
 /// An elementwise operand that is one value for every element: NPU_SET_OP_SCALAR with
 /// IFM_BROADCAST or IFM2_BROADCAST `scalar` (TRM 3.10.6). The operation's `ifm` / `ifm2`

@@ -290,26 +290,13 @@ impl<'g> Ctx<'g> {
             let ifm = fm(src.0, so, (steps[0], steps[1]));
             let mut ofm = fm(dst.0, d, (hw[0].dst as u64, hw[1].dst as u64));
             ofm.view.reverse = reverse;
-            self.push(NpuOp {
-                name: node.name.clone(),
-                fused: vec![node.name.clone()],
-                kernel: Kernel::Pool(PoolingMode::Max),
+            self.push(NpuOp::copy(
+                node.name.clone(),
+                vec![node.name.clone()],
                 ifm,
-                ifm2: None,
                 ofm,
-                kernel_size: (1, 1),
-                stride: (1, 1),
-                dilation: (1, 1),
-                pad: [0; 4],
-                weights: None,
-                requant: Requant::Global { scale: 1, shift: 0 },
-                round: RoundModeOfm::Natural,
-                ifm_scale: None,
-                ifm2_scale: None,
-                act: (-128, 127),
-                acc: AccFormat::I32,
-                upscale: IfmUpscaleMode::None,
-            });
+                (-128, 127),
+            ));
         }
         Ok(())
     }
@@ -536,26 +523,13 @@ impl<'g> Ctx<'g> {
         let (_, w, c) = ofm.stored_shape();
         let e = ifm.dtype.byte_size() as u64;
         ofm.view.strides = Some((u64::from(w * c) * e, u64::from(c) * e));
-        self.push(NpuOp {
-            name: name.to_string(),
-            fused: vec![name.to_string()],
-            kernel: Kernel::Pool(PoolingMode::Max),
+        self.push(NpuOp::copy(
+            name.to_string(),
+            vec![name.to_string()],
             ifm,
-            ifm2: None,
             ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: range,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+            range,
+        ));
     }
 
     /// Retargets the NPU operation that wrote CONCAT operand `t` (buffer `src`) so that it

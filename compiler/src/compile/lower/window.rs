@@ -509,26 +509,13 @@ impl<'g> Ctx<'g> {
             let mut ofm = op.ofm;
             ofm.view.offset += b * ob;
             let range = (ofm.dtype.min_value(), ofm.dtype.max_value());
-            self.push(NpuOp {
-                name: op.name.clone(),
-                fused: op.fused.clone(),
-                kernel: Kernel::Pool(PoolingMode::Max),
-                ifm: every,
-                ifm2: None,
+            self.push(NpuOp::copy(
+                op.name.clone(),
+                op.fused.clone(),
+                every,
                 ofm,
-                kernel_size: (1, 1),
-                stride: (1, 1),
-                dilation: (1, 1),
-                pad: [0; 4],
-                weights: None,
-                requant: Requant::Global { scale: 1, shift: 0 },
-                round: RoundModeOfm::Natural,
-                ifm_scale: None,
-                ifm2_scale: None,
-                act: range,
-                acc: AccFormat::I32,
-                upscale: IfmUpscaleMode::None,
-            });
+                range,
+            ));
         }
         Ok(())
     }
