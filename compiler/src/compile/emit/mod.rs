@@ -198,11 +198,14 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         let b = &l.buffers[i];
         placement.regions[i] == super::REGION_ARENA && !b.is_input && !b.is_output
     });
-    let cascades = if spills && target.fast_storage().is_some() {
+    let (cascades, uncascaded_plans) = if spills && target.fast_storage().is_some() {
         let plans = plan::plan(target, l, &placement)?;
-        cascade::choose(target, l, &placement, &plans, &chains)
+        (
+            cascade::choose(target, l, &placement, &plans, &chains),
+            Some(plans),
+        )
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
     let cascaded_lowered;
     let l = if cascades.is_empty() {
@@ -221,7 +224,11 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
             *slot = Some(i);
         }
     }
-    let mut plans = plan::plan(target, l, &placement)?;
+    // Without cascades the operations and their placement are the ones just planned.
+    let mut plans = match uncascaded_plans {
+        Some(plans) if cascades.is_empty() => plans,
+        _ => plan::plan(target, l, &placement)?,
+    };
     // A consumer runs with its producer's block and microblock.
     for k in 0..l.ops.len() {
         if chains[k].is_some() {
