@@ -137,6 +137,7 @@ lut_tests!(
     table16_s16,
     table16_after_rescale,
     table16_i32_fused,
+    table16_after_truncating_cast,
     table_8_16_8,
 );
 
@@ -256,6 +257,21 @@ fn table16_i32_fused(rng: &mut Rng) -> Graph {
     let t = b.op("table", table16(rng), &[w]);
     let y = b.op("round", round7(DType::Int32), &[t]);
     b.output(y);
+    b.finish().unwrap()
+}
+
+/// i16 widened to i32, plus a constant, CAST (truncating) to i16 -> TABLE (the form TOSA
+/// conversions of TFLite's int16 SOFTMAX take): the sums leave i16, so the LUT must index
+/// with the truncated value, not the 32-bit one: the TABLE is not fused into the ADD.
+fn table16_after_truncating_cast(rng: &mut Rng) -> Graph {
+    let mut b = GraphBuilder::new("table16_after_truncating_cast");
+    let x = b.input("x", DType::Int16, [1, 1, 4, 24]);
+    let w = b.op("widen", rescale(DType::Int32, 1 << 30, 30, 0), &[x]);
+    let k = b.const_i32("k", [1, 1, 1, 1], &[30_000]);
+    let s = b.op("add", Op::Add, &[w, k]);
+    let c = b.op("cast", Op::Cast(CastAttrs { to: DType::Int16 }), &[s]);
+    let t = b.op("table", table16(rng), &[c]);
+    b.output(t);
     b.finish().unwrap()
 }
 

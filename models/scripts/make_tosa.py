@@ -62,6 +62,10 @@ CONVERTED = [
     "resize_nearest_legacy", "batch_matmul", "softmax_4d",
     # networks
     "mobilenet_tiny", "resnet8", "ds_cnn", "transformer_encoder", "unet_small", "efficientnet_se",
+    # 16x8: the converter's softmax truncates (CAST i32 -> i16) before its 16-bit TABLE
+    "softmax_16x8", "ds_cnn_16x8", "logistic_16x8", "mul_16x8", "mean_16x8", "fc_16x8_relu",
+    # 16x8 SUM: REDUCE_SUMs of a RESCALE that is not an exact widening (not a MEAN chain)
+    "sum_16x8",
 ]
 
 # --------------------------------------------------------------------------

@@ -305,6 +305,15 @@ pub(crate) fn rescale_round(r: &RescaleAttrs) -> RoundModeOfm {
     }
 }
 
+/// The one operator reading `t`, if `t` is read by exactly one and is not a graph output.
+fn sole_consumer(g: &Graph, t: TensorId) -> Option<OpId> {
+    if g.outputs().contains(&t) {
+        return None;
+    }
+    let c = g.consumers(t);
+    (c.len() == 1).then(|| c[0].0)
+}
+
 impl<'g> Ctx<'g> {
     fn node(&self, o: OpId) -> &'g OpNode {
         self.g.op(o).expect("op id from the graph")
@@ -340,11 +349,7 @@ impl<'g> Ctx<'g> {
 
     /// The single consumer of `t` if `t` is an intermediate that can be fused away.
     fn sole_consumer(&self, t: TensorId) -> Option<OpId> {
-        if self.g.outputs().contains(&t) {
-            return None;
-        }
-        let c = self.g.consumers(t);
-        (c.len() == 1).then(|| c[0].0)
+        sole_consumer(self.g, t)
     }
 
     fn new_buffer(&mut self, t: TensorId, producer: Option<usize>) -> usize {

@@ -27,6 +27,34 @@ pub(super) struct Folded {
     pub scale: InputScale,
 }
 
+/// `t` as an exact per-tensor RESCALE of an i8 or i16 tensor to i32 with multiplier
+/// `2^(shift + k)`, `k >= 0` (`t = (x - zp) << k`): the operator, `x`, `zp`, `k`. `None` for a
+/// graph output.
+pub(super) fn exact_widening(g: &Graph, t: TensorId) -> Option<(OpId, TensorId, i64, u8)> {
+    if g.outputs().contains(&t) {
+        return None;
+    }
+    let p = g.producer(t)?;
+    let pnode = g.op(p)?;
+    let Op::Rescale(r) = &pnode.op else {
+        return None;
+    };
+    let x = pnode.inputs()[0];
+    if r.multiplier.len() != 1 || r.multiplier[0] <= 0 {
+        return None;
+    }
+    let m = r.multiplier[0] as u32;
+    let j = m.trailing_zeros() as i8;
+    let exact = m.is_power_of_two() && j >= r.shift[0];
+    let dtype = g.tensor(x)?.ty.dtype;
+    (exact
+        && r.output_dtype == DType::Int32
+        && matches!(dtype, DType::Int8 | DType::Int16)
+        && !r.input_unsigned
+        && r.output_zp == 0)
+        .then(|| (p, x, r.input_zp, (j - r.shift[0]) as u8))
+}
+
 impl<'g> Ctx<'g> {
     /// The producer of `t` if `t` only feeds one operator and is not a graph output.
     pub(super) fn fusable_producer(&self, t: TensorId) -> Option<(OpId, &'g OpNode)> {
@@ -40,27 +68,7 @@ impl<'g> Ctx<'g> {
     /// The widening may have other readers (each one that folds it reads `x` itself; one
     /// that does not materializes it); a graph output is not folded.
     pub(super) fn widen_shift(&self, t: TensorId) -> Option<(OpId, TensorId, i64, u8)> {
-        if self.g.outputs().contains(&t) {
-            return None;
-        }
-        let p = self.g.producer(t)?;
-        let pnode = self.node(p);
-        let Op::Rescale(r) = &pnode.op else {
-            return None;
-        };
-        let x = pnode.inputs()[0];
-        if r.multiplier.len() != 1 || r.multiplier[0] <= 0 {
-            return None;
-        }
-        let m = r.multiplier[0] as u32;
-        let j = m.trailing_zeros() as i8;
-        let exact = m.is_power_of_two() && j >= r.shift[0];
-        (exact
-            && r.output_dtype == DType::Int32
-            && matches!(self.dtype(x), DType::Int8 | DType::Int16)
-            && !r.input_unsigned
-            && r.output_zp == 0)
-            .then(|| (p, x, r.input_zp, (j - r.shift[0]) as u8))
+        exact_widening(self.g, t)
     }
 
     /// An exact per-tensor RESCALE of an i8 or i16 tensor to i32 (multiplier `2^shift`):

@@ -10,6 +10,7 @@
 //! * REDUCE_MAX / REDUCE_MIN are one max / min pool over the reduced axes. A reduction over the
 //!   depth reads the tensor as (H*W, C, 1), so the channels become the pooled width.
 
+use super::operand::exact_widening;
 use super::*;
 
 /// Which of H, W, C an IR axis of a rank-`rank` tensor is (`None`: the batch axis).
@@ -50,6 +51,30 @@ fn pool_window_ok(kh: u32, kw: u32) -> bool {
 
 fn conv_window_ok(kh: u32, kw: u32) -> bool {
     kh * kw <= 4096 && (kh <= 64 || kw <= 64)
+}
+
+/// Whether REDUCE_SUM `o` is a MEAN: an exact widening of an i8 or i16 tensor in, the sums
+/// (after further REDUCE_SUMs and an optional RESHAPE) into one per-tensor RESCALE. The
+/// convolution lowering then reduces the whole chain, over any axes.
+pub(super) fn mean_applies(g: &Graph, o: OpId) -> bool {
+    let Some(node) = g.op(o) else {
+        return false;
+    };
+    if exact_widening(g, node.inputs()[0])
+        .filter(|w| w.3 == 0)
+        .is_none()
+    {
+        return false;
+    }
+    let mut t = node.outputs()[0];
+    while let Some(c) = sole_consumer(g, t).and_then(|c| g.op(c)) {
+        match &c.op {
+            Op::ReduceSum(_) | Op::Reshape(_) => t = c.outputs()[0],
+            Op::Rescale(r) => return r.multiplier.len() == 1,
+            _ => return false,
+        }
+    }
+    false
 }
 
 impl<'g> Ctx<'g> {
@@ -310,22 +335,8 @@ impl<'g> Ctx<'g> {
         Ok(())
     }
 
-    /// Whether REDUCE_SUM `o` is a MEAN: an exact widening of an i8 tensor in, the sums
-    /// (after further REDUCE_SUMs and an optional RESHAPE) into one per-tensor RESCALE.
     fn mean_applies(&self, o: OpId) -> bool {
-        let node = self.node(o);
-        if self.widen(node.inputs()[0]).is_none() {
-            return false;
-        }
-        let mut t = node.outputs()[0];
-        while let Some(c) = self.sole_consumer(t) {
-            match &self.node(c).op {
-                Op::ReduceSum(_) | Op::Reshape(_) => t = self.node(c).outputs()[0],
-                Op::Rescale(r) => return r.multiplier.len() == 1,
-                _ => return false,
-            }
-        }
-        false
+        mean_applies(self.g, o)
     }
 
     /// REDUCE_SUM of an i8, i16 or i32 tensor over its last axis (or an axis followed only

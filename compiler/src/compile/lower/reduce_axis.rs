@@ -5,22 +5,28 @@
 //! a feature map's channels are always contiguous, so the reduced axis must become the
 //! innermost. The sums are of the same elements (i32 addition is associative, wrapping or
 //! not), and dropping the reduced unit axis does not change the order of the results, so the
-//! RESHAPE is a view. REDUCE_SUMs fed by a RESCALE, directly or through other REDUCE_SUMs
-//! (TFLite's MEAN / SUM of a widened i8 tensor), are left to the convolution lowering, which reduces any axes.
+//! RESHAPE is a view. REDUCE_SUMs of a MEAN chain (an exact widening of an i8 or i16 tensor,
+//! REDUCE_SUMs, one per-tensor RESCALE: TFLite's MEAN / SUM) are left to the convolution
+//! lowering, which reduces any axes.
 
+use super::reduce::mean_applies;
 use super::CompileError;
 use npuc_ir::{AxisAttrs, Graph, Op, OpId, ReshapeAttrs, Shape, TransposeAttrs};
 
-/// Whether `t` is a RESCALE's output, possibly summed further by REDUCE_SUMs (a MEAN chain).
-fn from_rescale(g: &Graph, mut t: npuc_ir::TensorId) -> bool {
-    while let Some(p) = g.producer(t).and_then(|p| g.op(p)) {
-        match p.op {
-            Op::Rescale(_) => return true,
-            Op::ReduceSum(_) => t = p.inputs()[0],
-            _ => return false,
+/// Whether the REDUCE_SUM reading `t` continues a MEAN chain ([`mean_applies`] on the chain's
+/// first REDUCE_SUM), which the convolution lowering reduces whole.
+fn in_mean_chain(g: &Graph, mut t: npuc_ir::TensorId, o: OpId) -> bool {
+    let mut first = o;
+    while let Some(p) = g.producer(t) {
+        match g.op(p).map(|n| &n.op) {
+            Some(Op::ReduceSum(_)) => {
+                first = p;
+                t = g.op(p).expect("producer").inputs()[0];
+            }
+            _ => break,
         }
     }
-    false
+    mean_applies(g, first)
 }
 
 /// `g` with every REDUCE_SUM over an inner axis rewritten, or `None` if it has none.
@@ -38,7 +44,7 @@ pub(super) fn rewrite(g: &Graph) -> Result<Option<Graph>, CompileError> {
                 return false;
             };
             let x = n.inputs()[0];
-            !from_rescale(g, x) && dims(x)[a.axis + 1..].iter().any(|&e| e != 1)
+            !in_mean_chain(g, x, o) && dims(x)[a.axis + 1..].iter().any(|&e| e != 1)
         })
         .collect();
     if todo.is_empty() {

@@ -146,7 +146,15 @@ impl<'g> Ctx<'g> {
             self.fused.insert(c);
         }
         let dt = self.dtype(out);
-        if let Some(idx) = self.lut_fusion_target(x) {
+        // The 16-bit LUT indexes with the accumulator after the activation clamp, before the
+        // OFM write (TRM 3.6.7): fused, it sees the producer's value only where that clamp
+        // keeps it inside i16. A producer that narrows by truncation (a fused CAST, clip range
+        // none) would index with the unwrapped 32-bit value.
+        let within_i16 = |idx: &usize| {
+            let act = self.lowered.ops[*idx].act;
+            act.0 >= -32768 && act.1 <= 32767
+        };
+        if let Some(idx) = self.lut_fusion_target(x).filter(within_i16) {
             let buf = self.lowered.ops[idx].ofm.buffer;
             let op = &mut self.lowered.ops[idx];
             op.fused.extend(names);
