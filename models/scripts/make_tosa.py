@@ -66,6 +66,8 @@ CONVERTED = [
     "softmax_16x8", "ds_cnn_16x8", "logistic_16x8", "mul_16x8", "mean_16x8", "fc_16x8_relu",
     # 16x8 SUM: REDUCE_SUMs of a RESCALE that is not an exact widening (not a MEAN chain)
     "sum_16x8",
+    # bilinear RESIZE rescaled by other than a power-of-two division (x3), align_corners
+    "resize_bilinear_x3", "resize_bilinear_align",
 ]
 
 # --------------------------------------------------------------------------

@@ -13,9 +13,10 @@
 //!   symmetric.
 //! * Bilinear in the TOSA form: RESIZE (i32) -> RESCALE by `2^a >> s` with single rounding
 //!   (half up): the same shift in round mode natural.
-//! * Bilinear i8 -> i32 read by no RESCALE alone (TOSA's sums as a result): the axes kept
-//!   unreduced and OFM_SCALE shift 16 (the least the TRM allows), so the i32 OFM is the exact
-//!   sum, no clamp (decision L32).
+//! * Bilinear i8 -> i32 read by no power-of-two-division RESCALE alone (TOSA's sums as a
+//!   result, or rescaled by any other multiplier: align_corners, fractional half-pixel
+//!   scales): the axes kept unreduced and OFM_SCALE shift 16 (the least the TRM allows), so
+//!   the i32 OFM is the exact sum, no clamp (decision L32); a RESCALE reading it runs on its own.
 //! * Bilinear i16 -> i48 read by anything but one power-of-two-division RESCALE: the same
 //!   exact sums, written as 8-byte words for the readers' RESCALEs (decision L33).
 //! * Nearest neighbour (i8 -> i8, i16 -> i16): the picked value, OFM_SCALE shift 16.
@@ -41,6 +42,16 @@ pub struct ResizeParams {
     pub mode: npuc_backend::isa::ResizeMode,
     pub y: ResizeAxis,
     pub x: ResizeAxis,
+}
+
+/// Whether RESCALE `r` is a per-tensor division by a power of two with single rounding (double
+/// rounding applies only above shift 31): the form the resize's OFM_SCALE shift takes. A sum
+/// read by any other RESCALE is written exact, and the RESCALE runs on its own.
+fn is_division(r: &RescaleAttrs) -> bool {
+    r.multiplier.len() == 1
+        && r.multiplier[0] > 0
+        && r.multiplier[0].count_ones() == 1
+        && (r.rounding == RescaleRounding::SingleRound || r.shift[0] <= 31)
 }
 
 /// Divides the largest common power of two out of `n`, `d` and `offset`; returns the axis and
@@ -119,19 +130,16 @@ impl<'g> Ctx<'g> {
             return false;
         };
         let out = node.outputs()[0];
-        let rescaled = self
-            .sole_consumer(out)
-            .is_some_and(|c| matches!(self.node(c).op, Op::Rescale(_)))
-            || self.bilinear_tail(out).is_some();
-        let pow2_rescale = self.sole_consumer(out).is_some_and(|c| {
-            matches!(&self.node(c).op, Op::Rescale(r)
-                if r.multiplier.len() == 1 && r.multiplier[0] > 0 && r.multiplier[0].count_ones() == 1)
-        });
+        let divides = |r: Option<OpId>| {
+            r.is_some_and(|c| matches!(&self.node(c).op, Op::Rescale(r) if is_division(r)))
+        };
+        let division = divides(self.sole_consumer(out));
+        let tail = self.bilinear_tail(out);
         let (din, dout) = (self.dtype(node.inputs()[0]), self.dtype(out));
         a.mode == ResizeMode::Bilinear
             && match (din, dout) {
-                (DType::Int8, DType::Int32) => !rescaled,
-                (DType::Int16, DType::Int48) => !pow2_rescale && self.bilinear_tail(out).is_none(),
+                (DType::Int8, DType::Int32) => !division && !divides(tail.map(|t| t.2)),
+                (DType::Int16, DType::Int48) => !division && tail.is_none(),
                 _ => false,
             }
     }
@@ -210,8 +218,7 @@ impl<'g> Ctx<'g> {
                 self.check_rescale_out(rnode, r)?;
                 let m = r.multiplier[0];
                 let s = i64::from(r.shift[0]);
-                let single = r.rounding == RescaleRounding::SingleRound || s <= 31;
-                if r.multiplier.len() != 1 || m <= 0 || m.count_ones() != 1 || !single {
+                if !is_division(r) {
                     return Err(unsupported(
                         rnode,
                         "bilinear RESIZE rescale must be a power-of-two division",
