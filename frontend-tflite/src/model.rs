@@ -180,10 +180,13 @@ impl Tensor {
         negative(&self.shape) || self.shape_signature.as_deref().is_some_and(negative)
     }
 
-    /// The shape as sizes, or [`TfliteError::DynamicShape`] if any dimension is unknown.
-    /// This is the check lowering applies; reading a model never rejects dynamic shapes.
+    /// The shape as sizes, or [`TfliteError::DynamicShape`] if a stored dimension is unknown.
+    /// A dimension that is dynamic only in `shape_signature` (e.g. a batch of -1) takes its
+    /// stored size, the size TFLite's interpreter allocates before any resize (and Vela
+    /// compiles; decision F10). This is the check lowering applies; reading a model never
+    /// rejects dynamic shapes.
     pub fn static_shape(&self) -> Result<Vec<usize>, TfliteError> {
-        if self.is_dynamic() {
+        if self.shape.iter().any(|&d| d < 0) {
             return Err(TfliteError::DynamicShape {
                 at: self.at(),
                 shape: self.shape.clone(),

@@ -151,13 +151,26 @@ fn custom_and_unknown_operators_are_named_by_their_code() {
 }
 
 #[test]
-fn dynamic_dimensions_are_read_but_rejected_by_static_shape() {
+fn a_dimension_dynamic_in_the_signature_takes_its_stored_size() {
+    // TFLite's interpreter allocates the stored shape until the input is resized; Vela
+    // compiles it so (decision F10).
     let mut m = conv_model();
     tensors_mut(&mut m)[0].shape_signature = Some(vec![-1, 8, 8, 3]);
     let model = TfliteModel::parse(&finish(&m)).unwrap();
     let input = &model.main_subgraph().tensors[0];
     assert_eq!(input.shape, [1, 8, 8, 3]);
     assert_eq!(input.shape_signature.as_deref(), Some(&[-1, 8, 8, 3][..]));
+    assert!(input.is_dynamic());
+    assert_eq!(input.static_shape().unwrap(), [1, 8, 8, 3]);
+}
+
+#[test]
+fn a_dimension_unknown_in_the_stored_shape_is_rejected_by_static_shape() {
+    let mut m = conv_model();
+    tensors_mut(&mut m)[0].shape = Some(vec![-1, 8, 8, 3]);
+    tensors_mut(&mut m)[0].shape_signature = Some(vec![-1, 8, 8, 3]);
+    let model = TfliteModel::parse(&finish(&m)).unwrap();
+    let input = &model.main_subgraph().tensors[0];
     assert!(input.is_dynamic());
     let err = input.static_shape().unwrap_err();
     assert!(matches!(err, TfliteError::DynamicShape { .. }), "{err}");
