@@ -60,10 +60,13 @@ pub(crate) fn add_sub(cx: &mut OpCx<'_, '_>, sub: bool) -> R<()> {
     };
     let (t1, t2, to) = (cx.tin(0)?, cx.tin(1)?, cx.tout(0)?);
     let dt = OpCx::dtype(t1)?;
-    int_type(dt)?;
     if OpCx::dtype(t2)? != dt || OpCx::dtype(to)? != dt {
         return Err("inputs and output must have the same type".into());
     }
+    if dt == DType::Int32 {
+        return int32_arith(cx, if sub { Op::Sub } else { Op::Add }, act);
+    }
+    int_type(dt)?;
     let (s1, z1) = OpCx::qparams(t1)?;
     let (s2, z2) = OpCx::qparams(t2)?;
     let (so, zo) = OpCx::qparams(to)?;
@@ -107,10 +110,13 @@ pub(crate) fn mul(cx: &mut OpCx<'_, '_>) -> R<()> {
     };
     let (t1, t2, to) = (cx.tin(0)?, cx.tin(1)?, cx.tout(0)?);
     let dt = OpCx::dtype(t1)?;
-    int_type(dt)?;
     if OpCx::dtype(t2)? != dt || OpCx::dtype(to)? != dt {
         return Err("inputs and output must have the same type".into());
     }
+    if dt == DType::Int32 {
+        return int32_arith(cx, Op::Mul(MulAttrs { shift: 0 }), act);
+    }
+    int_type(dt)?;
     let (s1, z1) = OpCx::qparams(t1)?;
     let (s2, z2) = OpCx::qparams(t2)?;
     let (so, zo) = OpCx::qparams(to)?;
@@ -127,6 +133,28 @@ pub(crate) fn mul(cx: &mut OpCx<'_, '_>) -> R<()> {
     let real = f64::from(s1 * s2 / so);
     let y = cx.requant_double(p, dt, &[real], zo)?;
     let y = cx.activation(y, act, so, zo)?;
+    cx.bind_output(0, y)
+}
+
+/// ADD, SUB or MUL of int32 tensors (no quantization): TFLite's reference kernels compute
+/// the raw sum, difference or product and clamp it to the fused activation's range
+/// (`CalculateActivationRange<int32_t>`: RELU `[0, max]`, RELU6 `[0, 6]`, RELU_N1_TO_1
+/// `[-1, 1]`), which is `activation` with scale 1 and zero point 0. A result outside i32 is
+/// undefined there (signed overflow) and in the IR alike.
+fn int32_arith(cx: &mut OpCx<'_, '_>, op: Op, act: ActivationFunctionType) -> R<()> {
+    let rank = OpCx::shape(cx.tout(0)?)?.len();
+    let mut parts = vec![];
+    for slot in 0..2 {
+        let x = cx.input(slot)?;
+        parts.push(to_rank(cx, x, rank)?);
+    }
+    let name = match op {
+        Op::Add => "add",
+        Op::Sub => "sub",
+        _ => "mul",
+    };
+    let y = cx.emit(name, op, &parts)?;
+    let y = cx.activation(y, act, 1.0, 0)?;
     cx.bind_output(0, y)
 }
 

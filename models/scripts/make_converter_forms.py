@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Models whose batch dimension is dynamic (shape_signature -1, stored shape 1), as Keras
-models with a batch of None convert, with goldens from TFLite's reference kernels.
+"""Models in forms the TFLite converter gives for everyday Keras / tf.function code that the
+other generators do not make, with goldens from TFLite's reference kernels:
 
-    python make_dynamic_batch.py            # in the fixture venv (setup_venv.sh)
+* dynamic_batch_expand_dims: a batch of None (shape_signature -1, stored shape 1). TFLite's
+  interpreter allocates the stored shape until an input is resized; Vela compiles them so;
+  npuc does the same (docs/decisions.md F10).
+* argmax_add_i32: int32 arithmetic on ARG_MAX's output (ADD, SUB, MUL of raw int32 values).
 
-TFLite's interpreter allocates the stored shape (batch 1) until an input is resized;
-Vela compiles them so; npuc does the same (docs/decisions.md F10).
+    python make_converter_forms.py [NAME ...]   # in the fixture venv (setup_venv.sh)
+
 Writes models/tflite/<name>.tflite and models/golden/<name>/ (make_goldens.golden).
 """
 import os
@@ -36,7 +39,19 @@ def dynamic_batch_expand_dims(rng):
     return m, [(12, 16)]
 
 
-MODELS = {"dynamic_batch_expand_dims": dynamic_batch_expand_dims}
+def argmax_add_i32(rng):
+    """ARG_MAX (int32) -> SUB 4 -> MUL 3 -> ADD 7: TFLite's int32 kernels, no quantization."""
+    x = keras.Input(shape=(6, 10), batch_size=1, name="x")
+    t = layers.Lambda(
+        lambda a: (tf.math.argmax(a, axis=-1, output_type=tf.int32) - 4) * 3 + 7
+    )(x)
+    return keras.Model(x, t), [(6, 10)]
+
+
+MODELS = {
+    "dynamic_batch_expand_dims": dynamic_batch_expand_dims,
+    "argmax_add_i32": argmax_add_i32,
+}
 
 
 def convert(name, m, shapes):
@@ -62,7 +77,8 @@ def main(argv):
         flat = convert(name, m, shapes)
         interp = tf.lite.Interpreter(model_content=flat)
         sig = [list(d["shape_signature"]) for d in interp.get_input_details()]
-        assert all(s[0] == -1 for s in sig), f"{name}: batch is not dynamic: {sig}"
+        if name.startswith("dynamic_batch"):
+            assert all(s[0] == -1 for s in sig), f"{name}: batch is not dynamic: {sig}"
         with open(tflite_path(name), "wb") as f:
             f.write(flat)
         golden(name)
