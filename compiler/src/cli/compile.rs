@@ -190,6 +190,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     };
     let what = || format!("compiling {} for {}", model.display(), args.target.accel);
     if let Some(output) = &args.output {
+        if args.verbose_performance {
+            eprintln!(
+                "npuc: note: --verbose-performance writes into --output-dir; ignored with -o"
+            );
+        }
         let ext = output.extension().and_then(|e| e.to_str()).unwrap_or("");
         let (kind, tflite) = match ext {
             _ if args.output_format == OutputFormat::Raw => (OutputFormat::Raw, false),

@@ -20,7 +20,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compile a model to an npuc container, or to a .tflite with ethos-u operators.
+    /// Compile a model to an npuc container, a .tflite with ethos-u operators, or Vela's files
+    /// (--output-dir: Vela's command line works here).
     Compile(Box<compile::Args>),
     /// Disassemble the command streams of a compiled artifact.
     Disasm(disasm::Args),
