@@ -1,9 +1,12 @@
 //! `npuc disasm`: command streams as text or JSON, through the backend's ISA table.
 //!
-//! JSON contract: an array of `{"op": <ordinal of the ethos-u operator>, "offset": <byte
-//! offset in its stream>, "name": "NPU_...", "fields": {"<field>": <unsigned integer>, ...}}`
-//! where field names are those of `backend/isa/commands.csv` and each value is the unsigned
-//! integer held in that field's bit range (bits [63:32] are the cmd1 payload word).
+//! JSON contract: an object `{"version": 1, "streams": [...], "commands": [...]}`. Each stream
+//! is `{"op": <ordinal of the ethos-u operator>, "origin", "accelerator" (or null), "words"}`;
+//! each command `{"op": <its stream's op>, "offset": <byte offset in its stream>, "name":
+//! "NPU_...", "fields": {"<field>": <unsigned integer>, ...}}` where field names are those of
+//! `backend/isa/commands.csv` and each value is the unsigned integer held in that field's bit
+//! range (bits [63:32] are the cmd1 payload word). `version` rises when a key changes meaning
+//! or goes away; new keys may appear without it.
 
 use crate::artifact::{Artifact, NpuStream, StreamOrigin};
 use npuc_backend::isa::{disasm, stream::StreamDecoder, DecodeError, Decoded};
@@ -87,16 +90,37 @@ pub fn command_json(op: usize, d: &Decoded) -> Value {
     json!({ "op": op, "offset": d.offset, "name": d.opcode().spec().name, "fields": fields })
 }
 
-/// JSON disassembly of every stream (one array).
+/// Version of the `--json` object; raised when a key changes meaning or goes away.
+pub const JSON_VERSION: u32 = 1;
+
+fn json_object(streams: Vec<Value>, commands: Vec<Value>) -> Value {
+    json!({ "version": JSON_VERSION, "streams": streams, "commands": commands })
+}
+
+/// JSON disassembly of every stream: `{"version": 1, "streams": [{"op", "origin",
+/// "accelerator", "words"}], "commands": [{"op", "offset", "name", "fields"}]}`.
 pub fn json(artifact: &Artifact) -> Result<Value, DisasmError> {
+    let mut streams = Vec::new();
     let mut all = Vec::new();
     for (i, s) in artifact.streams.iter().enumerate() {
         let op = op_index(i, s);
+        let origin = match s.origin {
+            StreamOrigin::EthosUOp { .. } => "ethos-u operator",
+            StreamOrigin::File => "file",
+            StreamOrigin::Container => "npuc container",
+        };
+        streams.push(json!({
+            "op": op,
+            "origin": origin,
+            "accelerator": s.accelerator.map(|a| a.name()),
+            "words": s.words.len(),
+        }));
         for d in StreamDecoder::new(&s.words) {
             match d {
                 Ok(d) => all.push(command_json(op, &d)),
                 Err(source) => {
-                    let partial = serde_json::to_string_pretty(&all).unwrap_or_default();
+                    let partial = serde_json::to_string_pretty(&json_object(streams, all))
+                        .unwrap_or_default();
                     return Err(DisasmError {
                         header: header(op, s),
                         source,
@@ -106,5 +130,5 @@ pub fn json(artifact: &Artifact) -> Result<Value, DisasmError> {
             }
         }
     }
-    Ok(Value::Array(all))
+    Ok(json_object(streams, all))
 }

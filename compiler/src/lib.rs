@@ -46,11 +46,15 @@ pub mod arch_interface;
 pub mod artifact;
 pub mod compile;
 pub mod container;
+pub mod counts;
 pub mod disasm;
+pub mod npz;
 pub mod reference;
 pub mod report;
 pub mod run;
+pub mod supported_ops;
 pub mod tflite_out;
+pub mod vela_output;
 pub mod verify;
 
 pub use compile::{compile, CompileError, CompiledModel, Options};
@@ -107,6 +111,9 @@ pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Er
         return Ok(compile(&reference::lower_file(bytes)?, options)?);
     }
     let model = npuc_frontend_tflite::TfliteModel::parse(bytes)?;
+    if let Some(op) = tflite_out::already_compiled(&model) {
+        return Err(tflite_out::TfliteOutError::AlreadyCompiled(op).into());
+    }
     let whole = npuc_frontend_tflite::lower::lower(&model)
         .map_err(|e| Error::Reference(e.into()))
         .and_then(|l| Ok(compile(&l.graph, options)?));
@@ -141,7 +148,20 @@ pub fn compile_file_to_container(bytes: &[u8], options: &Options) -> Result<Vec<
     Ok(container::to_bytes(&compile_file(bytes, options)?))
 }
 
-/// Compiles a `.tflite` file into a `.tflite` in Vela's format (see [`tflite_out`]).
+/// Compiles a `.tflite` file into a `.tflite` in Vela's format (see [`tflite_out`]); a `.tosa`
+/// file is compiled whole onto the NPU and written as one `ethos-u` operator
+/// ([`tflite_out::whole`]).
 pub fn compile_file_to_tflite(bytes: &[u8], options: &Options) -> Result<Vec<u8>, Error> {
+    if reference::is_tosa(bytes) {
+        return Ok(tflite_out::whole::write_whole(&compile_file(
+            bytes, options,
+        )?)?);
+    }
     Ok(tflite_out::compile_tflite(bytes, options, &mut |_| {})?.bytes)
+}
+
+/// Compiles a `.tflite` or `.tosa` file whole onto the NPU into Vela's raw output: the
+/// `.npz` archive of [`vela_output::raw_npz`].
+pub fn compile_file_to_raw(bytes: &[u8], options: &Options) -> Result<Vec<u8>, Error> {
+    Ok(vela_output::raw_npz(&compile_file(bytes, options)?)?)
 }

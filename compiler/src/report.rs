@@ -20,6 +20,9 @@ use npuc_backend::system::{MemoryKind, MemoryMap};
 use serde_json::{json, Value};
 use std::fmt::Write;
 
+/// The TRM name of the DMA command, as the performance model names its operations.
+pub const DMA_INSTRUCTION: &str = "NPU_OP_DMA_START";
+
 /// A stream the model cannot read.
 #[derive(Debug, thiserror::Error)]
 #[error("command stream {stream}: {source}")]
@@ -126,6 +129,18 @@ fn op_figures(p: &OpPerf, map: &MemoryMap) -> Figures {
     }
 }
 
+/// The configuration an npuc container records (`None` for any other artifact, or a container
+/// without the record): what `npuc report` models unless told otherwise.
+pub fn recorded_configuration(bytes: &[u8]) -> Option<crate::container::Configuration> {
+    if bytes.get(..4) != Some(&crate::container::MAGIC[..]) {
+        return None;
+    }
+    crate::container::from_bytes(bytes)
+        .ok()?
+        .manifest
+        .configuration
+}
+
 /// Estimates every command stream of an artifact in the given memories. The configuration
 /// is the one the artifact names (payload header, container CONFIG word), else `accelerator`,
 /// else Ethos-U85-256.
@@ -209,7 +224,22 @@ impl Report {
         v
     }
 
-    /// The human-readable table.
+    /// The kernel and DMA commands the report lists (`npu_operations` is 0: a stream alone
+    /// does not tell how the compiler grouped its commands).
+    pub fn counts(&self) -> crate::counts::Counts {
+        let dma_commands = self
+            .ops
+            .iter()
+            .filter(|o| o.perf.instruction == DMA_INSTRUCTION)
+            .count();
+        crate::counts::Counts {
+            npu_operations: 0,
+            kernel_commands: self.ops.len() - dma_commands,
+            dma_commands,
+        }
+    }
+
+    /// The human-readable table: one row per command (`start` is the cycle it starts at).
     pub fn text(&self) -> String {
         let mut s = String::new();
         let m = &self.map;
@@ -226,10 +256,11 @@ impl Report {
         );
         let _ = writeln!(
             s,
-            "{:>3} {:>8} {:<22} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+            "{:>3} {:>8} {:<22} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
             "str",
             "offset",
             "operation",
+            "start",
             "cycles",
             "MACs",
             "SRAM rd",
@@ -261,10 +292,11 @@ impl Report {
         let t = &self.total;
         let _ = writeln!(
             s,
-            "{:>3} {:>8} {:<22} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
+            "{:>3} {:>8} {:<22} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
             "",
             "",
             "total",
+            "",
             t.cycles,
             t.macs,
             t.sram_read,
@@ -274,6 +306,7 @@ impl Report {
             t.flash_read,
             t.weight_bytes
         );
+        let _ = writeln!(s, "commands: {}", self.counts().commands());
         let secs = t.cycles as f64 / m.system.core_clock;
         let _ = writeln!(
             s,

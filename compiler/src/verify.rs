@@ -405,8 +405,8 @@ pub fn compile_and_verify(
 pub struct PartReport {
     /// `whole graph`, or `segment N (operators a..b)` for a partitioned TFLite model.
     pub part: String,
-    /// The NPU operations of the part.
-    pub npu_operations: usize,
+    /// Its NPU operations and commands.
+    pub counts: crate::counts::Counts,
     pub report: VerifyReport,
 }
 
@@ -426,7 +426,7 @@ pub fn verify_file(
             let report = verify_graph(&graph, &model, opts).map_err(err)?;
             Ok(vec![PartReport {
                 part: "whole graph".into(),
-                npu_operations: model.operators.len(),
+                counts: crate::counts::Counts::of(&model),
                 report,
             }])
         }
@@ -450,7 +450,7 @@ pub fn verify_file(
                         seg.ops[0].index(),
                         seg.ops[seg.ops.len() - 1].index()
                     ),
-                    npu_operations: seg.model.operators.len(),
+                    counts: crate::counts::Counts::of(&seg.model),
                     report,
                 });
             }

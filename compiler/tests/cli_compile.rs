@@ -78,7 +78,7 @@ fn a_container_output_of_a_supported_model_is_written_with_its_summary() {
 
 #[test]
 fn a_container_summary_counts_the_models_operators_not_the_npu_operations() {
-    // One TFLite SOFTMAX becomes several NPU kernel operations.
+    // One TFLite SOFTMAX becomes several NPU operations.
     let out = tmp("softmax.bin");
     let o = compile("softmax", &out, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
@@ -88,7 +88,7 @@ fn a_container_summary_counts_the_models_operators_not_the_npu_operations() {
         .lines()
         .find_map(|l| l.trim().strip_prefix("NPU operations"))
         .and_then(|v| v.split_whitespace().next()?.parse::<usize>().ok())
-        .expect("a kernel operation count");
+        .expect("an NPU operation count");
     assert!(kernels > 1, "{err}");
     std::fs::remove_file(out).unwrap();
 }
@@ -147,5 +147,74 @@ fn the_summarys_estimated_cycles_are_npuc_reports_total() {
     assert!(r.status.success());
     let json: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(json["total_cycles"].as_u64(), Some(summary));
+    std::fs::remove_file(out).unwrap();
+}
+
+#[test]
+fn compiling_a_compiled_model_again_is_an_error_naming_the_ethos_u_operator() {
+    for (input, output) in [
+        ("vela/u85_256/conv2d_3x3_relu_vela.tflite", "again.tflite"),
+        ("vela/u85_256/conv2d_3x3_relu_vela.tflite", "again.bin"),
+    ] {
+        let out = tmp(output);
+        let m = models().join(input);
+        let o = npuc(&[
+            "compile".as_ref(),
+            m.as_os_str(),
+            "-o".as_ref(),
+            out.as_os_str(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("operator 0 is an ethos-u operator") && err.contains("already compiled"),
+            "{err}"
+        );
+        assert!(!out.exists());
+    }
+}
+
+#[test]
+fn summary_verify_and_report_count_operations_and_commands_alike() {
+    let out = tmp("counts.bin");
+    let o = compile("mobilenet_tiny", &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    let row = |name: &str| {
+        err.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in\n{err}"))
+            .trim()
+            .to_string()
+    };
+    let npu_operations = row("NPU operations");
+    let commands = row("commands");
+    // verify: "whole graph (N NPU operations (k kernel commands, d DMA commands)): ..."
+    let m = models().join("tflite/mobilenet_tiny.tflite");
+    let v = npuc(&[
+        "verify".as_ref(),
+        m.as_os_str(),
+        "--samples".as_ref(),
+        "1".as_ref(),
+    ]);
+    let text = String::from_utf8_lossy(&v.stdout);
+    assert!(v.status.success(), "{text}");
+    assert!(
+        text.contains(&format!("({npu_operations} NPU operations ({commands}))")),
+        "{text}\n{err}"
+    );
+    // report: "commands: k kernel commands, d DMA commands", one table row per command.
+    let r = npuc(&["report".as_ref(), out.as_os_str()]);
+    let report = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        report.contains(&format!("commands: {commands}\n")),
+        "{report}"
+    );
+    let rows = report.lines().filter(|l| l.contains(" NPU_OP_")).count();
+    let n: Vec<usize> = commands
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert_eq!(rows, n[0] + n[1], "{report}");
     std::fs::remove_file(out).unwrap();
 }

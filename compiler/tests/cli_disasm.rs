@@ -42,7 +42,7 @@ fn text_disassembly_of_a_vela_model_with_two_npu_operators() {
 }
 
 #[test]
-fn json_disassembly_is_an_array_of_raw_fields() {
+fn json_disassembly_is_a_versioned_object_of_streams_and_raw_fields() {
     let out = npuc()
         .args(["disasm", "--json"])
         .arg(model("vela/u85_2048/conv2d_3x3_relu_vela.tflite"))
@@ -50,7 +50,13 @@ fn json_disassembly_is_an_array_of_raw_fields() {
         .unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let first = &v.as_array().unwrap()[0];
+    assert_eq!(v["version"], 1);
+    let streams = v["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 1);
+    assert_eq!(streams[0]["accelerator"], "ethos-u85-2048");
+    assert_eq!(streams[0]["origin"], "ethos-u operator");
+    assert!(streams[0]["words"].as_u64().unwrap() > 0);
+    let first = &v["commands"].as_array().unwrap()[0];
     assert_eq!(first["op"], 0);
     assert_eq!(first["offset"], 0);
     assert!(first["name"].as_str().unwrap().starts_with("NPU_"));
@@ -159,4 +165,22 @@ fn npuc_compile_output_disassembles() {
         text.trim_end().ends_with("NPU_OP_STOP mask=0xffff"),
         "{text}"
     );
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_the_output_quietly_with_status_0() {
+    // `npuc disasm X | head`: the pipe closes before the (long) listing is written.
+    let mut child = npuc()
+        .arg("disasm")
+        .arg(model("vela/u85_256/mobilenet_tiny_vela.tflite"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    std::io::Read::read_exact(child.stdout.as_mut().unwrap(), &mut first).unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }

@@ -156,3 +156,114 @@ fn unknown_names_and_bad_ini_files_are_clear_errors() {
     assert_eq!(v["system_config"], "Mine");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Compiles conv2d_3x3_relu to a container with `extra` options into a temporary file.
+fn container(name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out =
+        std::env::temp_dir().join(format!("npuc-cli-report-{}-{name}.bin", std::process::id()));
+    let mut args = vec![
+        "compile",
+        "models/tflite/conv2d_3x3_relu.tflite",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let o = npuc(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    out
+}
+
+#[test]
+fn a_container_is_reported_in_the_configuration_it_records_unless_told_otherwise() {
+    let flash = [
+        "--system-config",
+        "Ethos_U85_SYS_Flash_High",
+        "--memory-mode",
+        "Sram_Only",
+    ];
+    let bin = container("flash", &flash);
+    let path = bin.to_str().unwrap();
+    let recorded = json(&["report", "--json", path]);
+    assert_eq!(recorded["system_config"], "Ethos_U85_SYS_Flash_High");
+    assert_eq!(recorded["memory_mode"], "Sram_Only");
+    let explicit = json(&[&["report", "--json"][..], &flash[..], &[path]].concat());
+    assert_eq!(recorded, explicit);
+    // An option given overrides the record.
+    let dram = json(&[
+        "report",
+        "--json",
+        "--system-config",
+        "Ethos_U85_SYS_DRAM_Mid",
+        "--memory-mode",
+        "Dedicated_Sram_384KB",
+        path,
+    ]);
+    assert_eq!(dram["system_config"], "Ethos_U85_SYS_DRAM_Mid");
+    assert_ne!(dram["total_cycles"], recorded["total_cycles"]);
+    std::fs::remove_file(bin).ok();
+}
+
+#[test]
+fn every_column_label_of_the_text_table_sits_over_its_values() {
+    let out = npuc(&["report", MODEL]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines().skip(1);
+    let header = lines.next().unwrap();
+    let row = lines.next().unwrap();
+    // Right-aligned columns: each label ends where the values below it end.
+    let ends = |s: &str| -> Vec<usize> {
+        let b = s.as_bytes();
+        (0..b.len())
+            .filter(|&i| b[i] != b' ' && (i + 1 == b.len() || b[i + 1] == b' '))
+            .map(|i| i + 1)
+            .collect()
+    };
+    let labels = [
+        "str", "offset", "start", "cycles", "MACs", "SRAM rd", "SRAM wr", "DRAM rd", "DRAM wr",
+        "flash rd", "weights",
+    ];
+    let label_ends: Vec<usize> = labels
+        .iter()
+        .map(|l| header.find(l).unwrap_or_else(|| panic!("{l} in {header}")) + l.len())
+        .collect();
+    // The row's values: str, offset, operation (left-aligned), then the numbers.
+    let mut value_ends = ends(row);
+    value_ends.remove(2);
+    assert_eq!(label_ends, value_ends, "\n{header}\n{row}");
+}
+
+#[test]
+fn the_accelerator_option_has_the_same_spellings_in_every_command() {
+    let raw = std::env::temp_dir().join(format!("npuc-cli-report-{}-raw.bin", std::process::id()));
+    // A raw stream names no configuration: NPU_OP_STOP only.
+    std::fs::write(&raw, [0x00, 0x00, 0xff, 0xff]).unwrap();
+    for opt in ["--accelerator-config", "--accelerator", "--accel"] {
+        let v = json(&[
+            "report",
+            "--json",
+            opt,
+            "ethos-u85-512",
+            raw.to_str().unwrap(),
+        ]);
+        assert_eq!(v["accelerator"], "ethos-u85-512", "{opt}");
+        let bin = container(&format!("acc{opt}"), &[opt, "ethos-u85-512"]);
+        let v = json(&["report", "--json", bin.to_str().unwrap()]);
+        assert_eq!(v["accelerator"], "ethos-u85-512", "{opt}");
+        std::fs::remove_file(bin).ok();
+        let o = npuc(&[
+            "verify",
+            "models/tflite/conv2d_3x3_relu.tflite",
+            "--samples",
+            "1",
+            opt,
+            "ethos-u85-512",
+        ]);
+        assert!(
+            o.status.success(),
+            "{opt}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    std::fs::remove_file(raw).ok();
+}

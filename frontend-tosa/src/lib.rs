@@ -74,7 +74,7 @@ mod model;
 
 pub use error::{LowerError, OpAt, TosaError};
 pub use ids::{BlockId, OperatorId, TensorIndex};
-pub use lower::lower;
+pub use lower::{lower, OPERATORS};
 pub use model::{
     data_size, dtype_name, op_name, Block, Name, Operator, Region, ShapeValue, Tensor, TosaModel,
     TosaVersion, TOSA_IDENTIFIER,

@@ -211,6 +211,81 @@ const ANY: &[fb::DType] = &[
     fb::DType::INT32,
 ];
 
+const I8_16_32_48: &[fb::DType] = &[
+    fb::DType::INT8,
+    fb::DType::INT16,
+    fb::DType::INT32,
+    fb::DType::INT48,
+];
+
+/// The TOSA operators npuc lowers, each with the element types its (first data) input may
+/// have: the table `lower_op` checks every operator against and reads its types from, and
+/// that `npuc supported-ops` prints.
+pub const OPERATORS: &[(fb::Op, &[fb::DType])] = &[
+    (fb::Op::ARGMAX, I8_16),
+    (fb::Op::AVG_POOL2D, I8_16),
+    (fb::Op::CONV2D, I8_16),
+    (fb::Op::CONV3D, I8_16),
+    (fb::Op::DEPTHWISE_CONV2D, I8_16),
+    (fb::Op::MATMUL, I8_16),
+    (fb::Op::MAX_POOL2D, I8_16),
+    (fb::Op::TRANSPOSE_CONV2D, I8_16),
+    (fb::Op::CLAMP, I8_16),
+    (fb::Op::ADD, I32),
+    (fb::Op::ARITHMETIC_RIGHT_SHIFT, I8_16_32),
+    (fb::Op::BITWISE_AND, I8_16_32),
+    (fb::Op::BITWISE_OR, I8_16_32),
+    (fb::Op::BITWISE_XOR, I8_16_32),
+    (fb::Op::INTDIV, I32),
+    (fb::Op::LOGICAL_AND, BOOL),
+    (fb::Op::LOGICAL_LEFT_SHIFT, I8_16_32),
+    (fb::Op::LOGICAL_RIGHT_SHIFT, I8_16_32),
+    (fb::Op::LOGICAL_OR, BOOL),
+    (fb::Op::LOGICAL_XOR, BOOL),
+    (fb::Op::MAXIMUM, I32),
+    (fb::Op::MINIMUM, I32),
+    (fb::Op::MUL, I8_16_32),
+    (fb::Op::SUB, I32),
+    (fb::Op::TABLE, I8_16),
+    (fb::Op::ABS, I32),
+    (fb::Op::BITWISE_NOT, I8_16_32),
+    (fb::Op::CLZ, I32),
+    (fb::Op::LOGICAL_NOT, BOOL),
+    (fb::Op::NEGATE, I8_16_32),
+    (fb::Op::SELECT, ANY),
+    (fb::Op::EQUAL, I32),
+    (fb::Op::GREATER, I32),
+    (fb::Op::GREATER_EQUAL, I32),
+    (fb::Op::REDUCE_ALL, BOOL),
+    (fb::Op::REDUCE_ANY, BOOL),
+    (fb::Op::REDUCE_MAX, I8_16_32),
+    (fb::Op::REDUCE_MIN, I8_16_32),
+    (fb::Op::REDUCE_SUM, I32),
+    (fb::Op::CONCAT, ANY),
+    (fb::Op::PAD, ANY),
+    (fb::Op::RESHAPE, ANY),
+    (fb::Op::REVERSE, ANY),
+    (fb::Op::SLICE, ANY),
+    (fb::Op::TILE, ANY),
+    (fb::Op::TRANSPOSE, ANY),
+    (fb::Op::GATHER, I8_16_32),
+    (fb::Op::SCATTER, I8_16_32),
+    (fb::Op::RESIZE, I8_16),
+    (fb::Op::CAST, ANY),
+    (fb::Op::RESCALE, I8_16_32_48),
+    (fb::Op::IDENTITY, ANY),
+    (fb::Op::CONST, &[]),
+    (fb::Op::CONST_SHAPE, &[]),
+];
+
+/// The input element types of a supported operator ([`OPERATORS`]; none for others).
+pub fn types(op: fb::Op) -> &'static [fb::DType] {
+    OPERATORS
+        .iter()
+        .find(|(o, _)| *o == op)
+        .map_or(&[], |(_, t)| t)
+}
+
 impl<'a> Lower<'a> {
     fn tensor_decl(&self, name: &str) -> Result<&'a Tensor, LowerError> {
         self.block.tensor(name).ok_or_else(|| LowerError::Tensor {
@@ -448,6 +523,12 @@ impl<'a> Lower<'a> {
         };
         let at = &at;
         let a = &o.attribute;
+        if !OPERATORS.iter().any(|(op, _)| *op == o.op) {
+            return Err(LowerError::UnsupportedOperator {
+                at: at.at.clone(),
+                op: o.name(),
+            });
+        }
         match o.op {
             T::CONST => {
                 for out in &o.outputs {
@@ -471,7 +552,7 @@ impl<'a> Lower<'a> {
                 let AttributeT::ArgMaxAttribute(x) = a else {
                     return Err(at.missing_attr());
                 };
-                let (i, _) = self.input(at, 0, I8_16)?;
+                let (i, _) = self.input(at, 0, types(o.op))?;
                 let axis = axis(at, x.axis)?;
                 self.emit(at, Op::ArgMax(AxisAttrs { axis }), &[i])
             }
@@ -480,7 +561,7 @@ impl<'a> Lower<'a> {
                 let AttributeT::AvgPool2dAttribute(x) = a else {
                     return Err(at.missing_attr());
                 };
-                let (i, dt) = self.input(at, 0, I8_16)?;
+                let (i, dt) = self.input(at, 0, types(o.op))?;
                 if x.acc_type != fb::DType::INT32 {
                     return Err(at.err(format!(
                         "acc_type {} (INT32 required)",
@@ -503,7 +584,7 @@ impl<'a> Lower<'a> {
             T::CONV3D => self.conv3d(at),
             T::MATMUL => {
                 at.arity(4)?;
-                let (x, dt) = self.input(at, 0, I8_16)?;
+                let (x, dt) = self.input(at, 0, types(o.op))?;
                 let (y, _) = self.input(at, 1, &[dt])?;
                 let a_zp = self.zero_point(at, 2, dt, "A_zp")?;
                 let b_zp = self.zero_point(at, 3, dt, "B_zp")?;
@@ -514,7 +595,7 @@ impl<'a> Lower<'a> {
                 let AttributeT::MaxPool2dAttribute(x) = a else {
                     return Err(at.missing_attr());
                 };
-                let (i, _) = self.input(at, 0, I8_16)?;
+                let (i, _) = self.input(at, 0, types(o.op))?;
                 let attrs = PoolAttrs {
                     kernel: arr2(i32_list(at, "kernel", &x.kernel, 2, 1)?),
                     stride: arr2(i32_list(at, "stride", &x.stride, 2, 1)?),
@@ -527,7 +608,7 @@ impl<'a> Lower<'a> {
                 let AttributeT::ClampAttribute(x) = a else {
                     return Err(at.missing_attr());
                 };
-                let (i, dt) = self.input(at, 0, I8_16)?;
+                let (i, dt) = self.input(at, 0, types(o.op))?;
                 let size = if dt == fb::DType::INT8 { 1 } else { 2 };
                 let read = |what: &str, v: &Option<Vec<u8>>| -> Result<i64, LowerError> {
                     match v.as_deref() {
@@ -551,7 +632,7 @@ impl<'a> Lower<'a> {
                     T::MINIMUM => Op::Minimum,
                     _ => Op::IntDiv,
                 };
-                self.binary(at, op, I32)
+                self.binary(at, op, types(o.op))
             }
             T::EQUAL | T::GREATER | T::GREATER_EQUAL => {
                 let op = match o.op {
@@ -559,7 +640,7 @@ impl<'a> Lower<'a> {
                     T::GREATER => Op::Greater,
                     _ => Op::GreaterEqual,
                 };
-                self.binary(at, op, I32)
+                self.binary(at, op, types(o.op))
             }
             T::BITWISE_AND | T::BITWISE_OR | T::BITWISE_XOR => {
                 let op = match o.op {
@@ -567,16 +648,16 @@ impl<'a> Lower<'a> {
                     T::BITWISE_OR => Op::BitwiseOr,
                     _ => Op::BitwiseXor,
                 };
-                self.binary(at, op, I8_16_32)
+                self.binary(at, op, types(o.op))
             }
-            T::LOGICAL_LEFT_SHIFT => self.binary(at, Op::LogicalLeftShift, I8_16_32),
-            T::LOGICAL_RIGHT_SHIFT => self.binary(at, Op::LogicalRightShift, I8_16_32),
+            T::LOGICAL_LEFT_SHIFT => self.binary(at, Op::LogicalLeftShift, types(o.op)),
+            T::LOGICAL_RIGHT_SHIFT => self.binary(at, Op::LogicalRightShift, types(o.op)),
             T::ARITHMETIC_RIGHT_SHIFT => {
                 let AttributeT::ArithmeticRightShiftAttribute(x) = a else {
                     return Err(at.missing_attr());
                 };
                 let op = Op::ArithmeticRightShift(ArithmeticRightShiftAttrs { round: x.round });
-                self.binary(at, op, I8_16_32)
+                self.binary(at, op, types(o.op))
             }
             T::LOGICAL_AND | T::LOGICAL_OR | T::LOGICAL_XOR => {
                 let op = match o.op {
@@ -584,11 +665,11 @@ impl<'a> Lower<'a> {
                     T::LOGICAL_OR => Op::LogicalOr,
                     _ => Op::LogicalXor,
                 };
-                self.binary(at, op, BOOL)
+                self.binary(at, op, types(o.op))
             }
             T::MUL => {
                 at.arity(3)?;
-                let (x, dt) = self.input(at, 0, I8_16_32)?;
+                let (x, dt) = self.input(at, 0, types(o.op))?;
                 let (y, _) = self.input(at, 1, &[dt])?;
                 let (s, _) = self.const_values(at, 2, I8)?;
                 let shift = match s.as_slice() {
@@ -609,7 +690,7 @@ impl<'a> Lower<'a> {
             }
             T::TABLE => {
                 at.arity(2)?;
-                let (i, dt) = self.input(at, 0, I8_16)?;
+                let (i, dt) = self.input(at, 0, types(o.op))?;
                 let (v, _) = self.const_values(at, 1, &[dt])?;
                 let table = if dt == fb::DType::INT8 {
                     if v.len() != 256 {
@@ -624,14 +705,14 @@ impl<'a> Lower<'a> {
                 };
                 self.emit(at, Op::Table(TableAttrs { table }), &[i])
             }
-            T::ABS => self.unary(at, Op::Abs, I32),
-            T::CLZ => self.unary(at, Op::Clz, I32),
-            T::BITWISE_NOT => self.unary(at, Op::BitwiseNot, I8_16_32),
-            T::LOGICAL_NOT => self.unary(at, Op::LogicalNot, BOOL),
-            T::IDENTITY => self.unary(at, Op::Identity, ANY),
+            T::ABS => self.unary(at, Op::Abs, types(o.op)),
+            T::CLZ => self.unary(at, Op::Clz, types(o.op)),
+            T::BITWISE_NOT => self.unary(at, Op::BitwiseNot, types(o.op)),
+            T::LOGICAL_NOT => self.unary(at, Op::LogicalNot, types(o.op)),
+            T::IDENTITY => self.unary(at, Op::Identity, types(o.op)),
             T::NEGATE => {
                 at.arity(3)?;
-                let (i, dt) = self.input(at, 0, I8_16_32)?;
+                let (i, dt) = self.input(at, 0, types(o.op))?;
                 let input_zp = self.zero_point(at, 1, dt, "input1_zp")?;
                 let output_zp = self.zero_point(at, 2, dt, "output_zp")?;
                 let op = Op::Negate(NegateAttrs {
@@ -643,7 +724,7 @@ impl<'a> Lower<'a> {
             T::SELECT => {
                 at.arity(3)?;
                 let (c, _) = self.input(at, 0, BOOL)?;
-                let (x, dt) = self.input(at, 1, ANY)?;
+                let (x, dt) = self.input(at, 1, types(o.op))?;
                 let (y, _) = self.input(at, 2, &[dt])?;
                 self.emit(at, Op::Select, &[c, x, y])
             }
@@ -661,11 +742,11 @@ impl<'a> Lower<'a> {
                     axis: axis(at, ax)?,
                 };
                 let (op, allowed) = match o.op {
-                    T::REDUCE_ALL => (Op::ReduceAll(attrs), BOOL),
-                    T::REDUCE_ANY => (Op::ReduceAny(attrs), BOOL),
-                    T::REDUCE_MAX => (Op::ReduceMax(attrs), I8_16_32),
-                    T::REDUCE_MIN => (Op::ReduceMin(attrs), I8_16_32),
-                    _ => (Op::ReduceSum(attrs), I32),
+                    T::REDUCE_ALL => (Op::ReduceAll(attrs), types(T::REDUCE_ALL)),
+                    T::REDUCE_ANY => (Op::ReduceAny(attrs), types(T::REDUCE_ANY)),
+                    T::REDUCE_MAX => (Op::ReduceMax(attrs), types(T::REDUCE_MAX)),
+                    T::REDUCE_MIN => (Op::ReduceMin(attrs), types(T::REDUCE_MIN)),
+                    _ => (Op::ReduceSum(attrs), types(T::REDUCE_SUM)),
                 };
                 let (i, _) = self.input(at, 0, allowed)?;
                 self.emit(at, op, &[i])
@@ -677,7 +758,7 @@ impl<'a> Lower<'a> {
                 if o.inputs.is_empty() || o.outputs.len() != 1 {
                     return Err(at.err("needs at least one input and exactly one output"));
                 }
-                let (first, dt) = self.input(at, 0, ANY)?;
+                let (first, dt) = self.input(at, 0, types(o.op))?;
                 let mut ins = vec![first];
                 for slot in 1..o.inputs.len() {
                     ins.push(self.input(at, slot, &[dt])?.0);
@@ -689,7 +770,7 @@ impl<'a> Lower<'a> {
             }
             T::PAD => {
                 at.arity(3)?;
-                let (i, dt) = self.input(at, 0, ANY)?;
+                let (i, dt) = self.input(at, 0, types(o.op))?;
                 let rank = self.rank_of(i);
                 let p = self.shape_values(at, 1, 2 * rank)?;
                 let p = self.nonneg(at, 1, &p)?;
@@ -703,7 +784,7 @@ impl<'a> Lower<'a> {
             }
             T::RESHAPE => {
                 at.arity(2)?;
-                let (i, _) = self.input(at, 0, ANY)?;
+                let (i, _) = self.input(at, 0, types(o.op))?;
                 let out_rank = self.declared_type(&o.outputs[0])?.shape.rank();
                 let s = self.shape_values(at, 1, out_rank)?;
                 let shape = Shape::new(self.nonneg(at, 1, &s)?);
@@ -714,7 +795,7 @@ impl<'a> Lower<'a> {
                 let AttributeT::ReverseAttribute(x) = a else {
                     return Err(at.missing_attr());
                 };
-                let (i, _) = self.input(at, 0, ANY)?;
+                let (i, _) = self.input(at, 0, types(o.op))?;
                 let attrs = AxisAttrs {
                     axis: axis(at, x.axis)?,
                 };
@@ -722,7 +803,7 @@ impl<'a> Lower<'a> {
             }
             T::SLICE => {
                 at.arity(3)?;
-                let (i, _) = self.input(at, 0, ANY)?;
+                let (i, _) = self.input(at, 0, types(o.op))?;
                 let rank = self.rank_of(i);
                 let start = self.shape_values(at, 1, rank)?;
                 let start = self.nonneg(at, 1, &start)?;
@@ -732,7 +813,7 @@ impl<'a> Lower<'a> {
             }
             T::TILE => {
                 at.arity(2)?;
-                let (i, _) = self.input(at, 0, ANY)?;
+                let (i, _) = self.input(at, 0, types(o.op))?;
                 let rank = self.rank_of(i);
                 let m = self.shape_values(at, 1, rank)?;
                 let multiples = self.nonneg(at, 1, &m)?;
@@ -743,20 +824,20 @@ impl<'a> Lower<'a> {
                 let AttributeT::TransposeAttribute(x) = a else {
                     return Err(at.missing_attr());
                 };
-                let (i, _) = self.input(at, 0, ANY)?;
+                let (i, _) = self.input(at, 0, types(o.op))?;
                 let rank = self.rank_of(i);
                 let perms = i32_list(at, "perms", &x.perms, rank, 0)?;
                 self.emit(at, Op::Transpose(TransposeAttrs { perms }), &[i])
             }
             T::GATHER => {
                 at.arity(2)?;
-                let (v, _) = self.input(at, 0, I8_16_32)?;
+                let (v, _) = self.input(at, 0, types(o.op))?;
                 let (ix, _) = self.input(at, 1, I32)?;
                 self.emit(at, Op::Gather, &[v, ix])
             }
             T::SCATTER => {
                 at.arity(3)?;
-                let (v, dt) = self.input(at, 0, I8_16_32)?;
+                let (v, dt) = self.input(at, 0, types(o.op))?;
                 let (ix, _) = self.input(at, 1, I32)?;
                 let (x, _) = self.input(at, 2, &[dt])?;
                 self.emit(at, Op::Scatter, &[v, ix, x])
@@ -771,7 +852,7 @@ impl<'a> Lower<'a> {
                     fb::ResizeMode::BILINEAR => ResizeMode::Bilinear,
                     m => return Err(at.err(format!("resize mode {m:?}"))),
                 };
-                let (i, _) = self.input(at, 0, I8_16)?;
+                let (i, _) = self.input(at, 0, types(o.op))?;
                 let s = self.shape_values(at, 1, 4)?;
                 let off = self.shape_values(at, 2, 2)?;
                 let b = self.shape_values(at, 3, 2)?;
@@ -785,7 +866,7 @@ impl<'a> Lower<'a> {
             }
             T::CAST => {
                 at.arity(1)?;
-                let (i, din) = self.input(at, 0, ANY)?;
+                let (i, din) = self.input(at, 0, types(o.op))?;
                 let out = self.tensor_decl(&o.outputs[0])?;
                 let dout = out.dtype;
                 if !ANY.contains(&dout) || dout == din {
@@ -895,7 +976,7 @@ impl<'a> Lower<'a> {
         at: &At<'_>,
         acc: fb::DType,
     ) -> Result<([TensorId; 3], i64, i64), LowerError> {
-        let (i, din) = self.input(at, 0, I8_16)?;
+        let (i, din) = self.input(at, 0, types(at.op.op))?;
         let wt: &[fb::DType] = if din == fb::DType::INT8 {
             &[fb::DType::INT8, fb::DType::INT4]
         } else {
@@ -957,16 +1038,7 @@ impl<'a> Lower<'a> {
         if rounding == RescaleRounding::DoubleRound && !x.scale32 {
             return Err(at.err("DOUBLE_ROUND requires scale32"));
         }
-        let (i, din) = self.input(
-            at,
-            0,
-            &[
-                fb::DType::INT8,
-                fb::DType::INT16,
-                fb::DType::INT32,
-                fb::DType::INT48,
-            ],
-        )?;
+        let (i, din) = self.input(at, 0, types(at.op.op))?;
         let out = self.tensor_decl(&at.op.outputs[0])?;
         let dout = out.dtype;
         if !I8_16_32.contains(&dout) {

@@ -147,7 +147,8 @@ fn json_fields_are_the_raw_bit_ranges() {
     let path = common::models_dir().join("vela/u85_256/conv2d_3x3_relu_vela.tflite");
     let artifact = Artifact::read(&path).unwrap();
     let json = npuc::disasm::json(&artifact).unwrap();
-    let all = json.as_array().unwrap();
+    assert_eq!(json["version"], npuc::disasm::JSON_VERSION);
+    let all = json["commands"].as_array().unwrap();
     let words: usize = all
         .iter()
         .map(|c| {

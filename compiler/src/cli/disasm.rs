@@ -11,7 +11,8 @@ pub struct Args {
     /// An npuc container (.bin from `npuc compile`), a Vela-compiled .tflite, a COP1/COP2
     /// payload, or a raw little-endian command stream.
     artifact: PathBuf,
-    /// Print a JSON array of {op, offset, name, fields} objects with raw field values.
+    /// Print JSON: {version, streams, commands}, each command {op, offset, name, fields} with
+    /// raw field values.
     #[arg(long)]
     json: bool,
 }

@@ -4,6 +4,7 @@ mod compile;
 mod disasm;
 mod report;
 mod run;
+mod vela_args;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -19,8 +20,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Compile a model to an npuc container, or to a .tflite with ethos-u operators.
-    Compile(compile::Args),
+    /// Compile a model to an npuc container, a .tflite with ethos-u operators, or Vela's files
+    /// (--output-dir: Vela's command line works here).
+    Compile(Box<compile::Args>),
     /// Disassemble the command streams of a compiled artifact.
     Disasm(disasm::Args),
     /// Run a compiled model on the reference simulator.
@@ -30,23 +32,40 @@ enum Command {
     /// Compile a model and compare the simulator with the reference interpreter on random
     /// inputs (exit status 0 only if bit-exact).
     Verify(verify::Args),
+    /// Print the operators npuc compiles, per input format, as Markdown.
+    SupportedOps,
 }
 
 /// Parses the arguments, runs the subcommand, and turns errors into a message and exit code 1.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Compile(args) => compile::run(args),
+        Command::Compile(args) => compile::run(*args),
         Command::Disasm(args) => disasm::run(args),
         Command::Run(args) => run::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Report(args) => report::run(args),
+        Command::SupportedOps => std::io::Write::write_all(
+            &mut std::io::stdout().lock(),
+            npuc::supported_ops::markdown().as_bytes(),
+        )
+        .map_err(Into::into),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`npuc disasm X | head`): nothing left to say.
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("npuc: error: {e:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// True when the error is a write to a closed pipe.
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
 }

@@ -3,7 +3,6 @@
 use anyhow::Context;
 use npuc::artifact::Artifact;
 use npuc_backend::arch::Accelerator;
-use npuc_backend::system::ini::{ConfigSource, IniFile};
 use npuc_backend::system::presets::{DEFAULT_MEMORY_MODE, DEFAULT_SYSTEM_CONFIG};
 use npuc_backend::system::MemoryMap;
 use std::io::Write;
@@ -16,40 +15,55 @@ pub struct Args {
     /// payload, or a raw little-endian command stream.
     artifact: PathBuf,
     /// Print JSON: total_cycles, macs, {sram,dram}_{read,write}_bytes, flash_read_bytes,
-    /// weight_bytes, scale_bytes, peak_sram_bytes, and `ops` with the same keys per operation.
+    /// weight_bytes, scale_bytes, peak_sram_bytes, accelerator, system_config, memory_mode,
+    /// peak_region_bytes, and `ops` with the same keys per command (cycles, stream, offset,
+    /// start_cycle, instruction).
     #[arg(long)]
     json: bool,
-    /// System configuration (vela.ini `[System_Config.NAME]`).
-    #[arg(long, default_value = DEFAULT_SYSTEM_CONFIG)]
-    system_config: String,
-    /// Memory mode (vela.ini `[Memory_Mode.NAME]`).
-    #[arg(long, default_value = DEFAULT_MEMORY_MODE)]
-    memory_mode: String,
+    /// System configuration (vela.ini `[System_Config.NAME]`; default: the one an npuc
+    /// container records, else Ethos_U85_SYS_DRAM_Mid).
+    #[arg(long)]
+    system_config: Option<String>,
+    /// Memory mode (vela.ini `[Memory_Mode.NAME]`; default: the one an npuc container
+    /// records, else Dedicated_Sram_384KB).
+    #[arg(long)]
+    memory_mode: Option<String>,
     /// A Vela-format .ini file with more system configurations and memory modes.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Configuration for streams that do not name one (raw streams): ethos-u85-128 .. -2048.
-    #[arg(long)]
-    accelerator: Option<String>,
+    /// Configuration for streams that do not name one (raw streams): ethos-u85-128 .. -2048
+    /// (also spelt --accelerator or --accel).
+    #[arg(long = "accelerator-config", visible_aliases = ["accelerator", "accel"])]
+    accelerator: Option<Accelerator>,
 }
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
-    let file = match &args.config {
-        Some(p) => Some(IniFile::read(p)?),
-        None => None,
-    };
-    let src = ConfigSource { file };
-    let system = src.system_config(&args.system_config)?;
-    let mode = src.memory_mode(&args.memory_mode)?;
-    let map = MemoryMap::new(&system, &mode)?;
-    let accelerator = match &args.accelerator {
-        Some(a) => Some(a.parse::<Accelerator>()?),
-        None => None,
-    };
-    let artifact = Artifact::read(&args.artifact)
+    let bytes = std::fs::read(&args.artifact)
         .with_context(|| format!("reading {}", args.artifact.display()))?;
-    let report = npuc::report::report(&artifact, &map, accelerator)?;
+    let recorded = npuc::report::recorded_configuration(&bytes);
+    let src = super::compile::config_source(args.config.as_deref())?;
+    let pick = |given: &Option<String>, recorded: Option<&str>, default: &str| {
+        given
+            .clone()
+            .or_else(|| recorded.map(str::to_string))
+            .unwrap_or_else(|| default.to_string())
+    };
+    let rec = recorded.as_ref();
+    let system = src.system_config(&pick(
+        &args.system_config,
+        rec.map(|c| c.system_config.as_str()),
+        DEFAULT_SYSTEM_CONFIG,
+    ))?;
+    let mode = src.memory_mode(&pick(
+        &args.memory_mode,
+        rec.map(|c| c.memory_mode.as_str()),
+        DEFAULT_MEMORY_MODE,
+    ))?;
+    let map = MemoryMap::new(&system, &mode)?;
+    let artifact = Artifact::from_bytes(&bytes)
+        .with_context(|| format!("reading {}", args.artifact.display()))?;
+    let report = npuc::report::report(&artifact, &map, args.accelerator)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report.json())?)?;

@@ -3,6 +3,7 @@
 use super::compile::TargetArgs;
 use anyhow::Context;
 use npuc::verify::{verify_file, VerifyOptions};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Arguments of `npuc verify`.
@@ -33,12 +34,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("verifying {}", args.model.display()))?;
     let mut exact = true;
     for p in &parts {
-        println!(
-            "{} ({} NPU operations): {}",
+        writeln!(
+            std::io::stdout().lock(),
+            "{} ({}): {}",
             p.part,
-            p.npu_operations,
+            p.counts,
             p.report.describe()
-        );
+        )?;
         exact &= p.report.is_bit_exact();
     }
     if !exact {

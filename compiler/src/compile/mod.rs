@@ -62,7 +62,8 @@ impl Optimise {
 impl std::str::FromStr for Optimise {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
+        // Any case: Vela spells them `Performance` and `Size`.
+        match s.to_ascii_lowercase().as_str() {
             "performance" => Ok(Optimise::Performance),
             "size" => Ok(Optimise::Size),
             _ => Err(format!(

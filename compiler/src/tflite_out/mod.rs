@@ -8,6 +8,7 @@
 
 mod compact;
 pub mod partition;
+pub mod whole;
 pub mod write;
 
 use crate::compile::Options;
@@ -23,6 +24,24 @@ pub enum TfliteOutError {
     /// Writing the output failed.
     #[error("writing the .tflite output: {0}")]
     Write(String),
+    /// The model already holds a compiled NPU operator.
+    #[error(
+        "operator {0} is an ethos-u operator: this model is already compiled for the NPU \
+         (a Vela or npuc .tflite output); compile the original model instead"
+    )]
+    AlreadyCompiled(usize),
+}
+
+/// The index of the first `ethos-u` operator of the main subgraph: a model holding one has
+/// already been compiled (by Vela or npuc) and compiling it again would leave that stream
+/// untouched on the "CPU" with nothing for the NPU.
+pub fn already_compiled(model: &TfliteModel) -> Option<usize> {
+    model
+        .main_subgraph()
+        .operators
+        .iter()
+        .find(|op| op.opcode.is_ethos_u())
+        .map(|op| op.id.index())
 }
 
 /// A compiled `.tflite` output.
@@ -41,6 +60,9 @@ pub fn compile_tflite(
     progress: &mut dyn FnMut(&str),
 ) -> Result<TfliteOutput, TfliteOutError> {
     let model = TfliteModel::parse(bytes)?;
+    if let Some(op) = already_compiled(&model) {
+        return Err(TfliteOutError::AlreadyCompiled(op));
+    }
     let partition = partition::partition(&model, options, progress);
     let bytes = write::write(bytes, &model, &partition)?;
     Ok(TfliteOutput { bytes, partition })

@@ -31,6 +31,7 @@
 
 mod arith;
 mod ctx;
+pub mod dispatch;
 mod fixed_ir;
 mod gemmlowp16;
 mod operator;
@@ -52,7 +53,7 @@ mod uint8;
 mod uint8_concat;
 mod uint8_resize;
 
-use crate::{BuiltinOperator, TfliteModel};
+use crate::TfliteModel;
 use npuc_ir::{Graph, ValidationError};
 
 pub use arith::{activation_range, quantize_multiplier};
@@ -104,7 +105,7 @@ pub fn lower(model: &TfliteModel) -> Result<LoweredGraph, LowerError> {
     }
     for op in &sg.operators {
         let mut oc = ctx::OpCx::new(&mut cx, op);
-        let res = lower_op(&mut oc);
+        let res = dispatch::lower_op(&mut oc);
         res.map_err(|reason| LowerError::Operator {
             op: op.id.index(),
             opcode: op.opcode.name().into_owned(),
@@ -117,84 +118,4 @@ pub fn lower(model: &TfliteModel) -> Result<LoweredGraph, LowerError> {
     let (graph, tensor_map) = cx.finish();
     npuc_ir::validate(&graph)?;
     Ok(LoweredGraph { graph, tensor_map })
-}
-
-fn lower_op(cx: &mut ctx::OpCx<'_, '_>) -> Result<(), String> {
-    use BuiltinOperator as B;
-    let code = cx.op.opcode.builtin;
-    if cx.op.opcode.is_custom() {
-        return Err("custom operators are not supported".into());
-    }
-    if ops_float::touches_float(cx) {
-        return ops_float::lower(cx);
-    }
-    uint8::check(cx)?;
-    match code {
-        B::CONV_2D => ops_conv::conv2d(cx),
-        B::DEPTHWISE_CONV_2D => ops_conv::depthwise(cx),
-        B::FULLY_CONNECTED => ops_conv::fully_connected(cx),
-        B::TRANSPOSE_CONV => ops_conv::transpose_conv(cx),
-        B::AVERAGE_POOL_2D | B::MAX_POOL_2D => ops_conv::pool(cx, code == B::MAX_POOL_2D),
-        B::ADD | B::SUB => ops_elementwise::add_sub(cx, code == B::SUB),
-        B::MUL => ops_elementwise::mul(cx),
-        B::DIV => ops_div::div(cx),
-        B::MAXIMUM | B::MINIMUM => ops_elementwise::min_max(cx, code == B::MAXIMUM),
-        B::RELU | B::RELU6 | B::RELU_N1_TO_1 | B::RELU_0_TO_1 => ops_elementwise::relu(cx, code),
-        B::LOGISTIC
-        | B::TANH
-        | B::HARD_SWISH
-        | B::LEAKY_RELU
-        | B::EXP
-        | B::RSQRT
-        | B::LOG
-        | B::GELU
-        | B::ELU
-        | B::ABS
-        | B::NEG
-        | B::QUANTIZE => ops_elementwise::unary(cx, code),
-        B::SOFTMAX => ops_softmax::softmax(cx, false),
-        B::LOG_SOFTMAX => ops_softmax::softmax(cx, true),
-        B::CONCATENATION if uint8_concat::applies(cx)? => uint8_concat::concat(cx),
-        B::CONCATENATION => ops_layout::concat(cx),
-        B::RESHAPE | B::SQUEEZE | B::EXPAND_DIMS => ops_layout::reshape(cx),
-        B::PAD | B::PADV2 => ops_layout::pad(cx),
-        B::TRANSPOSE => ops_layout::transpose(cx),
-        B::SLICE | B::STRIDED_SLICE => ops_layout::slice(cx, code == B::STRIDED_SLICE),
-        B::SPLIT | B::SPLIT_V => ops_layout::split(cx, code == B::SPLIT_V),
-        B::SPACE_TO_DEPTH | B::DEPTH_TO_SPACE => {
-            ops_layout::space_depth(cx, code == B::SPACE_TO_DEPTH)
-        }
-        B::RESIZE_NEAREST_NEIGHBOR => ops_layout::resize_nearest(cx),
-        B::RESIZE_BILINEAR => ops_layout::resize_bilinear(cx),
-        B::GREATER | B::GREATER_EQUAL | B::LESS | B::LESS_EQUAL | B::EQUAL | B::NOT_EQUAL => {
-            ops_misc::compare(cx, code)
-        }
-        B::LOGICAL_AND | B::LOGICAL_OR | B::LOGICAL_NOT => ops_misc::logical(cx, code),
-        B::SELECT | B::SELECT_V2 => ops_misc::select(cx),
-        B::CAST => ops_misc::cast(cx),
-        B::REDUCE_MAX | B::REDUCE_MIN | B::REDUCE_ANY | B::REDUCE_ALL | B::REDUCE_PROD => {
-            if code == B::REDUCE_PROD {
-                return Err("REDUCE_PROD is not supported".into());
-            }
-            ops_misc::reduce(cx, code)
-        }
-        B::ARG_MAX => ops_misc::arg_max(cx),
-        B::REVERSE_V2 => ops_misc::reverse(cx),
-        B::TILE => ops_misc::tile(cx),
-        B::PACK => ops_misc::pack(cx),
-        B::UNPACK => ops_misc::unpack(cx),
-        B::MIRROR_PAD => ops_misc::mirror_pad(cx),
-        B::GATHER => ops_misc::gather(cx),
-        B::SPACE_TO_BATCH_ND => ops_misc::space_to_batch(cx),
-        B::BATCH_MATMUL => ops_misc::batch_matmul(cx),
-        B::SQUARED_DIFFERENCE => ops_misc::squared_difference(cx),
-        B::PRELU => ops_prelu_scatter::prelu(cx),
-        B::SCATTER_ND => ops_prelu_scatter::scatter_nd(cx),
-        B::MEAN | B::SUM => ops_mean_sum::mean_sum(cx, code == B::SUM),
-        B::UNIDIRECTIONAL_SEQUENCE_LSTM => ops_lstm::unidirectional_sequence_lstm(cx),
-        _ => Err(format!(
-            "operator {} is not supported yet",
-            cx.op.opcode.name()
-        )),
-    }
 }

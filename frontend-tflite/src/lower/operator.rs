@@ -3,7 +3,7 @@
 //! operators an NPU compiler left for the CPU (each between NPU operators) on the reference
 //! interpreter.
 
-use super::{ctx, lower_op, LowerError, LoweredGraph};
+use super::{ctx, dispatch::lower_op, LowerError, LoweredGraph};
 use crate::{OpId, SubgraphId, TensorId, TfliteModel};
 
 /// One operator lowered on its own, with the TFLite tensors its graph inputs and outputs

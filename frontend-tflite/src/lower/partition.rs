@@ -7,7 +7,7 @@
 //! whose inputs and outputs are those boundary tensors. Constants are materialised as IR
 //! constants, as in [`super::lower`].
 
-use super::{ctx, lower_op, LowerError, LoweredGraph};
+use super::{ctx, dispatch::lower_op, LowerError, LoweredGraph};
 use crate::{OpId, TensorId, TfliteModel};
 use std::collections::BTreeSet;
 

@@ -24,7 +24,7 @@ const OFFSET: i64 = 128;
 
 /// The operators lowered on the int8 view of their uint8 operands, because TFLite's uint8
 /// kernel computes the same integers there as its int8 kernel (docs/decisions.md F6).
-const UINT8_EXACT: &[BuiltinOperator] = &[
+pub(crate) const UINT8_EXACT: &[BuiltinOperator] = &[
     BuiltinOperator::QUANTIZE,
     BuiltinOperator::CONV_2D,
     BuiltinOperator::DEPTHWISE_CONV_2D,
