@@ -92,10 +92,14 @@ pub static OPERATORS: &[OperatorLowering] = &[
     ),
     entry!(
         [ADD, SUB],
-        ["inputs and output of one type: int8, int16 (or uint8)"],
+        ["inputs and output of one type: int8, int16 (or uint8), or int32 (raw values)"],
         |cx, c| ops_elementwise::add_sub(cx, c == B::SUB)
     ),
-    entry!([MUL], ["inputs and output of one type"], |cx, _| ops_elementwise::mul(cx)),
+    entry!(
+        [MUL],
+        ["inputs and output of one type: int8, int16 (or uint8), or int32 (raw values)"],
+        |cx, _| ops_elementwise::mul(cx)
+    ),
     entry!([DIV], ["int8 (and uint8) only"], |cx, _| ops_div::div(cx)),
     entry!(
         [MAXIMUM, MINIMUM],
