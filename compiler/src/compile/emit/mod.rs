@@ -16,12 +16,11 @@
 //! written stream into the [`Schedule`].
 
 use super::alloc::Placement;
-use super::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
+use super::lower::{Fm, Kernel, Lowered, NpuOp};
 use super::schedule::Schedule;
-use super::{CompileError, OperatorInfo, WeightFigures, REGION_READ_ONLY};
-use crate::arch_interface::{BlockConfig, KernelKind, OpGeometry, Target};
-use npuc_backend::isa::*;
-use npuc_codecs::ordering::WeightOrder as CodecOrder;
+use super::{CompileError, OperatorInfo, WeightFigures};
+use crate::arch_interface::{KernelKind, OpGeometry, Target};
+use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType, Command, Opcode};
 use std::collections::BTreeMap;
 
 mod cascade;
@@ -39,10 +38,6 @@ mod slice;
 mod staging;
 mod weights;
 mod write;
-
-use fm::{broadcast, ifm2_commands, ifm_commands, ofm_commands};
-use kernel::kernel_commands;
-use regs::*;
 
 /// The emitted stream and read-only data.
 #[derive(Debug, Clone, PartialEq, Eq)]
