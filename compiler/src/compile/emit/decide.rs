@@ -19,20 +19,26 @@ pub(crate) struct Decisions {
     pub lowered: Lowered,
     /// Where the feature maps live (staging buffers included in the region sizes).
     pub placement: Placement,
-    /// For each operation, `Some(operand)` when its OFM is chained into the next one's.
-    pub chains: Vec<Option<Operand>>,
+    /// What was decided for each operation, in execution order (one per `lowered.ops`).
+    pub ops: Vec<OpDecision>,
     /// The cascades, in order.
     pub cascades: Vec<Cascade>,
-    /// The cascade each operation belongs to (index into `cascades`).
-    pub in_cascade: Vec<Option<usize>>,
-    /// Each operation's block choice and encoded streams.
-    pub plans: Vec<OpPlan>,
-    /// How each operation's streams are read.
-    pub staged: Vec<Staged>,
-    /// Each operation's IFM copy into the staging memory, if any.
-    pub copies: Vec<Option<IfmCopy>>,
     /// The copy of the constant feature maps and/or lookup tables at the start, if any.
     pub consts: Option<ConstCopy>,
+}
+
+/// What was decided for one operation.
+pub(crate) struct OpDecision {
+    /// Its block choice and encoded streams.
+    pub plan: OpPlan,
+    /// How its streams are read.
+    pub staged: Staged,
+    /// Its IFM copied into the staging memory, if it is.
+    pub copy: Option<IfmCopy>,
+    /// `Some(operand)` when its OFM is chained into the next operation's `operand`.
+    pub chain: Option<Operand>,
+    /// The cascade it belongs to (index into [`Decisions::cascades`]).
+    pub cascade: Option<usize>,
 }
 
 /// Runs the scheduling passes on `l` for `target`.
@@ -105,15 +111,24 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decisions, Comp
             placement.arena_size = placement.arena_size.max(stage.end);
         }
     }
+    let ops = plans
+        .into_iter()
+        .zip(stage.how)
+        .zip(stage.copies)
+        .zip(chains.into_iter().zip(in_cascade))
+        .map(|(((plan, staged), copy), (chain, cascade))| OpDecision {
+            plan,
+            staged,
+            copy,
+            chain,
+            cascade,
+        })
+        .collect();
     Ok(Decisions {
         lowered,
         placement,
-        chains,
+        ops,
         cascades,
-        in_cascade,
-        plans,
-        staged: stage.how,
-        copies: stage.copies,
         consts: stage.consts,
     })
 }

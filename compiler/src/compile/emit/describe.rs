@@ -96,17 +96,17 @@ pub(crate) fn describe(
     let enc_bytes = |e: &Encoded| e.size();
     let mut ops = Vec::with_capacity(n);
     for (k, op) in l.ops.iter().enumerate() {
-        let plan = &d.plans[k];
+        let plan = &d.ops[k].plan;
         let at = locs(op, p, l, &w.consts);
         let scalar = at.scalar;
         let ifm_scalar = scalar.filter(|s| !s.ifm2).map(|s| s.value);
         let ifm2_scalar = scalar.filter(|s| s.ifm2).map(|s| s.value);
         let mut ifm_at = at.ifm;
-        if let Some(c) = &d.copies[k] {
+        if let Some(c) = &d.ops[k].copy {
             ifm_at = (c.dst.0, c.dst.1 + op.ifm.view.offset);
         }
         let is_dma = matches!(op.kernel, Kernel::Dma(_));
-        let block = match &d.staged[k] {
+        let block = match &d.ops[k].staged {
             Staged::Sliced { block, .. } => *block,
             _ => plan.block,
         };
@@ -121,7 +121,7 @@ pub(crate) fn describe(
             scale_bytes: e.scales.len() as u64,
             read_only_offset: w.blocks[k].first().copied().unwrap_or(0),
         });
-        let staging = match &d.staged[k] {
+        let staging = match &d.ops[k].staged {
             Staged::Direct => Staging::Direct,
             Staged::Whole { region, at, wait } => Staging::Whole {
                 region: *region,
@@ -150,7 +150,13 @@ pub(crate) fn describe(
                 region: *region,
                 copies: blocks
                     .iter()
-                    .map(|&(j, at)| [j as u64, at, d.plans[j].enc.as_ref().map_or(0, enc_bytes)])
+                    .map(|&(j, at)| {
+                        [
+                            j as u64,
+                            at,
+                            d.ops[j].plan.enc.as_ref().map_or(0, enc_bytes),
+                        ]
+                    })
                     .collect(),
                 wait: *wait,
             },
@@ -159,7 +165,10 @@ pub(crate) fn describe(
             super::chain::Operand::Ifm => "ifm".to_string(),
             super::chain::Operand::Ifm2 => "ifm2".to_string(),
         };
-        let chain = match (d.chains[k], k.checked_sub(1).and_then(|j| d.chains[j])) {
+        let chain = match (
+            d.ops[k].chain,
+            k.checked_sub(1).and_then(|j| d.ops[j].chain),
+        ) {
             (Some(o), _) => Some(Chain::Producer {
                 operand: operand(o),
             }),
@@ -168,7 +177,7 @@ pub(crate) fn describe(
             }),
             (None, None) => None,
         };
-        let cascade = d.in_cascade[k].map(|g| {
+        let cascade = d.ops[k].cascade.map(|g| {
             let c = &d.cascades[g];
             let mine: Vec<u32> = c
                 .pieces
@@ -218,7 +227,7 @@ pub(crate) fn describe(
             weight_sparsity: weighted.then(|| block.weight_sparsity.name().to_string()),
             streams,
             staging,
-            ifm_copy: d.copies[k].map(|c| Transfer {
+            ifm_copy: d.ops[k].copy.map(|c| Transfer {
                 from: c.src,
                 to: c.dst,
                 bytes: c.size,

@@ -53,8 +53,7 @@ pub(crate) struct Written {
 pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
     let l = &d.lowered;
     let p = &d.placement;
-    let (plans, staged, copies) = (&d.plans, &d.staged, &d.copies);
-    let (chains, cascades, in_cascade) = (&d.chains, &d.cascades, &d.in_cascade);
+    let (ops, cascades) = (&d.ops, &d.cascades);
     let mut w = Writer::default();
     // Region 0: each operation's stream block, then constants and LUTs as first used.
     let mut ro: Vec<u8> = Vec::new();
@@ -69,14 +68,13 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         weight_figures.scale_stream_bytes += e.scales.len() as u64;
         at
     };
-    let blocks: Vec<Vec<u64>> = plans
+    let blocks: Vec<Vec<u64>> = ops
         .iter()
-        .zip(staged)
-        .map(|(plan, how)| match how {
+        .map(|o| match &o.staged {
             staging::Staged::Sliced { slices, .. } => {
                 slices.iter().map(|s| add_block(&s.enc)).collect()
             }
-            _ => plan.enc.iter().map(&mut add_block).collect(),
+            _ => o.plan.enc.iter().map(&mut add_block).collect(),
         })
         .collect();
     // Constant feature maps, in the order of first use, then the lookup tables, after the
@@ -117,9 +115,9 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         .into_iter()
         .map(|(t, at)| (t, place(at, copy.is_some_and(|c| c.0.tables))))
         .collect();
-    let stage_streams = |w: &mut Writer, k: usize| match &staged[k] {
+    let stage_streams = |w: &mut Writer, k: usize| match &ops[k].staged {
         staging::Staged::Whole { region, at, wait } => {
-            if let Some(enc) = plans[k].enc.as_ref() {
+            if let Some(enc) = ops[k].plan.enc.as_ref() {
                 if *wait {
                     w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
                 }
@@ -147,7 +145,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                 w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
             }
             for &(j, dst) in at {
-                if let Some(enc) = plans[j].enc.as_ref() {
+                if let Some(enc) = ops[j].plan.enc.as_ref() {
                     weights::dma_commands(w, blocks[j][0], *region, dst, enc.size());
                 }
             }
@@ -158,7 +156,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
     // memory.
     let stage_dma = |w: &mut Writer, k: usize| {
         w.owner = Some(k);
-        if let Some(c) = &copies[k] {
+        if let Some(c) = &ops[k].copy {
             if c.wait {
                 w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
             }
@@ -187,14 +185,14 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
     let mut done_at: Vec<Option<usize>> = vec![None; l.ops.len()];
     for (index, op) in l.ops.iter().enumerate() {
         w.owner = Some(index);
-        if let Some(ci) = in_cascade[index] {
+        if let Some(ci) = ops[index].cascade {
             let c = &cascades[ci];
             if index != c.first {
                 continue;
             }
             // Streams staged for the whole cascade: each operation's first piece waits for
             // its own DMA (they complete in order).
-            let (region, copies) = match &staged[index] {
+            let (region, cascade_copies) = match &ops[index].staged {
                 staging::Staged::Cascade { region, blocks, .. } => (*region, blocks.clone()),
                 _ => (REGION_READ_ONLY, Vec::new()),
             };
@@ -202,11 +200,11 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             for &piece in &c.pieces {
                 let j = piece.0;
                 let (s, at) = cascade::piece(l, p, &consts, c, piece);
-                let block = cascade::piece_block(&plans[j].block, piece.2 - piece.1);
-                let layout = plans[j].enc.as_ref().map(weights::Encoded::layout);
-                let copy = copies.iter().position(|&(o, _)| o == j);
+                let block = cascade::piece_block(&ops[j].plan.block, piece.2 - piece.1);
+                let layout = ops[j].plan.enc.as_ref().map(weights::Encoded::layout);
+                let copy = cascade_copies.iter().position(|&(o, _)| o == j);
                 let streams = layout.as_ref().map(|x| match copy {
-                    Some(i) => (x, region, copies[i].1),
+                    Some(i) => (x, region, cascade_copies[i].1),
                     None => (x, REGION_READ_ONLY, blocks[j].first().copied().unwrap_or(0)),
                 });
                 luts.next_op(&mut w, &mut ro, None);
@@ -234,7 +232,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                 }
                 prev = Some((reads, write));
                 if let (Some(i), false) = (copy, started[j]) {
-                    let after = (copies.len() - 1 - i) as u8;
+                    let after = (cascade_copies.len() - 1 - i) as u8;
                     w.op(Command::OpDmaWait(OpDmaWait { k: after.min(3) }));
                 }
                 started[j] = true;
@@ -287,7 +285,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             });
             continue;
         }
-        let plan = &plans[index];
+        let plan = &ops[index].plan;
         let lut = l.luts.get(&index);
         let (table, lut_dma) = luts.next_op(&mut w, &mut ro, lut);
         let act = (
@@ -295,11 +293,11 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             table,
         );
         // The kernel operations of this operation: itself, or its slices.
-        let block = match &staged[index] {
+        let block = match &ops[index].staged {
             staging::Staged::Sliced { block, .. } => *block,
             _ => plan.block,
         };
-        let pieces: Vec<(&NpuOp, Option<weights::Layout>, u8, u64)> = match &staged[index] {
+        let pieces: Vec<(&NpuOp, Option<weights::Layout>, u8, u64)> = match &ops[index].staged {
             staging::Staged::Sliced {
                 region,
                 bufs,
@@ -323,16 +321,16 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         let (piece, layout, region, base) = &pieces[0];
         let streams = layout.as_ref().map(|l| (l, *region, *base));
         let mut at = locs(piece, p, l, &consts);
-        if let Some(c) = &copies[index] {
+        if let Some(c) = &ops[index].copy {
             at.ifm = (c.dst.0, c.dst.1 + piece.ifm.view.offset);
         }
         let (cmd, kernel_name) = op_commands(&mut w, piece, &block, streams, &at, act);
         // Hazards against the previous operation (at most two kernels are outstanding); a
         // chain counts as one operation: the producer checks the pair's accesses (nothing may
         // come between the two), the consumer none.
-        let consumer = index > 0 && chains[index - 1].is_some();
+        let consumer = index > 0 && ops[index - 1].chain.is_some();
         if !consumer {
-            let pair: &[&NpuOp] = if chains[index].is_some() {
+            let pair: &[&NpuOp] = if ops[index].chain.is_some() {
                 &[op, &l.ops[index + 1]]
             } else {
                 &[op]
@@ -360,7 +358,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         let const_wait = consts_pending && reads_const;
         consts_pending &= !reads_const;
         let staged_here =
-            !matches!(staged[index], staging::Staged::Direct) || copies[index].is_some();
+            !matches!(ops[index].staged, staging::Staged::Direct) || ops[index].copy.is_some();
         if lut_dma || staged_here || const_wait {
             w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
         }
@@ -370,7 +368,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         // it finish) runs alongside slice j - 1.
         for j in 1..pieces.len() {
             let (piece, layout, region, base) = &pieces[j];
-            let size = match &staged[index] {
+            let size = match &ops[index].staged {
                 staging::Staged::Sliced { slices, .. } => slices[j].enc.size(),
                 _ => 0,
             };
@@ -378,7 +376,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             weights::dma_commands(&mut w, blocks[index][j], *region, *base, size);
             let streams = layout.as_ref().map(|l| (l, *region, *base));
             let mut at = locs(piece, p, l, &consts);
-            if let Some(c) = &copies[index] {
+            if let Some(c) = &ops[index].copy {
                 at.ifm = (c.dst.0, c.dst.1 + piece.ifm.view.offset);
             }
             let (cmd, _) = op_commands(&mut w, piece, &block, streams, &at, act);
@@ -386,14 +384,14 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             w.op(cmd);
             owners.push(index);
         }
-        if chains[index].is_none() {
+        if ops[index].chain.is_none() {
             done_at[index] = Some(w.commands.len() - 1);
         }
-        if chains[index].is_some() || consumer {
+        if ops[index].chain.is_some() || consumer {
             // TRM 3.6.4: the next operation writes its IFM/IFM2 state again.
             w.forget(&chain::IFM_STATE);
         }
-        if index + 1 < l.ops.len() && chains[index].is_none() {
+        if index + 1 < l.ops.len() && ops[index].chain.is_none() {
             stage_dma(&mut w, index + 1);
         }
         operators.push(OperatorInfo {
