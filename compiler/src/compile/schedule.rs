@@ -55,6 +55,10 @@ pub struct ScheduledOp {
     pub kernel_size: [u32; 2],
     pub stride: [u32; 2],
     pub dilation: [u32; 2],
+    /// IFM upscaling (`zeros` for a TRANSPOSE_CONV's zero-inserted IFM; `None`: none).
+    pub ifm_upscale: Option<String>,
+    /// The activation unit's lookup table function (`None`: no LUT).
+    pub lut: Option<String>,
     /// Input feature map.
     pub ifm: FeatureMap,
     /// Second input feature map (elementwise operations, initial accumulators, DMA indices).
@@ -314,13 +318,20 @@ impl ScheduledOp {
         }
         let _ = writeln!(s, "  ofm      {}", self.ofm.text());
         if self.kernel != "DMA" {
+            let upscale = self
+                .ifm_upscale
+                .as_ref()
+                .map_or(String::new(), |u| format!(" ifm upscale {u}"));
             let _ = writeln!(
                 s,
-                "  kernel   {} stride {} dilation {}",
+                "  kernel   {} stride {} dilation {}{upscale}",
                 dims(&self.kernel_size),
                 dims(&self.stride),
                 dims(&self.dilation)
             );
+        }
+        if let Some(f) = &self.lut {
+            let _ = writeln!(s, "  lut      {f}");
         }
         if let (Some(b), Some(m)) = (&self.ofm_block, &self.microblock) {
             let _ = writeln!(s, "  block    ofm {} microblock {}", dims(b), dims(m));

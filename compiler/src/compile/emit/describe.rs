@@ -13,6 +13,7 @@ use crate::compile::schedule::{
     CascadePart, Chain, DmaCost, FeatureMap, FmPlacement, MemoryBytes, Schedule, ScheduledOp,
     Staging, Streams, Transfer,
 };
+use npuc_backend::isa::IfmUpscaleMode;
 use npuc_codecs::ordering::WeightOrder as CodecOrder;
 
 /// Adds up (memory, read, written) triples into `acc`, keeping the memories' first-seen order.
@@ -206,6 +207,9 @@ pub(crate) fn describe(
             kernel_size: [op.kernel_size.0, op.kernel_size.1],
             stride: [op.stride.0, op.stride.1],
             dilation: [op.dilation.0, op.dilation.1],
+            ifm_upscale: (op.upscale != IfmUpscaleMode::None)
+                .then(|| op.upscale.name().to_string()),
+            lut: l.luts.get(&k).map(|t| t.function.name().to_string()),
             ifm: fm(&op.ifm, ifm_at, ifm_scalar),
             ifm2: op
                 .ifm2
