@@ -11,12 +11,13 @@ use crate::arch_interface::Target;
 use crate::compile::alloc::{self, Placement};
 use crate::compile::lower::Lowered;
 use crate::compile::{CompileError, REGION_ARENA, REGION_FAST};
+use std::borrow::Cow;
 
 /// What the scheduling passes decided for a lowered graph.
-pub(crate) struct Decisions {
+pub(crate) struct Decisions<'l> {
     /// The lowered graph as scheduled: buffer lifetimes extended for chains, cascade
-    /// intermediates shrunk to their rings.
-    pub lowered: Lowered,
+    /// intermediates shrunk to their rings (a copy only when they change it).
+    pub lowered: Cow<'l, Lowered>,
     /// Where the feature maps live (staging buffers included in the region sizes).
     pub placement: Placement,
     /// What was decided for each operation, in execution order (one per `lowered.ops`).
@@ -42,7 +43,10 @@ pub(crate) struct OpDecision {
 }
 
 /// Runs the scheduling passes on `l` for `target`.
-pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decisions, CompileError> {
+pub(crate) fn decide<'l>(
+    target: &dyn Target,
+    l: &'l Lowered,
+) -> Result<Decisions<'l>, CompileError> {
     for op in &l.ops {
         if l.constants.contains_key(&op.ofm.buffer) {
             return Err(CompileError::Stream(format!(
@@ -58,9 +62,9 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decisions, Comp
         }
     }
     let chains = chain::find(l);
-    let mut lowered = l.clone();
+    let mut lowered = Cow::Borrowed(l);
     if chains.iter().any(Option::is_some) {
-        chain::extend_lifetimes(&mut lowered, &chains);
+        chain::extend_lifetimes(lowered.to_mut(), &chains);
     }
     let skip: Vec<usize> = (0..lowered.ops.len())
         .filter(|&k| chains[k].is_some())
@@ -83,7 +87,7 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decisions, Comp
         (Vec::new(), None)
     };
     if !cascades.is_empty() {
-        cascade::apply(&mut lowered, &cascades);
+        cascade::apply(lowered.to_mut(), &cascades);
         placement = alloc::allocate(&lowered, target.fast_storage(), &skip);
     }
     let mut in_cascade: Vec<Option<usize>> = vec![None; lowered.ops.len()];
