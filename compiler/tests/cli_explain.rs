@@ -161,3 +161,19 @@ fn explain_names_a_model_it_cannot_read() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/model.tflite"));
 }
+
+#[test]
+fn json_and_text_are_the_same_schedule() {
+    // The JSON reads back into a Schedule whose text form is what `npuc explain` prints.
+    let model = "models/tflite/resnet8.tflite";
+    let args = ["--accel", "ethos-u85-128", "--memory-mode", "Shared_Sram"];
+    let j = json(&[&["explain", model, "--json"][..], &args[..]].concat());
+    let schedule: npuc::compile::schedule::Schedule = serde_json::from_value(j).unwrap();
+    let out = npuc(&[&["explain", model][..], &args[..]].concat());
+    assert!(out.status.success());
+    assert_eq!(schedule.text(), String::from_utf8(out.stdout).unwrap());
+    assert!(schedule.ops.iter().any(|o| matches!(
+        o.chain,
+        Some(npuc::compile::schedule::Chain::Producer { .. })
+    )));
+}
