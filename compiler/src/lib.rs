@@ -17,7 +17,9 @@
 //!
 //! The library entry points are [`compile()`] (an IR graph to a [`CompiledModel`]),
 //! [`compile_file`] (a `.tflite` or `.tosa` file, whole graph on the NPU), [`compile_file_to_container`]
-//! and [`compile_file_to_tflite`]; every failure is an [`Error`].
+//! and [`compile_file_to_tflite`]; every failure is an [`Error`]. A compiled model carries its
+//! [`compile::schedule::Schedule`]; [`schedule_text`] and [`disasm_text`] give a model file's
+//! schedule and command stream as the stable texts snapshot tests compare.
 //!
 //! ```
 //! use npuc_ir::*;
@@ -171,6 +173,16 @@ fn tflite_sources(model: &npuc_frontend_tflite::TfliteModel, m: &mut CompiledMod
 
 /// The schedule of a `.tflite` or `.tosa` file compiled whole onto the NPU, as text
 /// ([`compile::schedule::Schedule::text`]): what `npuc explain` prints, and a snapshot format.
+///
+/// ```
+/// let bytes = std::fs::read("../models/tflite/conv2d_1x1.tflite").unwrap();
+/// let options = npuc::Options::default();
+/// let text = npuc::schedule_text(&bytes, &options).unwrap();
+/// assert!(text.contains("op 0 CONV"));
+/// assert!(text.contains("  source   #0 CONV_2D -> "));
+/// let disasm = npuc::disasm_text(&bytes, &options).unwrap();
+/// assert!(disasm.ends_with("NPU_OP_STOP mask=0xffff\n"));
+/// ```
 pub fn schedule_text(bytes: &[u8], options: &Options) -> Result<String, Error> {
     Ok(compile_file(bytes, options)?.schedule.text())
 }
