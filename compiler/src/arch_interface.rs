@@ -97,10 +97,22 @@ pub struct EncodedWeights {
 /// The estimate of a whole command stream.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StreamEstimate {
-    /// Cycles of each kernel operation, in stream order (DMAs left out).
-    pub kernel_cycles: Vec<u64>,
+    /// Each kernel operation and DMA, in stream order.
+    pub ops: Vec<OpEstimate>,
     /// Cycles until everything has completed (DMAs overlapping kernels as the waits allow).
     pub total: u64,
+}
+
+/// The estimate of one kernel operation or DMA of a stream.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OpEstimate {
+    /// A DMA (else a kernel operation).
+    pub dma: bool,
+    /// Its own cycles.
+    pub cycles: u64,
+    /// Bytes read and written per memory: (memory name, read, written), memories in a fixed
+    /// order.
+    pub memory: Vec<(String, u64, u64)>,
 }
 
 /// Why a target could not encode something.
@@ -162,6 +174,8 @@ pub trait Target {
     fn estimate_traffic(&self, commands: &[Command]) -> (u64, u64);
     /// Estimates a whole command stream (`None` if it does not decode).
     fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate>;
+    /// The name of the memory holding a region (`Sram`, `Dram`, ...).
+    fn region_memory(&self, region: u8) -> String;
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
@@ -468,14 +482,29 @@ impl Target for U85Target {
     fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate> {
         let perf = self.perf.stream(words).ok()?;
         Some(StreamEstimate {
-            kernel_cycles: perf
+            ops: perf
                 .ops
                 .iter()
-                .filter(|o| o.instruction != "NPU_OP_DMA_START")
-                .map(|o| o.cycles)
+                .map(|o| OpEstimate {
+                    dma: o.instruction == "NPU_OP_DMA_START",
+                    cycles: o.cycles,
+                    memory: MemoryKind::ALL
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, k)| (k.name().to_string(), o.memory_read[i], o.memory_written[i]))
+                        .collect(),
+                })
                 .collect(),
             total: perf.total_cycles,
         })
+    }
+
+    fn region_memory(&self, region: u8) -> String {
+        self.perf
+            .map
+            .region_memory(u32::from(region))
+            .name()
+            .to_string()
     }
 
     /// Region 2 is a memory of its own when the arena is not in SRAM but the staging area is

@@ -81,6 +81,15 @@ pub fn text(artifact: &Artifact) -> Result<String, DisasmError> {
     Ok(out)
 }
 
+/// Text disassembly of one command stream, one line per command (no header).
+pub fn words_text(words: &[u32]) -> Result<String, DecodeError> {
+    let mut out = String::new();
+    for d in StreamDecoder::new(words) {
+        let _ = writeln!(out, "{}", disasm::line(&d?));
+    }
+    Ok(out)
+}
+
 /// The JSON object of one command.
 pub fn command_json(op: usize, d: &Decoded) -> Value {
     let fields: Map<String, Value> = disasm::raw_fields(d)

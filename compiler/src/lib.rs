@@ -17,7 +17,9 @@
 //!
 //! The library entry points are [`compile()`] (an IR graph to a [`CompiledModel`]),
 //! [`compile_file`] (a `.tflite` or `.tosa` file, whole graph on the NPU), [`compile_file_to_container`]
-//! and [`compile_file_to_tflite`]; every failure is an [`Error`].
+//! and [`compile_file_to_tflite`]; every failure is an [`Error`]. A compiled model carries its
+//! [`compile::schedule::Schedule`]; [`schedule_text`] and [`disasm_text`] give a model file's
+//! schedule and command stream as the stable texts snapshot tests compare.
 //!
 //! ```
 //! use npuc_ir::*;
@@ -118,7 +120,10 @@ pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Er
         .map_err(|e| Error::Reference(e.into()))
         .and_then(|l| Ok(compile(&l.graph, options)?));
     match whole {
-        Ok(m) => Ok(m),
+        Ok(mut m) => {
+            tflite_sources(&model, &mut m);
+            Ok(m)
+        }
         Err(e) => {
             let cpu: Vec<OpPlacement> = model
                 .main_subgraph()
@@ -141,6 +146,65 @@ pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Er
             })
         }
     }
+}
+
+/// Names each scheduled operation's sources by TFLite operator: the IR operators the TFLite
+/// frontend makes of operator `N` are named `opN/...`; they become operator `N` with its
+/// builtin name and first output tensor, once per operator.
+fn tflite_sources(model: &npuc_frontend_tflite::TfliteModel, m: &mut CompiledModel) {
+    let sg = model.main_subgraph();
+    let index_of = |name: &str| -> Option<usize> {
+        let rest = name.strip_prefix("op")?;
+        rest[..rest.find('/')?].parse().ok()
+    };
+    for (op, info) in m.schedule.ops.iter_mut().zip(&m.operators) {
+        let mut out: Vec<compile::schedule::Source> = Vec::new();
+        for (src, ir_name) in std::mem::take(&mut op.source).into_iter().zip(&info.fused) {
+            let resolved = index_of(ir_name).and_then(|i| {
+                let o = sg.operators.get(i)?;
+                let output = o.outputs.first().and_then(|&t| sg.tensor(t))?;
+                Some(compile::schedule::Source {
+                    index: Some(i),
+                    op: o.opcode.name().into_owned(),
+                    output: output.name.clone(),
+                })
+            });
+            let s = resolved.unwrap_or(src);
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        op.source = out;
+    }
+}
+
+/// The schedule of a `.tflite` or `.tosa` file compiled whole onto the NPU, as text
+/// ([`compile::schedule::Schedule::text`]): what `npuc explain` prints, and a snapshot format.
+///
+/// ```
+/// let bytes = std::fs::read("../models/tflite/conv2d_1x1.tflite").unwrap();
+/// let options = npuc::Options::default();
+/// let text = npuc::schedule_text(&bytes, &options).unwrap();
+/// assert!(text.contains("op 0 CONV"));
+/// assert!(text.contains("  source   #0 CONV_2D -> "));
+/// let disasm = npuc::disasm_text(&bytes, &options).unwrap();
+/// assert!(disasm.ends_with("NPU_OP_STOP mask=0xffff\n"));
+/// ```
+pub fn schedule_text(bytes: &[u8], options: &Options) -> Result<String, Error> {
+    Ok(compile_file(bytes, options)?.schedule.text())
+}
+
+/// The disassembly of the command stream of a `.tflite` or `.tosa` file compiled whole onto
+/// the NPU ([`disasm::text`] of the stream): a snapshot format.
+pub fn disasm_text(bytes: &[u8], options: &Options) -> Result<String, Error> {
+    stream_text(&compile_file(bytes, options)?)
+}
+
+/// The disassembly of a compiled model's command stream: one line per command, as
+/// `npuc disasm` prints them.
+pub fn stream_text(m: &CompiledModel) -> Result<String, Error> {
+    disasm::words_text(&m.command_stream)
+        .map_err(|e| Error::Compile(CompileError::Stream(e.to_string())))
 }
 
 /// Compiles a `.tflite` or `.tosa` file into an npuc container ([`container`]).

@@ -2,6 +2,7 @@
 
 mod compile;
 mod disasm;
+mod explain;
 mod report;
 mod run;
 mod vela_args;
@@ -25,6 +26,9 @@ enum Command {
     Compile(Box<compile::Args>),
     /// Disassemble the command streams of a compiled artifact.
     Disasm(disasm::Args),
+    /// Compile a model and print its schedule: per NPU operation its sources, feature maps,
+    /// block, weight format, staging, chaining, cascade and estimated cycles.
+    Explain(explain::Args),
     /// Run a compiled model on the reference simulator.
     Run(run::Args),
     /// Estimate cycles, MACs and memory traffic of a compiled artifact (TRM chapter 4 model).
@@ -42,6 +46,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Compile(args) => compile::run(*args),
         Command::Disasm(args) => disasm::run(args),
+        Command::Explain(args) => explain::run(args),
         Command::Run(args) => run::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Report(args) => report::run(args),

@@ -32,6 +32,7 @@
 pub mod alloc;
 pub mod emit;
 pub mod lower;
+pub mod schedule;
 
 use crate::arch_interface::{Target, U85Target};
 use npuc_backend::arch::Accelerator;
@@ -211,6 +212,9 @@ pub struct CompiledModel {
     pub optimise: Optimise,
     /// The weights and scales in the read-only region, before and after encoding.
     pub weights: WeightFigures,
+    /// What the scheduling passes chose for each NPU operation, and the cost model's
+    /// estimate ([`schedule::Schedule::text`] is what `npuc explain` prints).
+    pub schedule: schedule::Schedule,
 }
 
 impl CompiledModel {
@@ -247,7 +251,34 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
     let target = U85Target::with_memory(options.accelerator, map).with_goal(options.optimise);
     let lowered = lower::lower(graph)?;
-    let emitted = emit::emit(&target, &lowered)?;
+    let mut emitted = emit::emit(&target, &lowered)?;
+    let mut schedule = std::mem::take(&mut emitted.schedule);
+    schedule.accelerator = options.accelerator.to_string();
+    schedule.system_config = options.system_config.name.clone();
+    schedule.memory_mode = options.memory_mode.name.clone();
+    // Each operation's sources: the IR operators fused into it, by kind and output tensor.
+    let ir_ops: std::collections::BTreeMap<&str, &npuc_ir::OpNode> = graph
+        .op_ids()
+        .filter_map(|o| graph.op(o))
+        .map(|n| (n.name.as_str(), n))
+        .collect();
+    for (op, info) in schedule.ops.iter_mut().zip(&emitted.operators) {
+        op.source = info
+            .fused
+            .iter()
+            .map(|name| {
+                let node = ir_ops.get(name.as_str());
+                schedule::Source {
+                    index: None,
+                    op: node.map_or("?", |n| n.op.kind()).to_string(),
+                    output: node
+                        .and_then(|n| n.outputs().first())
+                        .and_then(|&t| graph.tensor(t))
+                        .map_or_else(|| name.clone(), |t| t.name.clone()),
+                }
+            })
+            .collect();
+    }
     let placement = &emitted.placement;
     let place = |t: npuc_ir::TensorId| -> TensorPlacement {
         let tensor = graph.tensor(t).expect("graph tensor");
@@ -277,5 +308,6 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
         memory_mode: options.memory_mode.name.clone(),
         optimise: options.optimise,
         weights: emitted.weights,
+        schedule,
     })
 }

@@ -24,10 +24,14 @@
 //! estimates as placed; the set of non-overlapping cascades with the largest saving is taken.
 
 use super::plan::{estimate, OpPlan};
-use super::*;
-use crate::compile::alloc;
-use crate::compile::lower::View;
-use crate::compile::{REGION_ARENA, REGION_FAST};
+use super::regs::{locs_with, Consts, Locs, Wrap};
+use super::{chain, weights, Writer};
+use crate::arch_interface::{BlockConfig, Target};
+use crate::compile::alloc::Placement;
+use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, View};
+use crate::compile::{alloc, REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
+use npuc_backend::isa::{ActivationReverse, ActivationTranspose, IfmUpscaleMode};
+use std::collections::BTreeMap;
 
 /// Band heights (rows of the last operation's OFM) tried.
 const BAND_HEIGHTS: [u32; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];

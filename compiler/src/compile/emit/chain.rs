@@ -11,8 +11,8 @@
 //! run together, so the consumer's OFM must not overwrite them); the consumer takes the
 //! producer's block and microblock.
 
-use super::*;
-use crate::compile::lower::View;
+use crate::compile::lower::{Fm, Kernel, Lowered, View};
+use npuc_backend::isa::Opcode;
 
 /// Which operand of the consumer reads the FIFO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

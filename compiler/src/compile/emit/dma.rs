@@ -6,8 +6,14 @@
 //! no kernel can be outstanding, and NPU_OP_DMA_WAIT 0 right after it (the next operation sees
 //! its result, and no later DMA reorders against it).
 
-use super::*;
+use super::{addr, Writer};
 use crate::compile::lower::{DmaCopy, DmaIndex};
+use npuc_backend::isa::{
+    Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, OpDmaWait, SetDma0Dst,
+    SetDma0DstRegion, SetDma0DstStride0, SetDma0DstStride1, SetDma0Idx, SetDma0IdxMax,
+    SetDma0IdxRegion, SetDma0IdxSkip1, SetDma0Len, SetDma0Size0, SetDma0Size1, SetDma0Src,
+    SetDma0SrcRegion, SetDma0SrcStride0, SetDma0SrcStride1,
+};
 
 /// Bytes per cycle assumed by the compile-time estimate of a DMA.
 const BYTES_PER_CYCLE: u64 = 16;

@@ -1,6 +1,19 @@
 //! IFM, IFM2 and OFM feature-map registers.
 
-use super::*;
+use super::regs::Wrap;
+use super::{activation_type, addr, precision, zp16, Writer};
+use crate::compile::lower::{Fm, NpuOp, Requant};
+use npuc_backend::isa::{
+    ActivationFormat, ActivationStorage, BroadcastMode, Command, IfmUpscaleMode, OfmScaleMode,
+    SetIfm2Base0, SetIfm2Base1, SetIfm2Base2, SetIfm2Base3, SetIfm2Height0M1, SetIfm2Height1M1,
+    SetIfm2Precision, SetIfm2Region, SetIfm2StrideC, SetIfm2StrideX, SetIfm2StrideY,
+    SetIfm2Width0M1, SetIfm2ZeroPoint, SetIfmBase0, SetIfmBase1, SetIfmBase2, SetIfmBase3,
+    SetIfmDepthM1, SetIfmHeight0M1, SetIfmHeight1M1, SetIfmPrecision, SetIfmRegion, SetIfmStrideC,
+    SetIfmStrideX, SetIfmStrideY, SetIfmUpscale, SetIfmWidth0M1, SetIfmZeroPoint, SetOfmBase0,
+    SetOfmBase1, SetOfmBase2, SetOfmBase3, SetOfmDepthM1, SetOfmHeight0M1, SetOfmHeight1M1,
+    SetOfmHeightM1, SetOfmPrecision, SetOfmRegion, SetOfmStrideC, SetOfmStrideX, SetOfmStrideY,
+    SetOfmWidth0M1, SetOfmWidthM1, SetOfmZeroPoint, SetOpScalar,
+};
 
 /// Tile 0 height and the tile 2 base: the whole height and none, or the rows before a ring
 /// buffer wraps and its start.

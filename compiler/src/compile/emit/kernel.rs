@@ -1,6 +1,11 @@
 //! Kernel size, stride, dilation and padding registers.
 
-use super::*;
+use super::Writer;
+use crate::compile::lower::NpuOp;
+use npuc_backend::isa::{
+    Command, KernelDecomposition, KernelDilation, SetIfmPadBottom, SetIfmPadLeft, SetIfmPadRight,
+    SetIfmPadTop, SetKernelHeightM1, SetKernelStride, SetKernelWidthM1, WeightOrder,
+};
 
 pub(super) fn kernel_commands(w: &mut Writer, op: &NpuOp, order: WeightOrder) {
     let kd = (

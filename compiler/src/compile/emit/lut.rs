@@ -16,8 +16,16 @@
 //! overwrite were used by the previous operation NPU_OP_KERNEL_WAIT 0 precedes the DMA, when
 //! only by the one before it NPU_OP_KERNEL_WAIT 1.
 
-use super::*;
-use crate::compile::lower::Lut;
+use super::regs::align16;
+use super::{addr, Writer};
+use crate::arch_interface::Target;
+use crate::compile::lower::{Lowered, Lut};
+use crate::compile::REGION_READ_ONLY;
+use npuc_backend::isa::{
+    Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, OpKernelWait, SetDma0Dst,
+    SetDma0DstRegion, SetDma0Len, SetDma0Src, SetDma0SrcRegion,
+};
+use std::collections::BTreeMap;
 
 /// Bytes of one slot (one `lut_s8_s8` table).
 const SLOT_BYTES: usize = 256;

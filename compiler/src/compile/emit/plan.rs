@@ -10,8 +10,15 @@
 //! real: an FWD winner is kept only if, encoded, it still beats the cheapest SWD candidate; an
 //! encoding that fails falls back to the preferred candidate.
 
+use super::regs::{locs, op_commands, Locs};
 use super::weights::{encode, Encoded, Layout};
-use super::*;
+use super::{geometry, Writer};
+use crate::arch_interface::{BlockConfig, Target};
+use crate::compile::alloc::Placement;
+use crate::compile::lower::{Kernel, Lowered, NpuOp};
+use crate::compile::{CompileError, REGION_READ_ONLY};
+use npuc_backend::isa::{ActivationFunction, WeightFormat, WeightSparsity};
+use std::collections::BTreeMap;
 
 /// What is decided about one operation before emission.
 pub(super) struct OpPlan {
@@ -183,7 +190,7 @@ fn pick<T: Copy>(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::pick;
 
     #[test]
     fn fewer_off_chip_bytes_win_within_a_sixteenth_of_the_fewest_cycles() {

@@ -1,7 +1,22 @@
 //! The register state of one kernel operation: where its feature maps are, and the commands
 //! that set every register it reads.
 
-use super::*;
+use super::fm::{broadcast, ifm2_commands, ifm_commands, ofm_commands};
+use super::kernel::kernel_commands;
+use super::{fm, resize, weights, zp16, Writer};
+use crate::arch_interface::BlockConfig;
+use crate::compile::alloc::Placement;
+use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
+use crate::compile::REGION_READ_ONLY;
+use npuc_backend::isa::{
+    AccInput, AccOutput, ActivationClipRange, ActivationFunction, ActivationStorage, BroadcastMode,
+    Command, ElementwiseMode, OpConv, OpDepthwise, OpDmaStart, OpElementwise, OpPool, OpResize,
+    SetAccFormat, SetActivation, SetActivationMax, SetActivationMin, SetIfm2Broadcast,
+    SetIfm2Scale, SetIfmBroadcast, SetIfmScale, SetOfmBlkDepthM1, SetOfmBlkHeightM1,
+    SetOfmBlkWidthM1, SetOfmScale, WeightOrder,
+};
+use npuc_codecs::ordering::WeightOrder as CodecOrder;
+use std::collections::BTreeMap;
 
 /// A byte range of one region: (region, start, end).
 pub(super) type Range = (u8, u64, u64);

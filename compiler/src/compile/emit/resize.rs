@@ -1,7 +1,11 @@
 //! NPU_OP_RESIZE registers: scale numerators, offsets and per-pixel / per-block steps.
 
-use super::*;
+use super::Writer;
 use crate::compile::lower::{ResizeAxis, ResizeParams};
+use npuc_backend::isa::{
+    Command, SetIfm2ZeroPoint, SetResizeXOffset, SetResizeXScaleNM1, SetResizeXStep,
+    SetResizeYOffset, SetResizeYScaleNM1, SetResizeYStep,
+};
 
 /// `(one_step_int, one_step_mod, blk_step_int, blk_step_mod)` of an axis: the step `d / n`
 /// per output pixel and `(block - 1) * d / n` per OFM block.

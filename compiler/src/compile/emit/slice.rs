@@ -6,8 +6,10 @@
 //! its own weights and scale record only, so the slices together compute exactly what the
 //! whole operation computes.
 
+use super::geometry;
 use super::weights::{encode, Encoded};
-use super::*;
+use crate::arch_interface::{BlockConfig, Target};
+use crate::compile::lower::{Fm, Kernel, NpuOp, Requant};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 
 /// One slice: the operation restricted to its channels (without weights) and its streams.

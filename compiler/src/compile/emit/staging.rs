@@ -20,8 +20,13 @@
 //! gives one (`arena_cache_size`); without one they stay below the feature maps' peak.
 
 use super::plan::{estimate, OpPlan};
-use super::*;
-use crate::compile::alloc::{self, Item};
+use super::regs::{locs, Consts};
+use super::{cascade, chain, const_operands, lut, slice, weights, Writer};
+use crate::arch_interface::{BlockConfig, Target};
+use crate::compile::alloc::{self, Item, Placement};
+use crate::compile::lower::{Kernel, Lowered};
+use crate::compile::REGION_READ_ONLY;
+use std::collections::BTreeMap;
 
 /// How an operation's streams are read.
 pub(super) enum Staged {

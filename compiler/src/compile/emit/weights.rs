@@ -1,7 +1,18 @@
 //! Weight and scale streams of one operation: encoding, their layout as one contiguous block
 //! (the unit a staging DMA copies) and their region/base/length registers.
 
-use super::*;
+use super::regs::align16;
+use super::{addr, Writer};
+use crate::arch_interface::{BlockConfig, OpGeometry, Target};
+use crate::compile::lower::{NpuOp, Requant};
+use crate::compile::{CompileError, REGION_READ_ONLY};
+use npuc_backend::isa::{
+    AccFormat, Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, SetDma0Dst,
+    SetDma0DstRegion, SetDma0Len, SetDma0Src, SetDma0SrcRegion, SetScaleBase, SetScaleLength,
+    SetScaleRegion, SetWeight1Base, SetWeight1Length, SetWeight2Base, SetWeight2Length,
+    SetWeight3Base, SetWeight3Length, SetWeightBase, SetWeightFormat, SetWeightLength,
+    SetWeightRegion, WeightFormat, WeightSparsity,
+};
 use npuc_codecs::ordering::IfmPrecision;
 use npuc_codecs::scale::AccFormat as CodecAcc;
 

@@ -1,0 +1,257 @@
+//! The [`Schedule`] of a written graph: the decisions of [`super::decide`] per operation, with
+//! the cost model's estimate of the written stream.
+
+use super::decide::Decisions;
+use super::regs::{kernel_name, locs};
+use super::staging::Staged;
+use super::weights::Encoded;
+use super::write::Written;
+use crate::arch_interface::{StreamEstimate, Target};
+use crate::compile::alloc::CHAINED;
+use crate::compile::lower::{Fm, Kernel};
+use crate::compile::schedule::{
+    CascadePart, Chain, DmaCost, FeatureMap, FmPlacement, MemoryBytes, Schedule, ScheduledOp,
+    Staging, Streams, Transfer,
+};
+use npuc_backend::isa::IfmUpscaleMode;
+use npuc_codecs::ordering::WeightOrder as CodecOrder;
+
+/// Adds up (memory, read, written) triples into `acc`, keeping the memories' first-seen order.
+fn add_bytes(acc: &mut Vec<MemoryBytes>, bytes: &[(String, u64, u64)]) {
+    for (m, r, w) in bytes {
+        if *r == 0 && *w == 0 {
+            continue;
+        }
+        match acc.iter_mut().find(|b| &b.memory == m) {
+            Some(b) => {
+                b.read += r;
+                b.written += w;
+            }
+            None => acc.push(MemoryBytes {
+                memory: m.clone(),
+                read: *r,
+                written: *w,
+            }),
+        }
+    }
+}
+
+fn kernel_kind(k: Kernel) -> String {
+    match k {
+        Kernel::Pool(m) => format!("POOL {}", m.name()),
+        Kernel::Elementwise(m) => format!("ELEMENTWISE {}", m.name()),
+        _ => kernel_name(k).to_string(),
+    }
+}
+
+/// The schedule of `d` as written (`w`) and estimated (`est`); sources and configuration
+/// names are left for the caller to fill in.
+pub(crate) fn describe(
+    target: &dyn Target,
+    d: &Decisions,
+    w: &Written,
+    est: &StreamEstimate,
+) -> Schedule {
+    let l = &d.lowered;
+    let p = &d.placement;
+    let n = l.ops.len();
+    // Kernel and DMA costs per operation, from the stream's estimate in stream order.
+    let mut cycles = vec![0u64; n];
+    let mut memory: Vec<Vec<MemoryBytes>> = vec![Vec::new(); n];
+    let mut dma: Vec<Option<DmaCost>> = vec![None; n];
+    let (mut kernels, mut dmas) = (w.owners.iter(), w.dma_owners.iter());
+    for o in &est.ops {
+        if o.dma {
+            let Some(owner) = dmas.next() else { break };
+            let Some(k) = *owner else { continue };
+            if matches!(l.ops[k].kernel, Kernel::Dma(_)) {
+                add_bytes(&mut memory[k], &o.memory);
+                continue;
+            }
+            let c = dma[k].get_or_insert(DmaCost {
+                cycles: 0,
+                memory: Vec::new(),
+            });
+            c.cycles += o.cycles;
+            add_bytes(&mut c.memory, &o.memory);
+        } else {
+            let Some(&k) = kernels.next() else { break };
+            cycles[k] += o.cycles;
+            add_bytes(&mut memory[k], &o.memory);
+        }
+    }
+    let fm = |f: &Fm, at: (u8, u64), scalar: Option<i32>| FeatureMap {
+        shape: [f.shape.0, f.shape.1, f.shape.2],
+        dtype: f.dtype.name().to_string(),
+        placement: match scalar {
+            Some(value) => FmPlacement::Scalar { value },
+            None if p.regions.get(f.buffer) == Some(&CHAINED) => FmPlacement::Chained,
+            None => FmPlacement::Memory {
+                memory: target.region_memory(at.0),
+                region: at.0,
+                offset: at.1,
+            },
+        },
+        broadcast: [f.broadcast.0, f.broadcast.1, f.broadcast.2],
+    };
+    let enc_bytes = |e: &Encoded| e.size();
+    let mut ops = Vec::with_capacity(n);
+    for (k, op) in l.ops.iter().enumerate() {
+        let plan = &d.ops[k].plan;
+        let at = locs(op, p, l, &w.consts);
+        let scalar = at.scalar;
+        let ifm_scalar = scalar.filter(|s| !s.ifm2).map(|s| s.value);
+        let ifm2_scalar = scalar.filter(|s| s.ifm2).map(|s| s.value);
+        let mut ifm_at = at.ifm;
+        if let Some(c) = &d.ops[k].copy {
+            ifm_at = (c.dst.0, c.dst.1 + op.ifm.view.offset);
+        }
+        let is_dma = matches!(op.kernel, Kernel::Dma(_));
+        let block = match &d.ops[k].staged {
+            Staged::Sliced { block, .. } => *block,
+            _ => plan.block,
+        };
+        let weighted = op.weights.is_some();
+        let order = match block.weight_order {
+            CodecOrder::DepthFirst => "depth_first",
+            CodecOrder::PartKernelFirst => "part_kernel_first",
+        };
+        let streams = plan.enc.as_ref().map(|e| Streams {
+            weights: e.weight_count,
+            weight_bytes: e.streams.iter().map(|s| s.len() as u64).collect(),
+            scale_bytes: e.scales.len() as u64,
+            read_only_offset: w.blocks[k].first().copied().unwrap_or(0),
+        });
+        let staging = match &d.ops[k].staged {
+            Staged::Direct => Staging::Direct,
+            Staged::Whole { region, at, wait } => Staging::Whole {
+                region: *region,
+                offset: *at,
+                bytes: plan.enc.as_ref().map_or(0, enc_bytes),
+                wait: *wait,
+            },
+            Staged::Sliced {
+                region,
+                bufs,
+                slices,
+                wait,
+                ..
+            } => Staging::Sliced {
+                region: *region,
+                buffers: *bufs,
+                slice_bytes: slices.iter().map(|s| s.enc.size()).collect(),
+                slice_depths: slices.iter().map(|s| s.op.ofm.shape.2).collect(),
+                wait: *wait,
+            },
+            Staged::Cascade {
+                region,
+                blocks,
+                wait,
+            } => Staging::Cascade {
+                region: *region,
+                copies: blocks
+                    .iter()
+                    .map(|&(j, at)| {
+                        [
+                            j as u64,
+                            at,
+                            d.ops[j].plan.enc.as_ref().map_or(0, enc_bytes),
+                        ]
+                    })
+                    .collect(),
+                wait: *wait,
+            },
+        };
+        let operand = |o: super::chain::Operand| match o {
+            super::chain::Operand::Ifm => "ifm".to_string(),
+            super::chain::Operand::Ifm2 => "ifm2".to_string(),
+        };
+        let chain = match (
+            d.ops[k].chain,
+            k.checked_sub(1).and_then(|j| d.ops[j].chain),
+        ) {
+            (Some(o), _) => Some(Chain::Producer {
+                operand: operand(o),
+            }),
+            (None, Some(o)) => Some(Chain::Consumer {
+                operand: operand(o),
+            }),
+            (None, None) => None,
+        };
+        let cascade = d.ops[k].cascade.map(|g| {
+            let c = &d.cascades[g];
+            let mine: Vec<u32> = c
+                .pieces
+                .iter()
+                .filter(|piece| piece.0 == k)
+                .map(|piece| piece.2 - piece.1)
+                .collect();
+            CascadePart {
+                group: g,
+                first: c.first,
+                last: c.last,
+                bands: mine.len(),
+                band_rows: mine.iter().copied().max().unwrap_or(0),
+                ring_rows: (k < c.last).then(|| c.rings[k - c.first]),
+            }
+        });
+        let own_cycles = match &op.kernel {
+            Kernel::Dma(x) => super::dma::estimate_cycles(x),
+            _ => cycles[k],
+        };
+        ops.push(ScheduledOp {
+            index: k,
+            name: op.name.clone(),
+            source: Vec::new(),
+            kernel: kernel_kind(op.kernel),
+            kernel_size: [op.kernel_size.0, op.kernel_size.1],
+            stride: [op.stride.0, op.stride.1],
+            dilation: [op.dilation.0, op.dilation.1],
+            ifm_upscale: (op.upscale != IfmUpscaleMode::None)
+                .then(|| op.upscale.name().to_string()),
+            lut: l.luts.get(&k).map(|t| t.function.name().to_string()),
+            ifm: fm(&op.ifm, ifm_at, ifm_scalar),
+            ifm2: op
+                .ifm2
+                .as_ref()
+                .map(|f| fm(f, at.ifm2.unwrap_or((0, 0)), ifm2_scalar)),
+            ofm: fm(&op.ofm, at.ofm, None),
+            ofm_block: (!is_dma).then_some([
+                block.ofm_block.0,
+                block.ofm_block.1,
+                block.ofm_block.2,
+            ]),
+            microblock: (!is_dma).then_some([
+                block.microblock.height,
+                block.microblock.width,
+                block.microblock.depth,
+            ]),
+            weight_format: weighted.then(|| block.weight_format.name().to_string()),
+            weight_order: weighted.then(|| order.to_string()),
+            weight_sparsity: weighted.then(|| block.weight_sparsity.name().to_string()),
+            streams,
+            staging,
+            ifm_copy: d.ops[k].copy.map(|c| Transfer {
+                from: c.src,
+                to: c.dst,
+                bytes: c.size,
+            }),
+            chain,
+            cascade,
+            cycles: own_cycles,
+            memory: std::mem::take(&mut memory[k]),
+            dma: dma[k].take(),
+        });
+    }
+    Schedule {
+        accelerator: String::new(),
+        system_config: String::new(),
+        memory_mode: String::new(),
+        ops,
+        total_cycles: est.total,
+        arena_size: p.arena_size,
+        fast_size: p.fast_size,
+        read_only_size: w.read_only.len() as u64,
+        const_copy: w.const_copy.clone(),
+    }
+}
