@@ -53,7 +53,12 @@ pub mod run;
 pub mod tflite_out;
 pub mod verify;
 
-pub use compile::{compile, CompileError, CompiledModel, Options};
+pub use compile::summary::{CompileSummary, Placement, SourceOperator};
+pub use compile::{compile, CompileError, CompiledModel, Optimise, Options, OptionsError};
+pub use npuc_backend::arch::Accelerator;
+pub use npuc_backend::system::ini::IniFile;
+pub use npuc_backend::system::presets::{DEFAULT_MEMORY_MODE, DEFAULT_SYSTEM_CONFIG};
+pub use npuc_backend::system::{MemoryMap, MemoryMode, SystemConfig};
 
 use tflite_out::OpPlacement;
 
@@ -78,6 +83,18 @@ pub enum Error {
     /// Verification could not be carried out.
     #[error("{0}")]
     Verify(Box<verify::VerifyError>),
+    /// The options name an unknown or unusable system configuration or memory mode.
+    #[error("{0}")]
+    Options(#[from] OptionsError),
+    /// A `.tflite` output was asked for a TOSA model.
+    #[error("a .tflite output needs a .tflite input; compile a .tosa model to a container (e.g. -o model.bin)")]
+    TfliteOutputOfTosa,
+    /// The compiled artifact cannot be read back (for its report).
+    #[error("{0}")]
+    Artifact(#[from] artifact::ArtifactError),
+    /// The performance model cannot read a compiled stream.
+    #[error("{0}")]
+    Report(#[from] report::ReportError),
 }
 
 fn not_on_npu(ops: &[OpPlacement]) -> String {
@@ -144,4 +161,154 @@ pub fn compile_file_to_container(bytes: &[u8], options: &Options) -> Result<Vec<
 /// Compiles a `.tflite` file into a `.tflite` in Vela's format (see [`tflite_out`]).
 pub fn compile_file_to_tflite(bytes: &[u8], options: &Options) -> Result<Vec<u8>, Error> {
     Ok(tflite_out::compile_tflite(bytes, options, &mut |_| {})?.bytes)
+}
+
+/// The file `compile_artifact` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    /// A `.tflite` in Vela's format (TFLite input only): NPU segments as `ethos-u` operators,
+    /// operators the NPU cannot run left on the CPU ([`tflite_out`]).
+    #[default]
+    Tflite,
+    /// npuc's container ([`container`]): the whole model on the NPU.
+    Container,
+}
+
+impl std::str::FromStr for OutputFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "tflite" => Ok(OutputFormat::Tflite),
+            "container" => Ok(OutputFormat::Container),
+            _ => Err(format!("unknown output format {s:?} (tflite or container)")),
+        }
+    }
+}
+
+/// A compiled model file with its summary.
+#[derive(Debug, Clone)]
+pub struct CompiledArtifact {
+    /// The file's bytes.
+    pub bytes: Vec<u8>,
+    /// Where every source operator runs and the figures of the streams.
+    pub summary: CompileSummary,
+    /// The compiled NPU segments, in execution order (one for a container).
+    pub segments: Vec<CompiledModel>,
+    /// The options it was compiled with.
+    pub options: Options,
+}
+
+impl CompiledArtifact {
+    /// Estimated cycles of all segments (the summary's `estimated_cycles`).
+    pub fn cycles(&self) -> u64 {
+        self.summary.estimated_cycles
+    }
+
+    /// `npuc report`'s estimate of the file, per kernel and DMA operation, in the system
+    /// configuration and memory mode it was compiled for.
+    pub fn report(&self) -> Result<report::Report, Error> {
+        let artifact = artifact::Artifact::from_bytes(&self.bytes)?;
+        let map = MemoryMap::new(&self.options.system_config, &self.options.memory_mode)
+            .map_err(OptionsError::from)?;
+        Ok(report::report(&artifact, &map, None)?)
+    }
+}
+
+/// The operators of a source model: the TFLite main subgraph's, or the TOSA main block's
+/// (without CONST and CONST_SHAPE, which are data), with their index in it and opcode name.
+pub fn source_operators(bytes: &[u8]) -> Result<Vec<(usize, String)>, Error> {
+    if reference::is_tosa(bytes) {
+        let model =
+            npuc_frontend_tosa::TosaModel::parse(bytes).map_err(|e| Error::Reference(e.into()))?;
+        return Ok(model
+            .main_block()
+            .map(|b| {
+                b.operators
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| (i, o.name()))
+                    .filter(|(_, n)| n != "CONST" && n != "CONST_SHAPE")
+                    .collect()
+            })
+            .unwrap_or_default());
+    }
+    Ok(npuc_frontend_tflite::TfliteModel::parse(bytes)?
+        .main_subgraph()
+        .operators
+        .iter()
+        .map(|o| (o.id.index(), o.opcode.name().into_owned()))
+        .collect())
+}
+
+/// Compiles a `.tflite` or `.tosa` model file into `format`, with its summary: the entry point
+/// for pipelines (`npuc compile` and the Python package use it). `progress` is told what is
+/// being compiled (useful for large models).
+///
+/// ```
+/// let bytes = std::fs::read(concat!(
+///     env!("CARGO_MANIFEST_DIR"),
+///     "/../models/tflite/conv2d_3x3_relu.tflite"
+/// ))
+/// .unwrap();
+/// let options = npuc::Options::new(npuc::Accelerator::U85_128);
+/// let out = npuc::compile_artifact(&bytes, npuc::OutputFormat::Tflite, &options, &mut |_| {})
+///     .unwrap();
+/// assert_eq!(&out.bytes[4..8], b"TFL3");
+/// assert_eq!(out.summary.accelerator, "ethos-u85-128");
+/// assert_eq!((out.summary.npu_operators, out.summary.cpu_operators), (1, 0));
+/// assert_eq!(out.report().unwrap().total.cycles, out.cycles());
+/// ```
+pub fn compile_artifact(
+    bytes: &[u8],
+    format: OutputFormat,
+    options: &Options,
+    progress: &mut dyn FnMut(&str),
+) -> Result<CompiledArtifact, Error> {
+    match format {
+        OutputFormat::Tflite => {
+            if reference::is_tosa(bytes) {
+                return Err(Error::TfliteOutputOfTosa);
+            }
+            let o = tflite_out::compile_tflite(bytes, options, progress)?;
+            let mut segment_of = std::collections::BTreeMap::new();
+            for (k, s) in o.partition.segments.iter().enumerate() {
+                segment_of.extend(s.ops.iter().map(|op| (op.index(), k)));
+            }
+            let operators = o
+                .partition
+                .ops
+                .iter()
+                .map(|p| match (&p.cpu_reason, segment_of.get(&p.op)) {
+                    (None, Some(&k)) => SourceOperator::npu(p.op, p.opcode.clone(), k),
+                    (Some(r), _) => SourceOperator::cpu(p.op, p.opcode.clone(), r.clone()),
+                    (None, None) => {
+                        SourceOperator::cpu(p.op, p.opcode.clone(), "in no compiled NPU segment")
+                    }
+                })
+                .collect();
+            let segments: Vec<CompiledModel> =
+                o.partition.segments.into_iter().map(|s| s.model).collect();
+            let refs: Vec<&CompiledModel> = segments.iter().collect();
+            Ok(CompiledArtifact {
+                summary: CompileSummary::new(&refs, operators, options),
+                bytes: o.bytes,
+                segments,
+                options: options.clone(),
+            })
+        }
+        OutputFormat::Container => {
+            progress("compiling the whole graph for the NPU");
+            let m = compile_file(bytes, options)?;
+            let operators = source_operators(bytes)?
+                .into_iter()
+                .map(|(i, name)| SourceOperator::npu(i, name, 0))
+                .collect();
+            Ok(CompiledArtifact {
+                summary: CompileSummary::new(&[&m], operators, options),
+                bytes: container::to_bytes(&m),
+                segments: vec![m],
+                options: options.clone(),
+            })
+        }
+    }
 }

@@ -1,13 +1,11 @@
-//! `npuc compile MODEL -o OUT.bin|OUT.tflite [--accel ethos-u85-256] [options]`.
+//! `npuc compile MODEL -o OUT.bin|OUT.tflite [--accel ethos-u85-256] [--json] [options]`.
 
 use anyhow::Context;
-use npuc::compile::{CompiledModel, Optimise, Options};
-use npuc::tflite_out::Partition;
-use npuc_backend::arch::Accelerator;
-use npuc_backend::isa::Command;
-use npuc_backend::system::ini::{ConfigSource, IniFile};
-use npuc_backend::system::presets::{DEFAULT_MEMORY_MODE, DEFAULT_SYSTEM_CONFIG};
-use npuc_backend::system::MemoryMap;
+use npuc::{
+    Accelerator, IniFile, Optimise, Options, OutputFormat, DEFAULT_MEMORY_MODE,
+    DEFAULT_SYSTEM_CONFIG,
+};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Target and optimisation options shared by `npuc compile` and `npuc verify`.
@@ -37,18 +35,13 @@ impl TargetArgs {
             Some(p) => Some(IniFile::read(p)?),
             None => None,
         };
-        let src = ConfigSource { file };
-        let system_config = src.system_config(&self.system_config)?;
-        let memory_mode = src.memory_mode(&self.memory_mode)?;
-        // Reject combinations the memory map cannot serve (e.g. SRAM-only modes on DRAM-less
-        // systems) before compiling.
-        MemoryMap::new(&system_config, &memory_mode)?;
-        Ok(Options {
-            accelerator: self.accel,
-            system_config,
-            memory_mode,
-            optimise: self.optimise,
-        })
+        Ok(Options::from_names(
+            self.accel,
+            &self.system_config,
+            &self.memory_mode,
+            file,
+            self.optimise,
+        )?)
     }
 }
 
@@ -67,6 +60,11 @@ pub struct Args {
     /// Report progress on stderr (useful for large models).
     #[arg(long)]
     progress: bool,
+    /// Print the summary as JSON on stdout instead of the table on stderr: the configuration,
+    /// every source operator with its placement (`npu` with its segment, or `cpu` with the
+    /// reason), command counts, memory and weight figures, estimated cycles.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs the subcommand.
@@ -80,152 +78,26 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             eprintln!("npuc: {msg}");
         }
     };
-    let what = || {
-        format!(
-            "compiling {} for {}",
-            args.model.display(),
-            args.target.accel
-        )
-    };
-    let (out, summary) = if args.output.extension().is_some_and(|e| e == "tflite") {
-        if npuc::reference::is_tosa(&bytes) {
-            anyhow::bail!("a .tflite output needs a .tflite input; compile a .tosa model to a container (e.g. -o model.bin)");
-        }
-        let o =
-            npuc::tflite_out::compile_tflite(&bytes, &options, &mut progress).with_context(what)?;
-        let s = summary_partition(&o.partition);
-        (o.bytes, s)
+    let format = if args.output.extension().is_some_and(|e| e == "tflite") {
+        OutputFormat::Tflite
     } else {
-        progress("compiling the whole graph for the NPU");
-        let m = npuc::compile_file(&bytes, &options).with_context(what)?;
-        let s = summary(&[&m], source_operators(&bytes)?, 0);
-        (npuc::container::to_bytes(&m), s)
+        OutputFormat::Container
     };
-    std::fs::write(&args.output, &out)
+    let out =
+        npuc::compile_artifact(&bytes, format, &options, &mut progress).with_context(|| {
+            format!(
+                "compiling {} for {}",
+                args.model.display(),
+                args.target.accel
+            )
+        })?;
+    std::fs::write(&args.output, &out.bytes)
         .with_context(|| format!("writing {}", args.output.display()))?;
-    eprint!("{summary}");
+    if args.json {
+        let json = serde_json::to_string_pretty(&out.summary)?;
+        writeln!(std::io::stdout().lock(), "{json}")?;
+    } else {
+        eprint!("{}", out.summary.text());
+    }
     Ok(())
-}
-
-/// The number of operators of the source model (TFLite main subgraph, or the TOSA graph as
-/// lowered), which the summary reports as on the NPU when the whole model compiled.
-fn source_operators(bytes: &[u8]) -> anyhow::Result<usize> {
-    Ok(if npuc::reference::is_tosa(bytes) {
-        npuc::reference::lower_file(bytes)?.num_ops()
-    } else {
-        npuc_frontend_tflite::TfliteModel::parse(bytes)?
-            .main_subgraph()
-            .operators
-            .len()
-    })
-}
-
-fn summary_partition(p: &Partition) -> String {
-    let models: Vec<&CompiledModel> = p.segments.iter().map(|s| &s.model).collect();
-    let npu_ops = p.ops.len() - p.cpu_ops().count();
-    let mut s = summary(&models, npu_ops, p.cpu_ops().count());
-    for o in p.cpu_ops() {
-        s.push_str(&format!(
-            "  CPU: operator {} ({}): {}\n",
-            o.op,
-            o.opcode,
-            o.cpu_reason.as_deref().unwrap_or("")
-        ));
-    }
-    s
-}
-
-/// The commands of `stream` (decoded through the ISA table) that `pick` selects.
-fn count_commands(stream: &[u32], pick: fn(&Command) -> bool) -> u64 {
-    npuc_backend::isa::stream::StreamDecoder::new(stream)
-        .map_while(Result::ok)
-        .filter(|d| pick(&d.command))
-        .count() as u64
-}
-
-/// Kernel operations (CONV, DEPTHWISE, POOL, ELEMENTWISE, RESIZE) in `stream`.
-fn kernel_commands(stream: &[u32]) -> u64 {
-    count_commands(stream, |c| {
-        matches!(
-            c,
-            Command::OpConv(_)
-                | Command::OpDepthwise(_)
-                | Command::OpPool(_)
-                | Command::OpElementwise(_)
-                | Command::OpResize(_)
-        )
-    })
-}
-
-/// DMA operations in `stream`.
-fn dma_commands(stream: &[u32]) -> u64 {
-    count_commands(stream, |c| matches!(c, Command::OpDmaStart(_)))
-}
-
-/// The table printed at the end of `npuc compile`.
-pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> String {
-    let sum = |f: &dyn Fn(&CompiledModel) -> u64| models.iter().map(|m| f(m)).sum::<u64>();
-    let kernel_ops = sum(&|m| kernel_commands(&m.command_stream));
-    let dmas = sum(&|m| dma_commands(&m.command_stream));
-    let arena = models.iter().map(|m| m.arena_size).max().unwrap_or(0);
-    let arena_total = sum(&|m| m.arena_size);
-    let fast = models.iter().map(|m| m.fast_size).max().unwrap_or(0);
-    let ro = sum(&|m| m.read_only.len() as u64);
-    let words = sum(&|m| m.command_stream.len() as u64);
-    let cycles = sum(&|m| m.estimated_cycles());
-    let raw_weights = sum(&|m| m.weights.weights);
-    let weight_streams = sum(&|m| m.weights.weight_stream_bytes);
-    let scale_streams = sum(&|m| m.weights.scale_stream_bytes);
-    let ratio = if raw_weights == 0 {
-        String::new()
-    } else {
-        format!(
-            " ({:.1}% of the raw size)",
-            100.0 * weight_streams as f64 / raw_weights as f64
-        )
-    };
-    let config = models.first().map_or(String::new(), |m| {
-        format!(
-            "{}, {}, {}, optimised for {}",
-            m.accelerator,
-            m.system_config,
-            m.memory_mode,
-            m.optimise.name()
-        )
-    });
-    let rows = [
-        ("configuration", config),
-        ("NPU segments", models.len().to_string()),
-        ("operators on NPU", npu_ops.to_string()),
-        ("operators on CPU", cpu_ops.to_string()),
-        (
-            "NPU operations",
-            format!("{kernel_ops} kernel, {dmas} DMA (commands in the stream)"),
-        ),
-        ("command stream", format!("{} words", words)),
-        (
-            "arena (region 1)",
-            format!("{arena} bytes (largest segment), {arena_total} bytes in all"),
-        ),
-        (
-            "fast memory (region 2)",
-            format!("{fast} bytes (largest segment; 0: feature maps in the arena)"),
-        ),
-        ("read-only (weights, scales)", format!("{ro} bytes")),
-        (
-            "weights",
-            format!("{raw_weights} bytes raw -> {weight_streams} bytes encoded{ratio}"),
-        ),
-        ("scale/bias streams", format!("{scale_streams} bytes")),
-        (
-            "estimated cycles",
-            format!("{cycles} (npuc report's model, this memory system)"),
-        ),
-    ];
-    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    let mut s = String::from("npuc compile summary\n");
-    for (k, v) in rows {
-        s.push_str(&format!("  {k:<w$}  {v}\n"));
-    }
-    s
 }
