@@ -3,7 +3,7 @@
 //! JSON contract: an array of `{"op": <ordinal of the ethos-u operator>, "offset": <byte
 //! offset in its stream>, "name": "NPU_...", "fields": {"<field>": <unsigned integer>, ...}}`
 //! where field names are those of `backend/isa/commands.csv` and each value is the unsigned
-//! integer held in that field's bit range (bits [63:32] are the cmd1 payload word).
+//! integer held in that field's bit range (bits \[63:32\] are the cmd1 payload word).
 
 use crate::artifact::{Artifact, NpuStream, StreamOrigin};
 use npuc_backend::isa::{disasm, stream::StreamDecoder, DecodeError, Decoded};

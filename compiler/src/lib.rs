@@ -6,18 +6,29 @@
 //! - [`artifact`]: reading compiled artifacts (Vela-compiled `.tflite`, COP1/COP2 payloads,
 //!   raw command streams).
 //! - [`disasm`]: disassembly of their command streams as text or JSON.
-//! - [`compile`]: TFLite/TOSA graph to command stream ([`container`] is the output format,
-//!   [`arch_interface`] what the passes see of the hardware).
-//! - [`run`]: Vela-compiled models on the reference simulator; [`reference`]: plain models on
-//!   the IR's reference interpreter.
+//! - [`compile`](mod@compile): TFLite/TOSA graph to command stream ([`container`] is the
+//!   output format, [`arch_interface`] what the passes see of the hardware,
+//!   [`compile::summary`] the summary of a compilation).
+//! - [`run`]: Vela-compiled models on the reference simulator; [`reference`](mod@reference):
+//!   plain models on the IR's reference interpreter.
 //! - [`report`]: cycles, MACs and memory traffic of an artifact (the backend's performance
 //!   model in a system configuration and memory mode).
 //! - [`tflite_out`]: a partitioned `.tflite` in Vela's format (NPU segments as `ethos-u`
 //!   operators, the rest left to the CPU); [`verify`]: simulator against reference interpreter.
 //!
-//! The library entry points are [`compile()`] (an IR graph to a [`CompiledModel`]),
-//! [`compile_file`] (a `.tflite` or `.tosa` file, whole graph on the NPU), [`compile_file_to_container`]
-//! and [`compile_file_to_tflite`]; every failure is an [`Error`].
+//! For a pipeline, [`compile_artifact`] is the entry point: a `.tflite` or `.tosa` model's
+//! bytes and [`Options`] (an [`Accelerator`], a [`SystemConfig`] and [`MemoryMode`] by their
+//! vela.ini names with [`Options::from_names`], an [`Optimise`] goal) in; the file
+//! ([`OutputFormat`]: Vela-format `.tflite` or npuc container), its [`CompileSummary`] (where
+//! every source operator runs, and why not on the NPU; command, memory and weight figures),
+//! the compiled segments and the estimated cycles out (`examples/compile_tflite.rs`).
+//! [`run::run_vela`] and [`run::run_container`] run the result on the simulator,
+//! [`verify::verify_file`] checks a model bit-exact.
+//!
+//! The lower-level entry points are [`compile()`] (an IR graph to a [`CompiledModel`]),
+//! [`compile_file`] (a `.tflite` or `.tosa` file, whole graph on the NPU),
+//! [`compile_file_to_container`] and [`compile_file_to_tflite`]; every failure is an
+//! [`Error`].
 //!
 //! ```
 //! use npuc_ir::*;
@@ -119,6 +130,13 @@ fn not_on_npu(ops: &[OpPlacement]) -> String {
 /// Compiles a `.tflite` or `.tosa` file whole onto the NPU. When a TFLite model has
 /// operators the NPU path does not support, the error lists every one of them
 /// ([`Error::NotOnNpu`]).
+///
+/// ```
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/tosa/conv2d_3x3_relu.tosa");
+/// let m = npuc::compile_file(&std::fs::read(path).unwrap(), &npuc::Options::default()).unwrap();
+/// assert_eq!(m.inputs[0].shape, vec![1, 12, 12, 3]);
+/// assert_eq!(*m.command_stream.last().unwrap(), 0xffff_0000); // NPU_OP_STOP 0xffff
+/// ```
 pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Error> {
     if reference::is_tosa(bytes) {
         return Ok(compile(&reference::lower_file(bytes)?, options)?);
@@ -154,11 +172,36 @@ pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Er
 }
 
 /// Compiles a `.tflite` or `.tosa` file into an npuc container ([`container`]).
+///
+/// ```
+/// use npuc::run::npy;
+/// let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
+/// let read = |p: &str| std::fs::read(format!("{models}/{p}")).unwrap();
+/// let model = read("tflite/conv2d_3x3_relu.tflite");
+/// let container = npuc::compile_file_to_container(&model, &npuc::Options::default()).unwrap();
+/// let input = npy::read(&read("golden/conv2d_3x3_relu/input0_0.npy")).unwrap();
+/// let golden = npy::read(&read("golden/conv2d_3x3_relu/output0_0.npy")).unwrap();
+/// let run = npuc::run::run_container(&container, &[input]).unwrap();
+/// assert_eq!(run.outputs, [golden]);
+/// ```
 pub fn compile_file_to_container(bytes: &[u8], options: &Options) -> Result<Vec<u8>, Error> {
     Ok(container::to_bytes(&compile_file(bytes, options)?))
 }
 
 /// Compiles a `.tflite` file into a `.tflite` in Vela's format (see [`tflite_out`]).
+///
+/// ```
+/// use npuc::run::npy;
+/// let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../models");
+/// let read = |p: &str| std::fs::read(format!("{models}/{p}")).unwrap();
+/// let model = read("tflite/conv2d_3x3_relu.tflite");
+/// let tflite = npuc::compile_file_to_tflite(&model, &npuc::Options::default()).unwrap();
+/// let input = npy::read(&read("golden/conv2d_3x3_relu/input0_1.npy")).unwrap();
+/// let golden = npy::read(&read("golden/conv2d_3x3_relu/output0_1.npy")).unwrap();
+/// let run = npuc::run::run_vela(&tflite, &[input]).unwrap();
+/// assert_eq!(run.outputs, [golden]);
+/// assert_eq!(run.reports.len(), 1); // one ethos-u operator
+/// ```
 pub fn compile_file_to_tflite(bytes: &[u8], options: &Options) -> Result<Vec<u8>, Error> {
     Ok(tflite_out::compile_tflite(bytes, options, &mut |_| {})?.bytes)
 }

@@ -1,11 +1,11 @@
 //! Register command stream generation.
 //!
-//! 1. [`chain`]: an OFM read only by the next operation, an ELEMENTWISE, goes through a
+//! 1. `chain`: an OFM read only by the next operation, an ELEMENTWISE, goes through a
 //!    chaining FIFO; the other feature maps are placed ([`super::alloc`]).
-//! 2. [`plan`]: each operation's microblock, OFM block and weight order are chosen by the
+//! 2. `plan`: each operation's microblock, OFM block and weight order are chosen by the
 //!    target's cost model among the candidates it offers, and its weight and scale streams are
 //!    encoded for that choice; the streams of each operation form one block in region 0.
-//! 3. [`staging`]: where the cost model says it pays and a buffer fits, an operation's block
+//! 3. `staging`: where the cost model says it pays and a buffer fits, an operation's block
 //!    is copied by DMA into the staging memory while the previous operation runs.
 //! 4. Emission: every operation lists the full register state it needs; a register command is
 //!    emitted only if its value differs from the last one emitted (or was never emitted).
