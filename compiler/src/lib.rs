@@ -95,16 +95,16 @@ pub enum Error {
     #[error("{0}")]
     Verify(Box<verify::VerifyError>),
     /// The options name an unknown or unusable system configuration or memory mode.
-    #[error("{0}")]
+    #[error(transparent)]
     Options(#[from] OptionsError),
     /// A `.tflite` output was asked for a TOSA model.
     #[error("a .tflite output needs a .tflite input; compile a .tosa model to a container (e.g. -o model.bin)")]
     TfliteOutputOfTosa,
     /// The compiled artifact cannot be read back (for its report).
-    #[error("{0}")]
+    #[error(transparent)]
     Artifact(#[from] artifact::ArtifactError),
     /// The performance model cannot read a compiled stream.
-    #[error("{0}")]
+    #[error(transparent)]
     Report(#[from] report::ReportError),
 }
 

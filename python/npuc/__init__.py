@@ -12,6 +12,7 @@
 Every failure raises NpucError with the message the `npuc` command line prints.
 """
 
+import importlib.metadata
 import json
 import os
 
@@ -21,6 +22,8 @@ from . import _native
 from ._native import NpucError
 
 __all__ = ["CompiledModel", "NpucError", "compile", "disasm", "run", "verify"]
+
+__version__ = importlib.metadata.version("npuc")
 
 OUTPUTS = ("tflite", "container", "raw")
 
@@ -136,6 +139,8 @@ def run(artifact, inputs):
     .tflite / .tosa runs on the reference interpreter. `inputs` are numpy arrays in the
     graph's input order (dtype and shape as the graph's); returns the outputs."""
     data = _bytes(artifact)
+    if isinstance(inputs, np.ndarray) or not isinstance(inputs, (list, tuple)):
+        raise NpucError("inputs must be a list of numpy arrays, one per graph input")
     triples = [_triple(k, a) for k, a in enumerate(inputs)]
     outputs = _native.run(data, triples)
     return [np.frombuffer(b, dtype=np.dtype(d)).reshape(s).copy() for d, s, b in outputs]

@@ -148,6 +148,13 @@ def test_verify_compares_the_simulator_with_the_interpreter():
     assert part["description"].startswith("bit-exact")
 
 
+def test_verify_checks_each_npu_segment_of_a_model_with_cpu_operators():
+    r = npuc.verify(MODELS / "float" / "tflite" / "layernorm.tflite", samples=1)
+    assert r["bit_exact"] is True
+    assert len(r["parts"]) == 2
+    assert all(p["part"].startswith("segment ") and p["bytes_compared"] > 0 for p in r["parts"])
+
+
 def test_disasm_lists_the_command_stream():
     text = npuc.disasm(npuc.compile(CONV).data)
     assert "NPU_OP_CONV" in text and "NPU_OP_STOP" in text

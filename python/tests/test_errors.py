@@ -47,6 +47,8 @@ def test_wrong_inputs_name_the_input():
         npuc.run(m.data, [np.zeros((1, 2, 2, 3), np.int8)])
     with pytest.raises(npuc.NpucError, match="the graph has 1 inputs, 0 given"):
         npuc.run(m.data, [])
+    with pytest.raises(npuc.NpucError, match="a list of numpy arrays"):
+        npuc.run(m.data, np.zeros((1, 12, 12, 3), np.int8))
 
 
 def test_a_container_of_a_model_with_cpu_operators_lists_them():
