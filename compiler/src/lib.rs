@@ -108,6 +108,33 @@ pub enum Error {
     Report(#[from] report::ReportError),
 }
 
+/// The message of an error followed by its sources (`a: b: c`), each cause said once: a
+/// source whose message the one before it already contains is left out (and trailing white
+/// space). `npuc` prints its errors this way, and the Python package raises them with this
+/// message.
+///
+/// ```
+/// let e = npuc::compile_file(b"not a model at all", &npuc::Options::default()).unwrap_err();
+/// let m = npuc::error_message(&e);
+/// assert_eq!(m.matches("flatbuffer verification failed").count(), 1, "{m}");
+/// assert_eq!(m, m.trim_end());
+/// ```
+pub fn error_message(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut s = e.to_string().trim_end().to_string();
+    let mut last = s.clone();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let m = cause.to_string().trim_end().to_string();
+        if !last.contains(&m) {
+            s.push_str(": ");
+            s.push_str(&m);
+        }
+        last = m;
+        source = cause.source();
+    }
+    s
+}
+
 fn not_on_npu(ops: &[OpPlacement]) -> String {
     let mut s = format!(
         "{} operator(s) cannot run on the NPU, so the model cannot be one npuc container:",

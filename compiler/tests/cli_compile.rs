@@ -258,3 +258,26 @@ fn json_of_a_tosa_container_names_its_configuration_and_tosa_operators() {
     assert_eq!(j["npu_operators"].as_u64(), Some(ops.len() as u64));
     std::fs::remove_file(out).unwrap();
 }
+
+#[test]
+fn an_error_says_each_cause_once() {
+    let model = tmp("garbage.tflite");
+    std::fs::write(&model, b"garbage, not a model at all").unwrap();
+    let out = tmp("garbage.bin");
+    let o = npuc(&[
+        "compile".as_ref(),
+        model.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("npuc: error: compiling "), "{err}");
+    assert_eq!(
+        err.matches("flatbuffer verification failed").count(),
+        1,
+        "{err}"
+    );
+    assert!(!out.exists());
+    std::fs::remove_file(model).unwrap();
+}

@@ -23,9 +23,9 @@ create_exception!(
     "An error of npuc; the message is the one the command line prints."
 );
 
-/// The message of an error as the command line prints it (`npuc: error: {e:#}`).
+/// The message of an error as the command line prints it (after `npuc: error: `).
 fn py_err(e: anyhow::Error) -> PyErr {
-    NpucError::new_err(format!("{e:#}"))
+    NpucError::new_err(npuc::error_message(e.as_ref()))
 }
 
 /// A model given as bytes or as a path: its bytes and how to name it in messages.

@@ -45,7 +45,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("npuc: error: {e:#}");
+            eprintln!("npuc: error: {}", npuc::error_message(e.as_ref()));
             ExitCode::FAILURE
         }
     }
