@@ -5,7 +5,7 @@
 //! each command `{"op": <its stream's op>, "offset": <byte offset in its stream>, "name":
 //! "NPU_...", "fields": {"<field>": <unsigned integer>, ...}}` where field names are those of
 //! `backend/isa/commands.csv` and each value is the unsigned integer held in that field's bit
-//! range (bits [63:32] are the cmd1 payload word). `version` rises when a key changes meaning
+//! range (bits \[63:32\] are the cmd1 payload word). `version` rises when a key changes meaning
 //! or goes away; new keys may appear without it.
 
 use crate::artifact::{Artifact, NpuStream, StreamOrigin};

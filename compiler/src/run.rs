@@ -132,6 +132,19 @@ fn placed(
     })
 }
 
+/// Whether `model` is a TFLite file with at least one `ethos-u` operator, to run with
+/// [`run_vela`] (anything unreadable counts as one, so that [`run_vela`] reports it); a TOSA
+/// file or a plain `.tflite` is not (it runs on the reference interpreter).
+pub fn is_npu_compiled(model: &[u8]) -> bool {
+    if crate::reference::is_tosa(model) {
+        return false;
+    }
+    match TfliteModel::parse(model) {
+        Ok(m) => m.operator_codes().iter().any(|c| c.is_ethos_u()),
+        Err(_) => true,
+    }
+}
+
 /// Runs a Vela-format `.tflite` on `inputs` (in the graph's input order).
 pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
     let m = TfliteModel::parse(model).map_err(|e| RunError::Model(e.to_string()))?;

@@ -414,6 +414,16 @@ pub struct PartReport {
 /// is verified as one graph; a TFLite model with CPU operators is partitioned as for a
 /// `.tflite` output and every NPU segment is verified on random values of its boundary
 /// tensors.
+///
+/// ```
+/// use npuc::verify::{verify_file, VerifyOptions};
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/tosa/conv2d_3x3_relu.tosa");
+/// let opts = VerifyOptions { samples: 2, seed: 1 };
+/// let parts = verify_file(&std::fs::read(path).unwrap(), &Default::default(), &opts).unwrap();
+/// assert_eq!(parts.len(), 1);
+/// assert!(parts[0].report.is_bit_exact(), "{}", parts[0].report.describe());
+/// assert_eq!(parts[0].report.bytes_compared, 2 * 12 * 12 * 20);
+/// ```
 pub fn verify_file(
     bytes: &[u8],
     options: &compile::Options,

@@ -218,3 +218,135 @@ fn summary_verify_and_report_count_operations_and_commands_alike() {
     assert_eq!(rows, n[0] + n[1], "{report}");
     std::fs::remove_file(out).unwrap();
 }
+
+#[test]
+fn json_prints_the_summary_as_data_with_each_operators_placement() {
+    let out = tmp("json.tflite");
+    let o = compile("conv_custom_conv", &out, &["--json"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        !err.contains("npuc compile summary"),
+        "table on stderr: {err}"
+    );
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["accelerator"], "ethos-u85-256");
+    assert_eq!(j["system_config"], "Ethos_U85_SYS_DRAM_Mid");
+    assert_eq!(j["memory_mode"], "Dedicated_Sram_384KB");
+    assert_eq!(j["optimise"], "performance");
+    assert_eq!(j["npu_segments"], 2);
+    assert_eq!(j["npu_operators"], 2);
+    assert_eq!(j["cpu_operators"], 1);
+    let ops = j["operators"].as_array().unwrap();
+    let placed: Vec<(u64, &str, &str, Option<u64>)> = ops
+        .iter()
+        .map(|o| {
+            (
+                o["index"].as_u64().unwrap(),
+                o["opcode"].as_str().unwrap(),
+                o["placement"].as_str().unwrap(),
+                o["segment"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        placed,
+        [
+            (0, "CONV_2D", "npu", Some(0)),
+            (1, "npuc_test_cpu_only", "cpu", None),
+            (2, "CONV_2D", "npu", Some(1)),
+        ]
+    );
+    assert!(ops[1]["reason"].as_str().is_some_and(|r| !r.is_empty()));
+    assert!(ops[0]["reason"].is_null());
+    for key in [
+        "kernel_commands",
+        "dma_commands",
+        "command_words",
+        "arena_bytes",
+        "arena_bytes_total",
+        "fast_memory_bytes",
+        "read_only_bytes",
+        "weights_raw_bytes",
+        "weights_encoded_bytes",
+        "scale_bytes",
+        "estimated_cycles",
+    ] {
+        assert!(j[key].is_u64(), "{key} in {j}");
+    }
+    assert!(j["kernel_commands"].as_u64() >= Some(2), "{j}");
+    // The same figures as the table.
+    let o = compile("conv_custom_conv", &out, &[]);
+    let table = String::from_utf8_lossy(&o.stderr);
+    let row = |name: &str| -> String {
+        table
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in\n{table}"))
+            .trim()
+            .to_string()
+    };
+    assert_eq!(
+        row("command stream"),
+        format!("{} words", j["command_words"])
+    );
+    assert!(row("estimated cycles").starts_with(&format!("{} ", j["estimated_cycles"])));
+    std::fs::remove_file(out).unwrap();
+}
+
+#[test]
+fn json_of_a_tosa_container_names_its_configuration_and_tosa_operators() {
+    let out = tmp("json_tosa.bin");
+    let m = models().join("tosa/conv2d_3x3_relu.tosa");
+    let o = npuc(&[
+        "compile".as_ref(),
+        m.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--json".as_ref(),
+        "--accel".as_ref(),
+        "ethos-u85-512".as_ref(),
+        "--system-config".as_ref(),
+        "Ethos_U85_SYS_Flash_High".as_ref(),
+        "--memory-mode".as_ref(),
+        "Sram_Only".as_ref(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(j["accelerator"], "ethos-u85-512");
+    assert_eq!(j["system_config"], "Ethos_U85_SYS_Flash_High");
+    assert_eq!(j["memory_mode"], "Sram_Only");
+    assert_eq!(j["npu_segments"], 1);
+    assert_eq!(j["cpu_operators"], 0);
+    let ops = j["operators"].as_array().unwrap();
+    assert!(ops.iter().any(|o| o["opcode"] == "CONV2D"), "{j}");
+    assert!(ops
+        .iter()
+        .all(|o| o["placement"] == "npu" && o["segment"] == 0));
+    assert!(ops.iter().all(|o| o["opcode"] != "CONST"), "{j}");
+    assert_eq!(j["npu_operators"].as_u64(), Some(ops.len() as u64));
+    std::fs::remove_file(out).unwrap();
+}
+
+#[test]
+fn an_error_says_each_cause_once() {
+    let model = tmp("garbage.tflite");
+    std::fs::write(&model, b"garbage, not a model at all").unwrap();
+    let out = tmp("garbage.bin");
+    let o = npuc(&[
+        "compile".as_ref(),
+        model.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.starts_with("npuc: error: compiling "), "{err}");
+    assert_eq!(
+        err.matches("flatbuffer verification failed").count(),
+        1,
+        "{err}"
+    );
+    assert!(!out.exists());
+    std::fs::remove_file(model).unwrap();
+}

@@ -26,7 +26,7 @@ fn the_quick_start_says_where_the_binary_is_and_where_the_summary_goes() {
     let quick = &r[r.find("## Set-up").unwrap()..r.find("## What works today").unwrap()];
     assert!(quick.contains("target/release/npuc"), "{quick}");
     // The summary paragraph follows the compile command and names stderr.
-    let compile = quick.find("npuc compile models/tflite").unwrap();
+    let compile = quick.find("compile models/tflite").unwrap();
     let summary = quick.find("summary on stderr").unwrap();
     let tests = quick.find("cargo test --workspace").unwrap();
     assert!(compile < summary && summary < tests, "{quick}");

@@ -1,13 +1,14 @@
-//! `npuc compile MODEL -o OUT.bin|OUT.tflite [--accel ethos-u85-256] [options]`.
+//! `npuc compile MODEL -o OUT.bin|OUT.tflite [--accel ethos-u85-256] [--json] [options]`.
 
 use anyhow::Context;
-use npuc::compile::{CompiledModel, Optimise, Options};
-use npuc::tflite_out::Partition;
+use npuc::compile::CompiledModel;
 use npuc::vela_output;
-use npuc_backend::arch::Accelerator;
+use npuc::{
+    Accelerator, Optimise, Options, OutputFormat, DEFAULT_MEMORY_MODE, DEFAULT_SYSTEM_CONFIG,
+};
 use npuc_backend::system::ini::{ConfigSource, IniFile};
-use npuc_backend::system::presets::{DEFAULT_MEMORY_MODE, DEFAULT_SYSTEM_CONFIG};
 use npuc_backend::system::MemoryMap;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Target and optimisation options shared by `npuc compile` and `npuc verify`.
@@ -43,20 +44,19 @@ impl TargetArgs {
     /// The compile options these arguments select.
     pub fn options(&self) -> anyhow::Result<Options> {
         let src = config_source(self.config.as_deref())?;
-        let system_config = src.system_config(&self.system_config)?;
-        let mut memory_mode = src.memory_mode(&self.memory_mode)?;
+        let mut options = Options::from_names(
+            self.accel,
+            &self.system_config,
+            &self.memory_mode,
+            src.file,
+            self.optimise,
+        )?;
         if let Some(n) = self.arena_cache_size {
-            memory_mode.arena_cache_size = Some(n);
+            options.memory_mode.arena_cache_size = Some(n);
+            // Reject combinations the memory map cannot serve before compiling.
+            MemoryMap::new(&options.system_config, &options.memory_mode)?;
         }
-        // Reject combinations the memory map cannot serve (e.g. SRAM-only modes on DRAM-less
-        // systems) before compiling.
-        MemoryMap::new(&system_config, &memory_mode)?;
-        Ok(Options {
-            accelerator: self.accel,
-            system_config,
-            memory_mode,
-            optimise: self.optimise,
-        })
+        Ok(options)
     }
 }
 
@@ -108,64 +108,11 @@ pub struct Args {
     progress: bool,
     #[command(flatten)]
     vela: super::vela_args::VelaArgs,
-}
-
-/// `--output-format`.
-#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// A `.tflite` in Vela's format.
-    Tflite,
-    /// Vela's raw `.npz`.
-    Raw,
-}
-
-/// What one compilation produced.
-struct Compiled {
-    /// The output file's bytes.
-    bytes: Vec<u8>,
-    /// The summary table.
-    summary: String,
-    /// The NPU segments (one for whole-graph compiles).
-    models: Vec<CompiledModel>,
-    /// Source operators placed on the NPU.
-    npu_operators: usize,
-}
-
-fn compile_to(
-    bytes: &[u8],
-    options: &Options,
-    kind: OutputFormat,
-    tflite: bool,
-    progress: &mut dyn FnMut(&str),
-) -> anyhow::Result<Compiled> {
-    let tosa = npuc::reference::is_tosa(bytes);
-    if tflite && kind == OutputFormat::Tflite && !tosa {
-        let o = npuc::tflite_out::compile_tflite(bytes, options, progress)?;
-        let summary = summary_partition(&o.partition);
-        let npu_operators = o.partition.ops.len() - o.partition.cpu_ops().count();
-        let models = o.partition.segments.into_iter().map(|s| s.model).collect();
-        return Ok(Compiled {
-            bytes: o.bytes,
-            summary,
-            models,
-            npu_operators,
-        });
-    }
-    progress("compiling the whole graph for the NPU");
-    let m = npuc::compile_file(bytes, options)?;
-    let npu_operators = source_operators(bytes)?;
-    let summary = summary(&[&m], npu_operators, 0);
-    let bytes = match (kind, tflite) {
-        (OutputFormat::Raw, _) => npuc::vela_output::raw_npz(&m)?,
-        (OutputFormat::Tflite, true) => npuc::tflite_out::whole::write_whole(&m)?,
-        (OutputFormat::Tflite, false) => npuc::container::to_bytes(&m),
-    };
-    Ok(Compiled {
-        bytes,
-        summary,
-        models: vec![m],
-        npu_operators,
-    })
+    /// Print the summary as JSON on stdout instead of the table on stderr: the configuration,
+    /// every source operator with its placement (`npu` with its segment, or `cpu` with the
+    /// reason), command counts, memory and weight figures, estimated cycles.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs the subcommand.
@@ -195,18 +142,22 @@ pub fn run(args: Args) -> anyhow::Result<()> {
                 "npuc: note: --verbose-performance writes into --output-dir; ignored with -o"
             );
         }
-        let ext = output.extension().and_then(|e| e.to_str()).unwrap_or("");
-        let (kind, tflite) = match ext {
-            _ if args.output_format == OutputFormat::Raw => (OutputFormat::Raw, false),
-            "tflite" => (OutputFormat::Tflite, true),
-            "npz" => (OutputFormat::Raw, false),
-            _ => (OutputFormat::Tflite, false),
+        let ext = output
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let format = match ext.as_str() {
+            _ if args.output_format == OutputFormat::Raw => OutputFormat::Raw,
+            "tflite" => OutputFormat::Tflite,
+            "npz" => OutputFormat::Raw,
+            _ => OutputFormat::Container,
         };
-        let c = compile_to(&bytes, &options, kind, tflite, &mut progress).with_context(what)?;
-        std::fs::write(output, &c.bytes)
+        let out =
+            npuc::compile_artifact(&bytes, format, &options, &mut progress).with_context(what)?;
+        std::fs::write(output, &out.bytes)
             .with_context(|| format!("writing {}", output.display()))?;
-        eprint!("{}", c.summary);
-        return Ok(());
+        return print_summary(&out.summary, args.json);
     }
     let dir = args
         .output_dir
@@ -216,20 +167,24 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "model".into());
-    let c =
-        compile_to(&bytes, &options, args.output_format, true, &mut progress).with_context(what)?;
+    let format = match args.output_format {
+        OutputFormat::Raw => OutputFormat::Raw,
+        _ => OutputFormat::Tflite,
+    };
+    let out = npuc::compile_artifact(&bytes, format, &options, &mut progress).with_context(what)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let name = match args.output_format {
-        OutputFormat::Tflite => vela_output::tflite_name(&stem),
+    let name = match format {
         OutputFormat::Raw => vela_output::npz_name(&stem),
+        _ => vela_output::tflite_name(&stem),
     };
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
-    let models: Vec<&CompiledModel> = c.models.iter().collect();
+    let models: Vec<&CompiledModel> = out.segments.iter().collect();
     let report = vela_output::report(&models, &map)?;
-    let mut files = vec![(name, c.bytes)];
+    let npu_operators = out.summary.npu_operators;
+    let mut files = vec![(name, out.bytes)];
     files.push((
         vela_output::summary_name(&stem, &options.system_config.name),
-        vela_output::summary_csv(&stem, &models, &report, c.npu_operators).into_bytes(),
+        vela_output::summary_csv(&stem, &models, &report, npu_operators).into_bytes(),
     ));
     if args.verbose_performance {
         let original = original_operator(&bytes);
@@ -240,7 +195,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let path = dir.join(name);
         std::fs::write(&path, data).with_context(|| format!("writing {}", path.display()))?;
     }
-    eprint!("{}", c.summary);
+    print_summary(&out.summary, args.json)
+}
+
+/// The summary: the table on stderr, or with `--json` the summary as JSON on stdout.
+fn print_summary(summary: &npuc::CompileSummary, json: bool) -> anyhow::Result<()> {
+    if json {
+        let json = serde_json::to_string_pretty(summary)?;
+        writeln!(std::io::stdout().lock(), "{json}")?;
+    } else {
+        eprint!("{}", summary.text());
+    }
     Ok(())
 }
 
@@ -257,97 +222,4 @@ fn original_operator(bytes: &[u8]) -> impl Fn(&str) -> Option<String> {
         let op = m.main_subgraph().operators.get(i)?;
         Some(op.opcode.name().into_owned())
     }
-}
-
-/// The number of operators of the source model (TFLite main subgraph, or the TOSA graph as
-/// lowered), which the summary reports as on the NPU when the whole model compiled.
-fn source_operators(bytes: &[u8]) -> anyhow::Result<usize> {
-    Ok(if npuc::reference::is_tosa(bytes) {
-        npuc::reference::lower_file(bytes)?.num_ops()
-    } else {
-        npuc_frontend_tflite::TfliteModel::parse(bytes)?
-            .main_subgraph()
-            .operators
-            .len()
-    })
-}
-
-fn summary_partition(p: &Partition) -> String {
-    let models: Vec<&CompiledModel> = p.segments.iter().map(|s| &s.model).collect();
-    let npu_ops = p.ops.len() - p.cpu_ops().count();
-    let mut s = summary(&models, npu_ops, p.cpu_ops().count());
-    for o in p.cpu_ops() {
-        s.push_str(&format!(
-            "  CPU: operator {} ({}): {}\n",
-            o.op,
-            o.opcode,
-            o.cpu_reason.as_deref().unwrap_or("")
-        ));
-    }
-    s
-}
-
-/// The table printed at the end of `npuc compile`.
-pub fn summary(models: &[&CompiledModel], npu_ops: usize, cpu_ops: usize) -> String {
-    let sum = |f: &dyn Fn(&CompiledModel) -> u64| models.iter().map(|m| f(m)).sum::<u64>();
-    let counts = npuc::counts::Counts::sum(models.iter().copied());
-    let arena = models.iter().map(|m| m.arena_size).max().unwrap_or(0);
-    let arena_total = sum(&|m| m.arena_size);
-    let fast = models.iter().map(|m| m.fast_size).max().unwrap_or(0);
-    let ro = sum(&|m| m.read_only.len() as u64);
-    let words = sum(&|m| m.command_stream.len() as u64);
-    let cycles = sum(&|m| m.estimated_cycles());
-    let raw_weights = sum(&|m| m.weights.weights);
-    let weight_streams = sum(&|m| m.weights.weight_stream_bytes);
-    let scale_streams = sum(&|m| m.weights.scale_stream_bytes);
-    let ratio = if raw_weights == 0 {
-        String::new()
-    } else {
-        format!(
-            " ({:.1}% of the raw size)",
-            100.0 * weight_streams as f64 / raw_weights as f64
-        )
-    };
-    let config = models.first().map_or(String::new(), |m| {
-        format!(
-            "{}, {}, {}, optimised for {}",
-            m.accelerator,
-            m.system_config,
-            m.memory_mode,
-            m.optimise.name()
-        )
-    });
-    let rows = [
-        ("configuration", config),
-        ("NPU segments", models.len().to_string()),
-        ("operators on NPU", npu_ops.to_string()),
-        ("operators on CPU", cpu_ops.to_string()),
-        ("NPU operations", counts.npu_operations.to_string()),
-        ("commands", counts.commands()),
-        ("command stream", format!("{} words", words)),
-        (
-            "arena (region 1)",
-            format!("{arena} bytes (largest segment), {arena_total} bytes in all"),
-        ),
-        (
-            "fast memory (region 2)",
-            format!("{fast} bytes (largest segment; 0: feature maps in the arena)"),
-        ),
-        ("read-only (weights, scales)", format!("{ro} bytes")),
-        (
-            "weights",
-            format!("{raw_weights} bytes raw -> {weight_streams} bytes encoded{ratio}"),
-        ),
-        ("scale/bias streams", format!("{scale_streams} bytes")),
-        (
-            "estimated cycles",
-            format!("{cycles} (npuc report's model, this memory system)"),
-        ),
-    ];
-    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    let mut s = String::from("npuc compile summary\n");
-    for (k, v) in rows {
-        s.push_str(&format!("  {k:<w$}  {v}\n"));
-    }
-    s
 }

@@ -61,7 +61,7 @@ pub fn main() -> ExitCode {
         // The reader went away (`npuc disasm X | head`): nothing left to say.
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("npuc: error: {e:#}");
+            eprintln!("npuc: error: {}", npuc::error_message(e.as_ref()));
             ExitCode::FAILURE
         }
     }

@@ -31,7 +31,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     }
     let outputs = if model.starts_with(&npuc::container::MAGIC) {
         npuc::run::run_container(&model, &inputs)?.outputs
-    } else if is_npu_compiled(&model) {
+    } else if npuc::run::is_npu_compiled(&model) {
         npuc::run::run_vela(&model, &inputs)?.outputs
     } else {
         npuc::reference::run_file(&model, &inputs).with_context(|| {
@@ -49,16 +49,4 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(())
-}
-
-/// A TFLite file with at least one `ethos-u` operator (anything unreadable is left to the
-/// simulator path, which reports it).
-fn is_npu_compiled(model: &[u8]) -> bool {
-    if npuc::reference::is_tosa(model) {
-        return false;
-    }
-    match npuc_frontend_tflite::TfliteModel::parse(model) {
-        Ok(m) => m.operator_codes().iter().any(|c| c.is_ethos_u()),
-        Err(_) => true,
-    }
 }

@@ -33,10 +33,12 @@ pub mod alloc;
 pub mod emit;
 pub mod lower;
 pub mod schedule;
+pub mod summary;
 
 use crate::arch_interface::{Target, U85Target};
 use npuc_backend::arch::Accelerator;
-use npuc_backend::system::{presets, MemoryMap, MemoryMode, SystemConfig};
+use npuc_backend::system::ini::{ConfigSource, IniFile, LookupError};
+use npuc_backend::system::{presets, MemoryMap, MemoryMode, SystemConfig, SystemError};
 use npuc_ir::{DType, Graph, Quantization};
 use thiserror::Error;
 
@@ -97,6 +99,57 @@ impl Options {
             accelerator,
             ..Options::default()
         }
+    }
+}
+
+/// A system configuration or memory mode that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum OptionsError {
+    /// The name is unknown, or its section of the configuration file is wrong.
+    #[error(transparent)]
+    Lookup(#[from] LookupError),
+    /// The system configuration and memory mode do not fit together.
+    #[error(transparent)]
+    System(#[from] SystemError),
+}
+
+impl Options {
+    /// The options named as on the command line: a system configuration and a memory mode
+    /// from `config` (a Vela-format `.ini`, whose sections take precedence) or the built-in
+    /// presets (`--system-config`, `--memory-mode`, `--config`). Combinations the memory map
+    /// cannot serve (e.g. an SRAM-only mode on a DRAM-less system) are rejected here.
+    ///
+    /// ```
+    /// use npuc::{Accelerator, Optimise, Options};
+    /// let o = Options::from_names(
+    ///     Accelerator::U85_512,
+    ///     "Ethos_U85_SYS_Flash_High",
+    ///     "Sram_Only",
+    ///     None,
+    ///     Optimise::Size,
+    /// )
+    /// .unwrap();
+    /// assert_eq!(o.memory_mode.name, "Sram_Only");
+    /// let e = Options::from_names(Accelerator::U85_256, "Nope", "Sram_Only", None, Optimise::Size);
+    /// assert!(e.unwrap_err().to_string().contains("unknown system configuration \"Nope\""));
+    /// ```
+    pub fn from_names(
+        accelerator: Accelerator,
+        system_config: &str,
+        memory_mode: &str,
+        config: Option<IniFile>,
+        optimise: Optimise,
+    ) -> Result<Options, OptionsError> {
+        let src = ConfigSource { file: config };
+        let system_config = src.system_config(system_config)?;
+        let memory_mode = src.memory_mode(memory_mode)?;
+        MemoryMap::new(&system_config, &memory_mode)?;
+        Ok(Options {
+            accelerator,
+            system_config,
+            memory_mode,
+            optimise,
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! `npuc compile MODEL.tflite -o OUT.tflite`: a TFLite file in Vela's format.
 //!
 //! [`partition`] decides per operator whether the NPU path supports it and compiles the NPU
-//! segments; [`write`] replaces each segment by one `ethos-u` custom operator (COP1 payload,
+//! segments; [`write`](mod@write) replaces each segment by one `ethos-u` custom operator (COP1 payload,
 //! `read_only`, `scratch`, `scratch_fast`, the input feature maps) and writes the arena offsets
 //! as `OfflineMemoryAllocation` metadata. Operators the NPU cannot run stay ordinary TFLite
 //! operators in the same graph.

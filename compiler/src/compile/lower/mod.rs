@@ -262,7 +262,7 @@ pub struct Lowered {
     pub ops: Vec<NpuOp>,
     pub buffers: Vec<Buffer>,
     /// Lookup tables applied by the activation unit, by operation index (TABLE, see
-    /// [`table`]); operations not listed have no LUT.
+    /// `table`); operations not listed have no LUT.
     pub luts: BTreeMap<usize, Lut>,
     /// Scalar operands of elementwise operations, by operation index.
     pub scalars: BTreeMap<usize, ScalarOperand>,
