@@ -62,6 +62,7 @@ pub struct Memory {
     regions: [Option<RegionMap>; NUM_REGIONS],
     lut: Vec<u8>,
     traffic: Traffic,
+    constants_unknown: bool,
 }
 
 impl Default for Memory {
@@ -78,6 +79,7 @@ impl Memory {
             regions: [None; NUM_REGIONS],
             lut: vec![0; LUT_BYTES],
             traffic: Traffic::default(),
+            constants_unknown: false,
         }
     }
 
@@ -204,6 +206,25 @@ impl Memory {
     ) -> Result<(), Fault> {
         let bytes = value.to_le_bytes();
         self.write_bytes(Some(region), addr, &bytes[..esize as usize])
+    }
+
+    /// Marks the weight and scale streams as unknown (validating a stream that comes without
+    /// its read-only data): they are bounds-checked as always but not decoded; weights read as
+    /// 0, scales as unity, biases as 0.
+    pub fn set_constants_unknown(&mut self, unknown: bool) {
+        self.constants_unknown = unknown;
+    }
+
+    /// See [`Memory::set_constants_unknown`].
+    pub fn constants_unknown(&self) -> bool {
+        self.constants_unknown
+    }
+
+    /// The bytes mapped to `region` (from its base to the end of its buffer), `None` when it
+    /// is not mapped.
+    pub fn region_size(&self, region: u8) -> Option<u64> {
+        let map = self.regions.get(usize::from(region)).copied().flatten()?;
+        Some((self.buffers[map.buffer].len() as u64).saturating_sub(map.base))
     }
 
     /// Whether `[addr, addr+len)` of `region` is mapped (what a read or write would check).
