@@ -78,6 +78,29 @@ pub enum Error {
     /// Verification could not be carried out.
     #[error("{0}")]
     Verify(Box<verify::VerifyError>),
+    /// The file is a compiled artifact, not a model to compile.
+    #[error("{0}")]
+    NotAModel(&'static str),
+}
+
+/// Refuses what is not a source model although it looks like one: an npuc container or a
+/// `.tflite` already compiled by Vela (or npuc) for the NPU.
+pub fn check_source(bytes: &[u8]) -> Result<(), Error> {
+    if bytes.starts_with(&container::MAGIC) {
+        return Err(Error::NotAModel(
+            "this is an npuc container (a compiled output), not a model: compile the .tflite or .tosa it came from, or run, report or disassemble it",
+        ));
+    }
+    if bytes.get(4..8) == Some(b"TFL3") {
+        if let Ok(m) = npuc_frontend_tflite::TfliteModel::parse(bytes) {
+            if m.operator_codes().iter().any(|c| c.is_ethos_u()) {
+                return Err(Error::NotAModel(
+                    "this .tflite is already compiled for the NPU (it holds ethos-u operators): compile the source model, or run, report or disassemble this one",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn not_on_npu(ops: &[OpPlacement]) -> String {
@@ -103,6 +126,7 @@ fn not_on_npu(ops: &[OpPlacement]) -> String {
 /// operators the NPU path does not support, the error lists every one of them
 /// ([`Error::NotOnNpu`]).
 pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Error> {
+    check_source(bytes)?;
     if reference::is_tosa(bytes) {
         return Ok(compile(&reference::lower_file(bytes)?, options)?);
     }
@@ -143,5 +167,6 @@ pub fn compile_file_to_container(bytes: &[u8], options: &Options) -> Result<Vec<
 
 /// Compiles a `.tflite` file into a `.tflite` in Vela's format (see [`tflite_out`]).
 pub fn compile_file_to_tflite(bytes: &[u8], options: &Options) -> Result<Vec<u8>, Error> {
+    check_source(bytes)?;
     Ok(tflite_out::compile_tflite(bytes, options, &mut |_| {})?.bytes)
 }

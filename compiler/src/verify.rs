@@ -50,6 +50,10 @@ pub enum VerifyError {
     /// The model's inputs or outputs do not fit its arena.
     #[error("{0}")]
     Layout(String),
+    /// Verification would compare no output byte (no sample, no operator on the NPU, or
+    /// outputs without elements), so it cannot show anything.
+    #[error("nothing to compare: {0}")]
+    NothingCompared(String),
 }
 
 /// The first NPU operation whose output differs from the interpreter.
@@ -420,17 +424,22 @@ pub fn verify_file(
     opts: &VerifyOptions,
 ) -> Result<Vec<PartReport>, crate::Error> {
     let err = |e: VerifyError| crate::Error::Verify(Box::new(e));
-    match crate::compile_file(bytes, options) {
+    if opts.samples == 0 {
+        return Err(err(VerifyError::NothingCompared(
+            "--samples 0 runs no input sample; give at least 1".into(),
+        )));
+    }
+    let parts = match crate::compile_file(bytes, options) {
         Ok(model) => {
             let graph = crate::reference::lower_file(bytes)?;
             let report = verify_graph(&graph, &model, opts).map_err(err)?;
-            Ok(vec![PartReport {
+            vec![PartReport {
                 part: "whole graph".into(),
                 npu_operations: model.operators.len(),
                 report,
-            }])
+            }]
         }
-        Err(crate::Error::NotOnNpu(_)) => {
+        Err(crate::Error::NotOnNpu(cpu)) => {
             let tfl = npuc_frontend_tflite::TfliteModel::parse(bytes)?;
             let part = crate::tflite_out::partition::partition(&tfl, options, &mut |_| {});
             let mut out = Vec::new();
@@ -454,8 +463,31 @@ pub fn verify_file(
                     report,
                 });
             }
-            Ok(out)
+            if out.is_empty() {
+                let reasons: Vec<String> = cpu
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "operator {} ({}): {}",
+                            o.op,
+                            o.opcode,
+                            o.cpu_reason.as_deref().unwrap_or("?")
+                        )
+                    })
+                    .collect();
+                return Err(err(VerifyError::NothingCompared(format!(
+                    "no operator runs on the NPU ({})",
+                    reasons.join("; ")
+                ))));
+            }
+            out
         }
-        Err(e) => Err(e),
+        Err(e) => return Err(e),
+    };
+    if parts.iter().all(|p| p.report.bytes_compared == 0) {
+        return Err(err(VerifyError::NothingCompared(
+            "the outputs have no elements".into(),
+        )));
     }
+    Ok(parts)
 }

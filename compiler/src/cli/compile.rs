@@ -8,7 +8,7 @@ use npuc_backend::isa::Command;
 use npuc_backend::system::ini::{ConfigSource, IniFile};
 use npuc_backend::system::presets::{DEFAULT_MEMORY_MODE, DEFAULT_SYSTEM_CONFIG};
 use npuc_backend::system::MemoryMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Target and optimisation options shared by `npuc compile` and `npuc verify`.
 #[derive(clap::Args, Clone)]
@@ -71,8 +71,10 @@ pub struct Args {
 
 /// Runs the subcommand.
 pub fn run(args: Args) -> anyhow::Result<()> {
+    refuse_overwriting(&args.model, &args.output)?;
     let bytes =
         std::fs::read(&args.model).with_context(|| format!("reading {}", args.model.display()))?;
+    npuc::check_source(&bytes).with_context(|| format!("{}", args.model.display()))?;
     let options = args.target.options()?;
     let show = args.progress;
     let mut progress = |msg: &str| {
@@ -87,7 +89,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             args.target.accel
         )
     };
-    let (out, summary) = if args.output.extension().is_some_and(|e| e == "tflite") {
+    let (out, summary) = if args
+        .output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("tflite"))
+    {
         if npuc::reference::is_tosa(&bytes) {
             anyhow::bail!("a .tflite output needs a .tflite input; compile a .tosa model to a container (e.g. -o model.bin)");
         }
@@ -104,6 +110,29 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     std::fs::write(&args.output, &out)
         .with_context(|| format!("writing {}", args.output.display()))?;
     eprint!("{summary}");
+    Ok(())
+}
+
+/// Fails when `output` names the same file as `input` (after resolving `.`, `..` and symbolic
+/// links), which writing the output would destroy.
+fn refuse_overwriting(input: &Path, output: &Path) -> anyhow::Result<()> {
+    let Ok(input) = input.canonicalize() else {
+        return Ok(()); // reading the input reports it
+    };
+    // The output may not exist yet: resolve its directory and append the name.
+    let resolved = output.canonicalize().ok().or_else(|| {
+        let dir = match output.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some(dir.canonicalize().ok()?.join(output.file_name()?))
+    });
+    if resolved.as_deref() == Some(input.as_path()) {
+        anyhow::bail!(
+            "the output {} is the input model; choose another output file",
+            output.display()
+        );
+    }
     Ok(())
 }
 
