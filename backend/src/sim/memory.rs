@@ -63,6 +63,7 @@ pub struct Memory {
     lut: Vec<u8>,
     traffic: Traffic,
     constants_unknown: bool,
+    data_unknown: bool,
 }
 
 impl Default for Memory {
@@ -80,6 +81,7 @@ impl Memory {
             lut: vec![0; LUT_BYTES],
             traffic: Traffic::default(),
             constants_unknown: false,
+            data_unknown: false,
         }
     }
 
@@ -218,6 +220,19 @@ impl Memory {
     /// See [`Memory::set_constants_unknown`].
     pub fn constants_unknown(&self) -> bool {
         self.constants_unknown
+    }
+
+    /// Marks the memory contents as stand-ins (validation runs a stream on zero-filled
+    /// feature maps): the asserts that only the data can violate (an integer division by 0 or
+    /// of -2^31 by -1, TRM 3.10.6) yield 0 instead of stopping the run; every rule about the
+    /// stream itself still holds.
+    pub fn set_data_unknown(&mut self, unknown: bool) {
+        self.data_unknown = unknown;
+    }
+
+    /// See [`Memory::set_data_unknown`].
+    pub fn data_unknown(&self) -> bool {
+        self.data_unknown
     }
 
     /// The bytes mapped to `region` (from its base to the end of its buffer), `None` when it

@@ -9,7 +9,8 @@
 //! kernel sizes, chaining and every other TRM `assert()` of the pseudocode hold; the weight and
 //! scale streams decode; branches stay in the stream; and the run ends within its budgets. What
 //! depends on the data (a branch on `result_flag`, LUT contents) is checked on the path zero
-//! inputs take.
+//! inputs take, and the asserts only data can violate (a division by zero) are not applied
+//! ([`super::Memory::set_data_unknown`]).
 
 use super::{RunReport, SimError, Simulator, NUM_REGIONS};
 use crate::arch::Accelerator;
@@ -70,5 +71,6 @@ pub fn validate(
         }
     }
     sim.memory_mut().set_constants_unknown(constants.is_none());
+    sim.memory_mut().set_data_unknown(true);
     Ok(sim.run(words)?)
 }
