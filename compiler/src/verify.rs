@@ -244,12 +244,48 @@ fn simulate(
     Ok((mem, report))
 }
 
+/// The most bytes of 64-bit values the reference interpreter may hold for one operation
+/// (its operands and its result): 4 GiB (decision H8).
+pub const MAX_INTERPRETER_BYTES: u64 = 1 << 32;
+
+/// The 64-bit working set of the graph's largest operation (operands and result, 8 bytes per
+/// element), and that operation's name: what the interpreter needs at least while it runs it.
+pub fn interpreter_working_set(graph: &Graph) -> (u64, String) {
+    let elements = |t: npuc_ir::TensorId| {
+        graph
+            .tensor(t)
+            .and_then(|x| x.ty.shape.num_elements())
+            .map_or(u64::MAX, |n| n as u64)
+    };
+    let mut worst = (0u64, String::new());
+    for o in graph.topo_order().unwrap_or_default() {
+        let Some(node) = graph.op(o) else { continue };
+        let bytes = node
+            .inputs()
+            .iter()
+            .chain(node.outputs())
+            .fold(0u64, |a, &t| {
+                a.saturating_add(elements(t).saturating_mul(8))
+            });
+        if bytes > worst.0 {
+            worst = (bytes, node.name.clone());
+        }
+    }
+    worst
+}
+
 /// Verifies `model` (compiled from `graph`) on `opts.samples` random inputs.
 pub fn verify_graph(
     graph: &Graph,
     model: &CompiledModel,
     opts: &VerifyOptions,
 ) -> Result<VerifyReport, VerifyError> {
+    let (bytes, op) = interpreter_working_set(graph);
+    if bytes > MAX_INTERPRETER_BYTES {
+        return Err(VerifyError::Layout(format!(
+            "operator {op} needs {bytes} bytes of 64-bit values in the reference interpreter, above its limit of {MAX_INTERPRETER_BYTES}; verify a smaller model"
+        )));
+    }
     let mut report = VerifyReport {
         samples: opts.samples,
         ..VerifyReport::default()

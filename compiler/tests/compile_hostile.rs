@@ -101,3 +101,21 @@ fn a_stream_that_would_fault_fails_validation_naming_the_operator() {
         assert!(e.contains("fails validation"), "{what}: {e}");
     }
 }
+
+/// `verify` refuses, before allocating anything, a graph whose largest operation would need
+/// more than 4 GiB of 64-bit values in the reference interpreter (decision H8).
+#[test]
+fn verify_refuses_a_graph_the_interpreter_cannot_hold() {
+    let small = compile(&conv_then_pool(), &Options::default()).unwrap();
+    let mut b = GraphBuilder::new("huge");
+    let x = b.input("x", DType::Int8, [1, 16384, 16384, 4]);
+    let y = b.op("clamp", Op::Clamp(ClampAttrs { min: -1, max: 1 }), &[x]);
+    b.output(y);
+    let g = b.finish().unwrap();
+    let (bytes, op) = npuc::verify::interpreter_working_set(&g);
+    assert_eq!((bytes, op.as_str()), (16 << 30, "clamp"));
+    let e = npuc::verify::verify_graph(&g, &small, &npuc::verify::VerifyOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("operator clamp"), "{e}");
+}
