@@ -192,16 +192,28 @@ fn disasm_of_an_empty_file_is_an_error() {
 }
 
 #[test]
-fn sim_errors_of_run_are_said_once() {
+fn errors_of_disasm_report_and_run_are_said_once() {
     let d = scratch("said-once");
-    // Garbage after the container magic: the reader's error, once.
-    let m = d.join("bad.bin");
-    let mut bytes = std::fs::read(tflite("add_relu")).unwrap();
-    bytes.truncate(64);
-    std::fs::write(&m, &bytes).unwrap();
+    // A container cut after its header: the container reader's error, once.
+    let bin = d.join("m.bin");
+    let m = tflite("add_relu");
+    let o = npuc(&[
+        "compile".as_ref(),
+        m.as_os_str(),
+        "-o".as_ref(),
+        bin.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cut = d.join("cut.bin");
+    std::fs::write(&cut, &std::fs::read(&bin).unwrap()[..40]).unwrap();
+    for cmd in ["disasm", "report"] {
+        let o = npuc(&[cmd.as_ref(), cut.as_os_str()]);
+        assert!(!o.status.success());
+        assert_said_once(&stderr(&o));
+    }
     let o = npuc(&[
         "run".as_ref(),
-        m.as_os_str(),
+        cut.as_os_str(),
         "--output-dir".as_ref(),
         d.join("out").as_os_str(),
     ]);
