@@ -241,3 +241,52 @@ fn a_config_file_adds_to_the_presets() {
         "{msg}"
     );
 }
+
+/// Values that would give an infinite, NaN or u64::MAX estimate, or an arena cache that can
+/// hold nothing, are refused with the line and key that set them (decision H1).
+#[test]
+fn out_of_range_values_are_refused() {
+    let sys = |kv: &str| {
+        let text = format!("[System_Config.X]\naxi0_port=Sram\naxi1_port=Dram\n{kv}\n");
+        let ini = IniFile::parse("r.ini", &text).unwrap();
+        ini.system_config("X")
+            .unwrap()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    for bad in ["0", "-1", "NaN", "inf", "-0"] {
+        let e = sys(&format!("core_clock={bad}")).unwrap_err();
+        assert!(
+            e.starts_with("r.ini:4: key `core_clock`: ") && e.contains("positive"),
+            "{bad}: {e}"
+        );
+    }
+    for bad in ["0", "-0.5", "NaN", "inf"] {
+        let e = sys(&format!("Dram_clock_scale={bad}")).unwrap_err();
+        assert!(
+            e.starts_with("r.ini:4: key `dram_clock_scale`: "),
+            "{bad}: {e}"
+        );
+    }
+    let e = sys("Sram_burst_length=0").unwrap_err();
+    assert!(e.starts_with("r.ini:4: key `sram_burst_length`: "), "{e}");
+    assert!(sys("core_clock=1e6\nDram_clock_scale=0.25\nSram_burst_length=1").is_ok());
+
+    let mode = |v: &str| {
+        let text = format!("[Memory_Mode.M]\narena_cache_size={v}\n");
+        let ini = IniFile::parse("m.ini", &text).unwrap();
+        ini.memory_mode("M")
+            .unwrap()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    for bad in ["0", "1", "15"] {
+        let e = mode(bad).unwrap_err();
+        assert!(
+            e.starts_with("m.ini:2: key `arena_cache_size`: ") && e.contains("16"),
+            "{bad}: {e}"
+        );
+    }
+    assert!(mode("16").is_ok());
+    assert!(mode("393216").is_ok());
+}

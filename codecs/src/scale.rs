@@ -477,7 +477,8 @@ pub fn decode_scale_stream(
                 }
                 continue;
             }
-            let reserved_mask = (1u128 << (bb + sb)) | (0x3FFu128 << (bb + sb + 8));
+            // One reserved bit between scale and shift, ten after the 6-bit shift.
+            let reserved_mask = (1u128 << (bb + sb)) | (0x3FFu128 << (bb + sb + 7));
             if v & reserved_mask != 0 {
                 return Err(ScaleError::ReservedBitSet { offset });
             }

@@ -283,6 +283,17 @@ fn decoder_rejects_reserved_bits_padding_and_wrong_lengths() {
         decode_scale_stream(&reserved_tail, 3, &p),
         Err(ScaleError::ReservedBitSet { offset: 20 })
     );
+    // Every one of the ten reserved bits after the shift (bits 70..79 of a record); bit 70
+    // went unchecked until the fuzz campaign of issue 16 (fuzz/seeds/scale_decode).
+    for bit in 70..80 {
+        let mut after_shift = good.clone();
+        after_shift[10 + bit / 8] |= 1 << (bit % 8);
+        assert_eq!(
+            decode_scale_stream(&after_shift, 3, &p),
+            Err(ScaleError::ReservedBitSet { offset: 10 }),
+            "bit {bit}"
+        );
+    }
     let mut padding = good;
     padding[50] = 1;
     assert_eq!(

@@ -5,6 +5,8 @@
 use npuc_backend::arch::Accelerator;
 use npuc_backend::cop::{self, CopError, NpuPayload};
 use npuc_backend::isa::{words_from_bytes, DecodeError};
+use npuc_backend::sim::validate::RegionSizes;
+use npuc_backend::sim::NUM_REGIONS;
 use npuc_frontend_tflite::{EthosUOp, TfliteError, TfliteModel};
 use std::path::Path;
 
@@ -44,6 +46,9 @@ pub enum ArtifactError {
     /// A TFLite file without `ethos-u` operators.
     #[error("the model has no ethos-u operators (it has not been compiled for the NPU)")]
     NoNpuOperators,
+    /// An empty file (no command stream at all).
+    #[error("the file is empty: it holds no command stream")]
+    Empty,
 }
 
 /// Where a command stream came from.
@@ -77,6 +82,11 @@ pub struct NpuStream {
     pub accelerator: Option<Accelerator>,
     /// The `ethos-u` operator (read-only region, scratch sizes, feature maps), for TFLite input.
     pub op: Option<EthosUOp>,
+    /// The size of each region the stream runs with, when the artifact gives them (a
+    /// container, an `ethos-u` operator); `None` for a raw stream or a bare payload.
+    pub regions: Option<RegionSizes>,
+    /// The contents of region 0 (weights, scales, tables), when the artifact holds them.
+    pub read_only: Option<Vec<u8>>,
 }
 
 /// All command streams of an artifact, in execution order.
@@ -98,12 +108,23 @@ impl Artifact {
 
     /// Reads an artifact from memory.
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
+        if bytes.is_empty() {
+            return Err(ArtifactError::Empty);
+        }
         if bytes.get(4..8) == Some(b"TFL3") {
             return Artifact::from_tflite(&TfliteModel::parse(bytes)?);
         }
         if bytes.get(..4) == Some(&crate::container::MAGIC[..]) {
             let c = crate::container::from_bytes(bytes)?;
             let accelerator = Accelerator::from_config_word(c.config_word).ok();
+            // As `npuc run` maps them: region 0 the read-only data, the others as listed.
+            let mut regions = [None; NUM_REGIONS];
+            regions[0] = Some(c.read_only.len() as u64);
+            for r in c.manifest.regions.iter().filter(|r| r.index != 0) {
+                if let Some(slot) = regions.get_mut(r.index as usize) {
+                    *slot = Some(r.size);
+                }
+            }
             return Ok(Artifact {
                 streams: vec![NpuStream {
                     origin: StreamOrigin::Container,
@@ -111,6 +132,8 @@ impl Artifact {
                     payload: None,
                     accelerator,
                     op: None,
+                    regions: Some(regions),
+                    read_only: Some(c.read_only),
                 }],
             });
         }
@@ -128,6 +151,8 @@ impl Artifact {
                 payload: None,
                 accelerator: None,
                 op: None,
+                regions: None,
+                read_only: None,
             }],
         })
     }
@@ -163,11 +188,26 @@ impl Artifact {
 }
 
 fn stream_from_payload(origin: StreamOrigin, p: NpuPayload, op: Option<EthosUOp>) -> NpuStream {
+    // As `npuc run` maps an ethos-u operator: region 0 its read-only data, 1 its scratch, 2
+    // its fast scratch (the scratch again when they are one tensor).
+    let regions = op.as_ref().map(|op| {
+        let mut r = [None; NUM_REGIONS];
+        r[0] = Some(op.read_only.len() as u64);
+        r[1] = Some(op.scratch_size as u64);
+        r[2] = Some(if op.scratch_fast_tensor == op.scratch_tensor {
+            op.scratch_size
+        } else {
+            op.scratch_fast_size
+        } as u64);
+        r
+    });
     NpuStream {
         origin,
         words: p.words.clone(),
         accelerator: Some(p.accelerator),
         payload: Some(p),
+        read_only: op.as_ref().map(|op| op.read_only.clone()),
         op,
+        regions,
     }
 }

@@ -100,6 +100,9 @@ pub enum Error {
     /// Verification could not be carried out.
     #[error("{0}")]
     Verify(Box<verify::VerifyError>),
+    /// The file is a compiled artifact, not a model to compile.
+    #[error("{0}")]
+    NotAModel(&'static str),
     /// The options name an unknown or unusable system configuration or memory mode.
     #[error(transparent)]
     Options(#[from] OptionsError),
@@ -138,6 +141,25 @@ pub fn error_message(e: &(dyn std::error::Error + 'static)) -> String {
     s
 }
 
+/// Refuses what is not a source model although it looks like one: an npuc container, or a
+/// `.tflite` already compiled by Vela (or npuc) for the NPU (naming its first `ethos-u`
+/// operator).
+pub fn check_source(bytes: &[u8]) -> Result<(), Error> {
+    if bytes.starts_with(&container::MAGIC) {
+        return Err(Error::NotAModel(
+            "this is an npuc container (a compiled output), not a model: compile the .tflite or .tosa it came from, or run, report or disassemble it",
+        ));
+    }
+    if bytes.get(4..8) == Some(b"TFL3") {
+        if let Ok(m) = npuc_frontend_tflite::TfliteModel::parse(bytes) {
+            if let Some(op) = tflite_out::already_compiled(&m) {
+                return Err(tflite_out::TfliteOutError::AlreadyCompiled(op).into());
+            }
+        }
+    }
+    Ok(())
+}
+
 fn not_on_npu(ops: &[OpPlacement]) -> String {
     let mut s = format!(
         "{} operator(s) cannot run on the NPU, so the model cannot be one npuc container:",
@@ -168,13 +190,11 @@ fn not_on_npu(ops: &[OpPlacement]) -> String {
 /// assert_eq!(*m.command_stream.last().unwrap(), 0xffff_0000); // NPU_OP_STOP 0xffff
 /// ```
 pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Error> {
+    check_source(bytes)?;
     if reference::is_tosa(bytes) {
         return Ok(compile(&reference::lower_file(bytes)?, options)?);
     }
     let model = npuc_frontend_tflite::TfliteModel::parse(bytes)?;
-    if let Some(op) = tflite_out::already_compiled(&model) {
-        return Err(tflite_out::TfliteOutError::AlreadyCompiled(op).into());
-    }
     let whole = npuc_frontend_tflite::lower::lower(&model)
         .map_err(|e| Error::Reference(e.into()))
         .and_then(|l| Ok(compile(&l.graph, options)?));
@@ -300,6 +320,7 @@ pub fn compile_file_to_container(bytes: &[u8], options: &Options) -> Result<Vec<
 /// assert_eq!(run.reports.len(), 1); // one ethos-u operator
 /// ```
 pub fn compile_file_to_tflite(bytes: &[u8], options: &Options) -> Result<Vec<u8>, Error> {
+    check_source(bytes)?;
     if reference::is_tosa(bytes) {
         return Ok(tflite_out::whole::write_whole(&compile_file(
             bytes, options,
@@ -433,6 +454,7 @@ pub fn compile_artifact(
     options: &Options,
     progress: &mut dyn FnMut(&str),
 ) -> Result<CompiledArtifact, Error> {
+    check_source(bytes)?;
     match format {
         OutputFormat::Tflite if !reference::is_tosa(bytes) => {
             let o = tflite_out::compile_tflite(bytes, options, progress)?;

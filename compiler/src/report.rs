@@ -25,12 +25,38 @@ pub const DMA_INSTRUCTION: &str = "NPU_OP_DMA_START";
 
 /// A stream the model cannot read.
 #[derive(Debug, thiserror::Error)]
-#[error("command stream {stream}: {source}")]
+#[error("command stream {stream}: {problem}")]
 pub struct ReportError {
     /// Index of the stream in the artifact.
     pub stream: usize,
     /// What is wrong.
-    pub source: PerfError,
+    pub problem: ReportProblem,
+}
+
+/// What is wrong with a stream.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportProblem {
+    /// It fails the stream validation `npuc run` and `npuc compile` apply (decision H3).
+    #[error("not a valid stream: {0}")]
+    Invalid(String),
+    /// The performance model cannot read it.
+    #[error("{0}")]
+    Perf(String),
+    /// A figure does not fit in 64 bits.
+    #[error("{0} does not fit in 64 bits")]
+    Overflow(&'static str),
+}
+
+/// Region sizes a raw stream or a bare payload is validated with, which carry none: regions
+/// 0, 1 and 2 (those every memory mode uses) of 256 MiB each (decision H3).
+pub const RAW_STREAM_REGION_BYTES: u64 = 1 << 28;
+
+fn raw_stream_regions() -> npuc_backend::sim::validate::RegionSizes {
+    let mut r = [None; NUM_REGIONS];
+    for slot in r.iter_mut().take(3) {
+        *slot = Some(RAW_STREAM_REGION_BYTES);
+    }
+    r
 }
 
 /// The figures `--json` prints, for one operation or the whole artifact.
@@ -160,21 +186,35 @@ pub fn report(
     let mut total = Figures::default();
     let mut peak = [0u64; NUM_REGIONS];
     for (i, s) in artifact.streams.iter().enumerate() {
-        let model = PerfModel::new(s.accelerator.unwrap_or(acc).config(), map.clone());
+        let fail = |problem| ReportError { stream: i, problem };
+        let accelerator = s.accelerator.unwrap_or(acc);
+        let regions = s.regions.unwrap_or_else(raw_stream_regions);
+        npuc_backend::sim::validate::validate(
+            accelerator,
+            &s.words,
+            &regions,
+            s.read_only.as_deref(),
+        )
+        .map_err(|e| fail(ReportProblem::Invalid(e.to_string())))?;
+        let model = PerfModel::new(accelerator.config(), map.clone());
         let perf = model
             .stream(&s.words)
-            .map_err(|source| ReportError { stream: i, source })?;
-        total.cycles += perf.total_cycles;
+            .map_err(|e: PerfError| fail(ReportProblem::Perf(e.to_string())))?;
+        let add = |a: u64, b: u64, what| {
+            a.checked_add(b)
+                .ok_or_else(|| fail(ReportProblem::Overflow(what)))
+        };
+        total.cycles = add(total.cycles, perf.total_cycles, "the cycle count")?;
         for p in &perf.ops {
             let f = op_figures(p, map);
-            total.macs += f.macs;
-            total.sram_read += f.sram_read;
-            total.sram_write += f.sram_write;
-            total.dram_read += f.dram_read;
-            total.dram_write += f.dram_write;
-            total.flash_read += f.flash_read;
-            total.weight_bytes += f.weight_bytes;
-            total.scale_bytes += f.scale_bytes;
+            total.macs = add(total.macs, f.macs, "the MAC count")?;
+            total.sram_read = add(total.sram_read, f.sram_read, "the SRAM bytes read")?;
+            total.sram_write = add(total.sram_write, f.sram_write, "the SRAM bytes written")?;
+            total.dram_read = add(total.dram_read, f.dram_read, "the DRAM bytes read")?;
+            total.dram_write = add(total.dram_write, f.dram_write, "the DRAM bytes written")?;
+            total.flash_read = add(total.flash_read, f.flash_read, "the flash bytes read")?;
+            total.weight_bytes = add(total.weight_bytes, f.weight_bytes, "the weight bytes")?;
+            total.scale_bytes = add(total.scale_bytes, f.scale_bytes, "the scale bytes")?;
             ops.push(OpRow {
                 stream: i,
                 perf: p.clone(),

@@ -22,6 +22,7 @@ pub mod npy;
 
 use npuc_backend::arch::Accelerator;
 use npuc_backend::cop::{parse_payload, NpuPayload};
+use npuc_backend::sim::validate::region_buffer;
 use npuc_backend::sim::{RunReport, SimError, Simulator};
 use npuc_frontend_tflite::lower::{lower_operator, LoweredOperator};
 use npuc_frontend_tflite::vela::{CpuOp, EthosUOp, OfflineMemoryAllocation, VelaOp};
@@ -198,7 +199,9 @@ pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
         .collect();
     for op in &vsg.ops {
         match op {
-            VelaOp::Npu(op) => arena_size = arena_size.max(region1_base(op) + op.scratch_size),
+            VelaOp::Npu(op) => {
+                arena_size = arena_size.max(region1_base(op).saturating_add(op.scratch_size))
+            }
             VelaOp::Cpu(op) => {
                 let l = lower_operator(&m, sg.id, op.op).map_err(|e| RunError::CpuOp {
                     op: op.op.index(),
@@ -228,10 +231,11 @@ pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
     arena_tensors.extend(variables.iter().map(|&(t, _)| t));
     for &t in &arena_tensors {
         let p = placed(sg, oma, t)?;
-        arena_size = arena_size.max(p.at + p.size);
+        arena_size = arena_size.max(p.at.saturating_add(p.size));
     }
     let mut sim = Simulator::new(accelerator.unwrap_or(Accelerator::U85_256));
-    let arena = sim.memory_mut().add_buffer(vec![0u8; arena_size]);
+    let arena = region_buffer(1, arena_size as u64).map_err(|e| RunError::Model(e.to_string()))?;
+    let arena = sim.memory_mut().add_buffer(arena);
     for &(t, fill) in &variables {
         let p = placed(sg, oma, t)?;
         sim.memory_mut().buffer_mut(arena)[p.at..p.at + p.size].fill(fill);
@@ -264,7 +268,9 @@ pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
                 if op.scratch_fast_tensor == op.scratch_tensor {
                     mem.map_region(2, arena, base);
                 } else {
-                    let fast = mem.add_buffer(vec![0u8; op.scratch_fast_size]);
+                    let fast = region_buffer(2, op.scratch_fast_size as u64)
+                        .map_err(|e| RunError::Model(e.to_string()))?;
+                    let fast = mem.add_buffer(fast);
                     mem.map_region(2, fast, 0);
                 }
                 let r = sim
@@ -394,12 +400,9 @@ pub fn run_container(bytes: &[u8], inputs: &[Array]) -> Result<RunOutput, RunErr
             .ok()
             .filter(|&i| usize::from(i) < npuc_backend::sim::NUM_REGIONS)
             .ok_or_else(|| RunError::Model(format!("region {} does not exist", r.index)))?;
-        let size = usize::try_from(r.size)
-            .map_err(|_| RunError::Model(format!("region {} is too large", r.index)))?;
-        regions.insert(
-            r.index,
-            sim.memory_mut().add_region(region, vec![0u8; size]),
-        );
+        let buffer = region_buffer(usize::from(region), r.size)
+            .map_err(|e| RunError::Model(e.to_string()))?;
+        regions.insert(r.index, sim.memory_mut().add_region(region, buffer));
     }
     let slot = |t: &crate::container::TensorInfo| -> Result<_, RunError> {
         let (dtype, at, size) = container_tensor(t)?;

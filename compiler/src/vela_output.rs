@@ -164,6 +164,8 @@ pub fn report(models: &[&CompiledModel], map: &MemoryMap) -> Result<Report, Repo
             payload: None,
             accelerator: Some(m.accelerator),
             op: None,
+            regions: Some(crate::compile::region_sizes(m)),
+            read_only: Some(m.read_only.clone()),
         })
         .collect();
     crate::report::report(

@@ -50,6 +50,10 @@ pub enum VerifyError {
     /// The model's inputs or outputs do not fit its arena.
     #[error("{0}")]
     Layout(String),
+    /// Verification would compare no output byte (no sample, no operator on the NPU, or
+    /// outputs without elements), so it cannot show anything.
+    #[error("nothing to compare: {0}")]
+    NothingCompared(String),
 }
 
 /// The first NPU operation whose output differs from the interpreter.
@@ -240,12 +244,48 @@ fn simulate(
     Ok((mem, report))
 }
 
+/// The most bytes of 64-bit values the reference interpreter may hold for one operation
+/// (its operands and its result): 4 GiB (decision H8).
+pub const MAX_INTERPRETER_BYTES: u64 = 1 << 32;
+
+/// The 64-bit working set of the graph's largest operation (operands and result, 8 bytes per
+/// element), and that operation's name: what the interpreter needs at least while it runs it.
+pub fn interpreter_working_set(graph: &Graph) -> (u64, String) {
+    let elements = |t: npuc_ir::TensorId| {
+        graph
+            .tensor(t)
+            .and_then(|x| x.ty.shape.num_elements())
+            .map_or(u64::MAX, |n| n as u64)
+    };
+    let mut worst = (0u64, String::new());
+    for o in graph.topo_order().unwrap_or_default() {
+        let Some(node) = graph.op(o) else { continue };
+        let bytes = node
+            .inputs()
+            .iter()
+            .chain(node.outputs())
+            .fold(0u64, |a, &t| {
+                a.saturating_add(elements(t).saturating_mul(8))
+            });
+        if bytes > worst.0 {
+            worst = (bytes, node.name.clone());
+        }
+    }
+    worst
+}
+
 /// Verifies `model` (compiled from `graph`) on `opts.samples` random inputs.
 pub fn verify_graph(
     graph: &Graph,
     model: &CompiledModel,
     opts: &VerifyOptions,
 ) -> Result<VerifyReport, VerifyError> {
+    let (bytes, op) = interpreter_working_set(graph);
+    if bytes > MAX_INTERPRETER_BYTES {
+        return Err(VerifyError::Layout(format!(
+            "operator {op} needs {bytes} bytes of 64-bit values in the reference interpreter, above its limit of {MAX_INTERPRETER_BYTES}; verify a smaller model"
+        )));
+    }
     let mut report = VerifyReport {
         samples: opts.samples,
         ..VerifyReport::default()
@@ -430,17 +470,22 @@ pub fn verify_file(
     opts: &VerifyOptions,
 ) -> Result<Vec<PartReport>, crate::Error> {
     let err = |e: VerifyError| crate::Error::Verify(Box::new(e));
-    match crate::compile_file(bytes, options) {
+    if opts.samples == 0 {
+        return Err(err(VerifyError::NothingCompared(
+            "--samples 0 runs no input sample; give at least 1".into(),
+        )));
+    }
+    let parts = match crate::compile_file(bytes, options) {
         Ok(model) => {
             let graph = crate::reference::lower_file(bytes)?;
             let report = verify_graph(&graph, &model, opts).map_err(err)?;
-            Ok(vec![PartReport {
+            vec![PartReport {
                 part: "whole graph".into(),
                 counts: crate::counts::Counts::of(&model),
                 report,
-            }])
+            }]
         }
-        Err(crate::Error::NotOnNpu(_)) => {
+        Err(crate::Error::NotOnNpu(cpu)) => {
             let tfl = npuc_frontend_tflite::TfliteModel::parse(bytes)?;
             let part = crate::tflite_out::partition::partition(&tfl, options, &mut |_| {});
             let mut out = Vec::new();
@@ -464,8 +509,31 @@ pub fn verify_file(
                     report,
                 });
             }
-            Ok(out)
+            if out.is_empty() {
+                let reasons: Vec<String> = cpu
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "operator {} ({}): {}",
+                            o.op,
+                            o.opcode,
+                            o.cpu_reason.as_deref().unwrap_or("?")
+                        )
+                    })
+                    .collect();
+                return Err(err(VerifyError::NothingCompared(format!(
+                    "no operator runs on the NPU ({})",
+                    reasons.join("; ")
+                ))));
+            }
+            out
         }
-        Err(e) => Err(e),
+        Err(e) => return Err(e),
+    };
+    if parts.iter().all(|p| p.report.bytes_compared == 0) {
+        return Err(err(VerifyError::NothingCompared(
+            "the outputs have no elements".into(),
+        )));
     }
+    Ok(parts)
 }

@@ -48,14 +48,18 @@ impl fmt::Display for OpRef {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TfliteError {
-    #[error("file is {len} bytes, too short for a TFLite flatbuffer (at least 8 needed)")]
+    #[error("truncated or not a TFLite file: {len} bytes, too short for a TFLite flatbuffer (at least 8 needed)")]
     TooShort { len: usize },
 
     #[error("file identifier at byte 4 is {found:?}, expected \"TFL3\" (not a TFLite file)")]
     WrongIdentifier { found: String },
 
-    #[error("flatbuffer verification failed: {0}")]
-    InvalidFlatbuffer(#[from] flatbuffers::InvalidFlatbuffer),
+    /// The flatbuffer does not verify: a truncated file, or not a TFLite file at all.
+    #[error("{problem}")]
+    InvalidFlatbuffer {
+        /// What the verifier found, in terms of the file (one line).
+        problem: String,
+    },
 
     #[error("model has no subgraphs")]
     NoSubgraphs,
@@ -172,4 +176,32 @@ pub enum TfliteError {
 
     #[error("{at}: not a valid ethos-u operator: {reason}")]
     EthosU { at: OpRef, reason: String },
+}
+
+impl TfliteError {
+    /// The verifier's finding on a `file_len`-byte file, said in terms of the file: an
+    /// offset past its end means it is truncated (or not a TFLite file at all).
+    pub fn invalid_flatbuffer(e: &flatbuffers::InvalidFlatbuffer, file_len: usize) -> TfliteError {
+        let problem = match e {
+            flatbuffers::InvalidFlatbuffer::RangeOutOfBounds { range, .. }
+                if range.end > file_len =>
+            {
+                format!(
+                    "truncated or not a TFLite file: the flatbuffer refers to bytes {}..{} of a {file_len}-byte file",
+                    range.start, range.end
+                )
+            }
+            flatbuffers::InvalidFlatbuffer::ApparentSizeTooLarge => format!(
+                "truncated or not a TFLite file: the flatbuffer does not fit the {file_len}-byte file"
+            ),
+            other => {
+                let text = other.to_string();
+                format!(
+                    "not a TFLite file (or a corrupted one): the flatbuffer does not verify ({})",
+                    text.lines().next().unwrap_or("").trim().trim_end_matches('.')
+                )
+            }
+        };
+        TfliteError::InvalidFlatbuffer { problem }
+    }
 }

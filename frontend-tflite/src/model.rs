@@ -302,7 +302,8 @@ impl TfliteModel {
                 found: String::from_utf8_lossy(ident).into_owned(),
             });
         }
-        let model = fb::root_as_model_with_opts(&verifier_options(bytes.len()), bytes)?;
+        let model = fb::root_as_model_with_opts(&verifier_options(bytes.len()), bytes)
+            .map_err(|e| TfliteError::invalid_flatbuffer(&e, bytes.len()))?;
 
         let buffers = read_buffers(&model, bytes)?;
         let operator_codes: Vec<OperatorCode> = model

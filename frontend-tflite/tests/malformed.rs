@@ -72,7 +72,25 @@ fn another_file_identifier_is_rejected() {
 #[test]
 fn garbage_is_rejected_by_the_verifier() {
     let err = TfliteModel::parse(&[0xFF; 64]).unwrap_err();
-    assert!(matches!(err, TfliteError::InvalidFlatbuffer(_)), "{err}");
+    assert!(
+        matches!(err, TfliteError::InvalidFlatbuffer { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("not a TFLite file"), "{err}");
+}
+
+/// A cut-off file says it is truncated, on one line (not the verifier's trace).
+#[test]
+fn a_truncated_file_says_truncated() {
+    let bytes = finish(&conv_model());
+    for cut in [bytes.len() / 2, bytes.len() - 1, 12] {
+        let err = TfliteModel::parse(&bytes[..cut]).unwrap_err().to_string();
+        assert!(
+            err.contains("truncated") || err.contains("not a TFLite file"),
+            "cut at {cut}: {err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
 }
 
 #[test]

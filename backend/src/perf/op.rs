@@ -406,7 +406,7 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
     };
     let mac_cycles = match kind {
         OpKind::Conv => {
-            c.macs = elements * taps * ifm_d;
+            c.macs = elements.saturating_mul(taps).saturating_mul(ifm_d);
             let mb = arch.microblock_shape(r.acc_format.microblock);
             let order = if ks.weight_order == WeightOrder::PartKernelFirst {
                 ConvOrder::KernelFirst
@@ -421,7 +421,7 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
             cycles::conv_cycles(arch, ublk, order, &job)
         }
         OpKind::Depthwise => {
-            c.macs = elements * taps;
+            c.macs = elements.saturating_mul(taps);
             cycles::depthwise_cycles(arch, &job)
         }
         _ => cycles::depthwise_cycles(arch, &job),

@@ -87,6 +87,12 @@ fn operand(
     Ok(Operand::Tensor { d, bh, bw, bc })
 }
 
+/// The divisor of an integer division: the operand as i32.
+#[inline]
+fn y_of(v: i64) -> i32 {
+    v as i32
+}
+
 /// `scale_a` / `scale_b` (TRM 3.6.6) with one tensor's precision and scale register.
 #[derive(Clone, Copy)]
 struct InScale {
@@ -268,6 +274,7 @@ pub fn elementwise(
     let out_round = ofm_scale.round_mode;
     let out_dbl = u32::from(ofm_scale.dbl_rnd);
     let (h, w, d) = dims;
+    let data_known = !st.mem.data_unknown();
     for oy in 0..h {
         for ox in 0..w {
             for oc in 0..d {
@@ -309,6 +316,7 @@ pub fn elementwise(
                         };
                         i64::from((x as u32) >> ((sb.apply(bv)? & 31) as u32))
                     }
+                    M::Div if !data_known && (y_of(bv) == 0 || y_of(bv) == -1) => 0,
                     M::Div => {
                         let (x, y) = (av as i32, bv as i32);
                         check(y != 0, S, "b != 0", || {

@@ -51,6 +51,25 @@ pub enum Fault {
     /// The scale/bias stream of a kernel operation could not be decoded.
     #[error("scale/bias stream: {0}")]
     Scales(String),
+    /// The operation would take the run past its work budget (an endless branch loop, or an
+    /// operation of absurd size): stopped before it starts.
+    #[error("work budget exhausted: the operation needs {needed} units of work, {remaining} of the budget of {budget} remain (see docs/decisions.md H2)")]
+    WorkBudget {
+        /// Work of this operation (elements, MACs and bytes; saturated at u64::MAX).
+        needed: u64,
+        /// Budget left before it.
+        remaining: u64,
+        /// The run's budget.
+        budget: u64,
+    },
+    /// The operation would hold more feature-map elements at once than the simulator allows.
+    #[error("the operation reads and writes {elements} feature-map elements, above the simulator's limit of {limit} per operation (see docs/decisions.md H2)")]
+    TooLarge {
+        /// Elements it would hold (saturated at u64::MAX).
+        elements: u64,
+        /// The limit.
+        limit: u64,
+    },
     /// A feature this simulator does not implement yet.
     #[error("not implemented: {0}")]
     Unsupported(&'static str),

@@ -62,6 +62,8 @@ pub struct Memory {
     regions: [Option<RegionMap>; NUM_REGIONS],
     lut: Vec<u8>,
     traffic: Traffic,
+    constants_unknown: bool,
+    data_unknown: bool,
 }
 
 impl Default for Memory {
@@ -78,6 +80,8 @@ impl Memory {
             regions: [None; NUM_REGIONS],
             lut: vec![0; LUT_BYTES],
             traffic: Traffic::default(),
+            constants_unknown: false,
+            data_unknown: false,
         }
     }
 
@@ -204,6 +208,38 @@ impl Memory {
     ) -> Result<(), Fault> {
         let bytes = value.to_le_bytes();
         self.write_bytes(Some(region), addr, &bytes[..esize as usize])
+    }
+
+    /// Marks the weight and scale streams as unknown (validating a stream that comes without
+    /// its read-only data): they are bounds-checked as always but not decoded; weights read as
+    /// 0, scales as unity, biases as 0.
+    pub fn set_constants_unknown(&mut self, unknown: bool) {
+        self.constants_unknown = unknown;
+    }
+
+    /// See [`Memory::set_constants_unknown`].
+    pub fn constants_unknown(&self) -> bool {
+        self.constants_unknown
+    }
+
+    /// Marks the memory contents as stand-ins (validation runs a stream on zero-filled
+    /// feature maps): the asserts that only the data can violate (an integer division by 0 or
+    /// of -2^31 by -1, TRM 3.10.6) yield 0 instead of stopping the run; every rule about the
+    /// stream itself still holds.
+    pub fn set_data_unknown(&mut self, unknown: bool) {
+        self.data_unknown = unknown;
+    }
+
+    /// See [`Memory::set_data_unknown`].
+    pub fn data_unknown(&self) -> bool {
+        self.data_unknown
+    }
+
+    /// The bytes mapped to `region` (from its base to the end of its buffer), `None` when it
+    /// is not mapped.
+    pub fn region_size(&self, region: u8) -> Option<u64> {
+        let map = self.regions.get(usize::from(region)).copied().flatten()?;
+        Some((self.buffers[map.buffer].len() as u64).saturating_sub(map.base))
     }
 
     /// Whether `[addr, addr+len)` of `region` is mapped (what a read or write would check).

@@ -30,7 +30,9 @@ mod output;
 mod pool;
 mod resize;
 pub mod state;
+pub mod validate;
 pub mod weights;
+pub mod work;
 
 pub use error::{Fault, SimError};
 pub use memory::{BufferId, Memory, Traffic, LUT_BYTES, NUM_REGIONS};
@@ -48,6 +50,10 @@ use state::State;
 
 /// Default step budget: commands executed before a run is stopped as an endless loop.
 pub const DEFAULT_STEP_BUDGET: u64 = 100_000_000;
+
+/// Default work budget of a run ([`work`]; decision H2): 2^34 units, about 17 G MACs and
+/// elements, well above the largest network of the corpus (MobileNetV2 1.0 224: 0.3 G MACs).
+pub const DEFAULT_WORK_BUDGET: u64 = 1 << 34;
 
 /// What one kernel operation or DMA did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -110,6 +116,7 @@ pub struct Simulator {
     regs: RegisterFile,
     state: State,
     step_budget: u64,
+    work_budget: u64,
 }
 
 impl Simulator {
@@ -120,12 +127,18 @@ impl Simulator {
             regs: RegisterFile::default(),
             state: State::default(),
             step_budget: DEFAULT_STEP_BUDGET,
+            work_budget: DEFAULT_WORK_BUDGET,
         }
     }
 
     /// Sets the step budget.
     pub fn set_step_budget(&mut self, budget: u64) {
         self.step_budget = budget;
+    }
+
+    /// Sets the work budget of each run ([`work`]).
+    pub fn set_work_budget(&mut self, budget: u64) {
+        self.work_budget = budget;
     }
 
     /// The configuration.
@@ -167,6 +180,7 @@ impl Simulator {
             irq_history_mask: 0,
         };
         let mut index = 0usize;
+        let mut work_left = self.work_budget;
         while index < words.len() {
             if report.commands >= self.step_budget {
                 return Err(SimError::StepBudget {
@@ -233,6 +247,25 @@ impl Simulator {
                 }
                 Command::OpDmaWait(_) | Command::OpKernelWait(_) | Command::OpPmuMask(_) => {}
                 _ => {
+                    let work = work::operation_work(&self.regs, &d.command);
+                    if work.elements > work::MAX_OPERATION_ELEMENTS {
+                        return Err(fail(Fault::TooLarge {
+                            elements: work.elements,
+                            limit: work::MAX_OPERATION_ELEMENTS,
+                        }));
+                    }
+                    let needed = work.total;
+                    if needed > work_left {
+                        return Err(fail(Fault::WorkBudget {
+                            needed,
+                            remaining: work_left,
+                            budget: self.work_budget,
+                        }));
+                    }
+                    work_left -= needed;
+                    if !matches!(d.command, Command::OpDmaStart(_)) {
+                        work::check_ofm_fits(&self.regs, &self.state.mem).map_err(fail)?;
+                    }
                     let before = self.state.mem.traffic();
                     let counts = self.kernel(&d.command, opcode).map_err(fail)?;
                     report.macs += counts.macs;

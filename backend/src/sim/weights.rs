@@ -76,7 +76,15 @@ pub fn read_scales(
             "NPU_SET_SCALE_LENGTH {length} is shorter than the {expected} bytes {ofm_depth} channels need"
         )));
     }
+    let unknown = mem.constants_unknown();
     let bytes = mem.read_bytes(regs.scale_region.region, base, length)?;
+    if unknown {
+        return Ok(Scales {
+            bias: vec![0; ofm_depth],
+            scale: vec![(1 << 30, 30); ofm_depth],
+            bytes: length,
+        });
+    }
     let records = decode_scale_stream(&bytes[..expected as usize], ofm_depth, &params)
         .map_err(|e| Fault::Scales(e.to_string()))?;
     Ok(Scales {
@@ -178,6 +186,22 @@ pub fn read_weights(
         ),
     ];
     let mut bytes_read = 0u64;
+    if mem.constants_unknown() {
+        let lengths = if fwd {
+            &streams_meta[..1]
+        } else {
+            &streams_meta[..n.min(4)]
+        };
+        for &(base, len) in lengths {
+            mem.read_bytes(region, base, u64::from(len))?;
+            bytes_read += u64::from(len);
+        }
+        return Ok(Weights {
+            shape,
+            values: vec![0; shape.len()],
+            bytes: bytes_read,
+        });
+    }
     let streams: Vec<Vec<i16>> = if fwd {
         let (base, len) = streams_meta[0];
         let bytes = mem.read_bytes(region, base, u64::from(len))?;

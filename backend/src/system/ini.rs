@@ -16,6 +16,10 @@
 use super::{presets, AxiPort, MemoryArea, MemoryKind, MemoryMode, SystemConfig, AXI_PORT_BYTES};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The smallest `arena_cache_size` accepted: one 16-byte unit, the alignment every feature
+/// map and staging buffer is placed at (decision H1 in `docs/decisions.md`).
+pub const MIN_ARENA_CACHE_SIZE: u64 = 16;
+
 /// A mistake in a configuration file, or a name it does not define.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{file}:{line}: {}{message}", key.as_ref().map(|k| format!("key `{k}`: ")).unwrap_or_default())]
@@ -249,7 +253,7 @@ impl IniFile {
     fn build_system(&self, name: &str, section: &Section) -> Result<SystemConfig, IniError> {
         let chain = self.chain(section)?;
         let core_clock = match self.lookup(&chain, "core_clock") {
-            Some(e) => self.number::<f64>(e)?,
+            Some(e) => self.positive(e)?,
             None => 1.0,
         };
         let port = |key: &str| -> Result<MemoryKind, IniError> {
@@ -278,9 +282,18 @@ impl IniFile {
                     continue;
                 };
                 match suffix {
-                    "clock_scale" => a.clock_scale = self.number(e)?,
+                    "clock_scale" => a.clock_scale = self.positive(e)?,
                     "ports_used" => a.ports_used = self.number::<u32>(e)?.max(1),
-                    "burst_length" => a.burst_length = self.number(e)?,
+                    "burst_length" => {
+                        a.burst_length = self.number(e)?;
+                        if a.burst_length == 0 {
+                            return Err(self.error(
+                                e.line,
+                                Some(&e.key),
+                                "a burst length must be at least 1 byte".into(),
+                            ));
+                        }
+                    }
                     "read_latency" => a.read_latency = self.number(e)?,
                     "write_latency" => a.write_latency = self.number(e)?,
                     "max_reads" => a.max_reads = self.number(e)?,
@@ -321,7 +334,19 @@ impl IniFile {
             }
         };
         let arena_cache_size = match self.lookup(&chain, "arena_cache_size") {
-            Some(e) => Some(self.number::<u64>(e)?),
+            Some(e) => {
+                let size = self.number::<u64>(e)?;
+                if size < MIN_ARENA_CACHE_SIZE {
+                    return Err(self.error(
+                        e.line,
+                        Some(&e.key),
+                        format!(
+                            "{size} bytes is below the minimum arena cache of {MIN_ARENA_CACHE_SIZE} bytes"
+                        ),
+                    ));
+                }
+                Some(size)
+            }
             None => None,
         };
         Ok(MemoryMode {
@@ -331,6 +356,21 @@ impl IniFile {
             cache_mem_area: port("cache_mem_area")?,
             arena_cache_size,
         })
+    }
+
+    /// A finite number above 0 (a clock or a clock scale: 0, negative, NaN or infinite values
+    /// would make every time estimate infinite, NaN or saturate).
+    fn positive(&self, e: &Entry) -> Result<f64, IniError> {
+        let v: f64 = self.number(e)?;
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            Err(self.error(
+                e.line,
+                Some(&e.key),
+                format!("{:?} must be a finite positive number", e.value),
+            ))
+        }
     }
 
     fn number<T: std::str::FromStr>(&self, e: &Entry) -> Result<T, IniError> {

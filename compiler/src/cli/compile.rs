@@ -9,7 +9,7 @@ use npuc::{
 use npuc_backend::system::ini::{ConfigSource, IniFile};
 use npuc_backend::system::MemoryMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Target and optimisation options shared by `npuc compile` and `npuc verify`.
 #[derive(clap::Args, Clone)]
@@ -127,7 +127,11 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let Some(model) = &args.model else {
         anyhow::bail!("no model given (npuc compile MODEL.tflite|MODEL.tosa ...)");
     };
+    if let Some(output) = &args.output {
+        refuse_overwriting(model, output)?;
+    }
     let bytes = std::fs::read(model).with_context(|| format!("reading {}", model.display()))?;
+    npuc::check_source(&bytes).with_context(|| format!("{}", model.display()))?;
     let options = args.target.options()?;
     let show = args.progress;
     let mut progress = |msg: &str| {
@@ -205,6 +209,29 @@ fn print_summary(summary: &npuc::CompileSummary, json: bool) -> anyhow::Result<(
         writeln!(std::io::stdout().lock(), "{json}")?;
     } else {
         eprint!("{}", summary.text());
+    }
+    Ok(())
+}
+
+/// Fails when `output` names the same file as `input` (after resolving `.`, `..` and symbolic
+/// links), which writing the output would destroy.
+fn refuse_overwriting(input: &Path, output: &Path) -> anyhow::Result<()> {
+    let Ok(input) = input.canonicalize() else {
+        return Ok(()); // reading the input reports it
+    };
+    // The output may not exist yet: resolve its directory and append the name.
+    let resolved = output.canonicalize().ok().or_else(|| {
+        let dir = match output.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some(dir.canonicalize().ok()?.join(output.file_name()?))
+    });
+    if resolved.as_deref() == Some(input.as_path()) {
+        anyhow::bail!(
+            "the output {} is the input model; choose another output file",
+            output.display()
+        );
     }
     Ok(())
 }

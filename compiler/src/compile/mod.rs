@@ -189,6 +189,15 @@ pub enum CompileError {
     /// A register field could not hold a value.
     #[error("command stream: {0}")]
     Stream(String),
+    /// The emitted stream fails validation (a compiler bug caught before anything is
+    /// written): the stream would fault or compute garbage on the NPU.
+    #[error("operator {operator}: the command stream fails validation ({reason})")]
+    InvalidStream {
+        /// The NPU operation at or after the failing command.
+        operator: String,
+        /// What the validator found.
+        reason: String,
+    },
     /// The system configuration and memory mode do not fit together.
     #[error("{0}")]
     System(#[from] npuc_backend::system::SystemError),
@@ -346,7 +355,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
             size: lowered.buffers[buf].size,
         }
     };
-    Ok(CompiledModel {
+    let model = CompiledModel {
         accelerator: options.accelerator,
         config_word: target.config_word(),
         command_stream: emitted.words,
@@ -362,5 +371,57 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
         optimise: options.optimise,
         weights: emitted.weights,
         schedule,
+    };
+    validate_model(&model)?;
+    Ok(model)
+}
+
+/// The region sizes a compiled model's stream runs with (as `npuc run` and `npuc verify` map
+/// them): region 0 the read-only data, 1 the arena, 2 the fast memory when used.
+pub fn region_sizes(model: &CompiledModel) -> npuc_backend::sim::validate::RegionSizes {
+    let mut regions = [None; npuc_backend::sim::NUM_REGIONS];
+    regions[usize::from(REGION_READ_ONLY)] = Some((model.read_only.len() as u64).max(16));
+    regions[usize::from(REGION_ARENA)] = Some(model.arena_size.max(16));
+    if model.fast_size > 0 {
+        regions[usize::from(REGION_FAST)] = Some(model.fast_size);
+    }
+    regions
+}
+
+/// Validates a compiled model's stream ([`npuc_backend::sim::validate`]) with its regions; a
+/// failure names the NPU operation the failing command belongs to.
+pub fn validate_model(model: &CompiledModel) -> Result<(), CompileError> {
+    use npuc_backend::sim::validate::{validate, ValidationError};
+    let Err(e) = validate(
+        model.accelerator,
+        &model.command_stream,
+        &region_sizes(model),
+        Some(&model.read_only),
+    ) else {
+        return Ok(());
+    };
+    let word = match &e {
+        ValidationError::Sim(npuc_backend::sim::SimError::Command { offset, .. }) => {
+            Some(offset / 4)
+        }
+        _ => None,
+    };
+    // The operation whose last kernel command is at or after the failing command (the last
+    // operation for a command after all of them).
+    let operator = word
+        .and_then(|w| {
+            model
+                .operators
+                .iter()
+                .find(|o| o.done_at.is_some_and(|d| d >= w))
+                .or(model.operators.last())
+        })
+        .map_or_else(
+            || "(none identified)".to_string(),
+            |o| format!("{} ({})", o.name, o.kernel),
+        );
+    Err(CompileError::InvalidStream {
+        operator,
+        reason: e.to_string(),
     })
 }

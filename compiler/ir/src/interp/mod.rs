@@ -98,6 +98,14 @@ pub fn run(graph: &Graph, inputs: Vec<TensorValue>) -> Result<Values, InterpErro
     }
     // Validation succeeded, so topo_order cannot fail.
     let order = graph.topo_order().unwrap_or_default();
+    // Uses left of each tensor: its i64 working copy is dropped after its last use, so the
+    // interpreter holds only the live tensors in i64 (the typed values are the results).
+    let mut uses_left: HashMap<TensorId, usize> = HashMap::new();
+    for &o in &order {
+        for &t in graph.op(o).map(|n| n.inputs()).unwrap_or_default() {
+            *uses_left.entry(t).or_default() += 1;
+        }
+    }
     for o in order {
         let Some(node) = graph.op(o) else { continue };
         let internal = |message: String| InterpError::Internal {
@@ -145,13 +153,24 @@ pub fn run(graph: &Graph, inputs: Vec<TensorValue>) -> Result<Values, InterpErro
             })?;
         let value = TensorValue::from_i64(out_ty.dtype, out_ty.shape.clone(), &data)
             .map_err(|e| internal(e.to_string()))?;
-        live.insert(
-            out_t,
-            Arr {
-                shape: out_ty.shape.0.clone(),
-                data,
-            },
-        );
+        drop(ins);
+        for &t in node.inputs() {
+            if let Some(n) = uses_left.get_mut(&t) {
+                *n -= 1;
+                if *n == 0 {
+                    live.remove(&t);
+                }
+            }
+        }
+        if uses_left.get(&out_t).is_some_and(|&n| n > 0) {
+            live.insert(
+                out_t,
+                Arr {
+                    shape: out_ty.shape.0.clone(),
+                    data,
+                },
+            );
+        }
         results.insert(out_t, value);
     }
     Ok(results)

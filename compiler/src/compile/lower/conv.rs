@@ -200,6 +200,7 @@ impl<'g> Ctx<'g> {
                 (Kernel::Conv, ohwi, false)
             }
         };
+        check_dilated_kernel(&weights, dilation).map_err(|e| unsupported(node, e))?;
         let (weights, dilation) = expand_dilation(weights, dilation).map_err(bad_shape)?;
         // A 1x1 kernel with stride 1 and no padding maps pixels to pixels: a batch folds
         // into the height (TOSA's fully connected layers are such CONV2Ds of N x 1 x 1 x C).
@@ -433,6 +434,32 @@ fn depth_multiplier_as_conv(
         }
     }
     OhwiWeights::new(shape, out)
+}
+
+/// Refuses, before [`expand_dilation`] allocates it, a dilated kernel larger than the NPU's
+/// largest (TRM 3.10.2: `dilated_height*dilated_width <= 64*64` and one side at most 64).
+fn check_dilated_kernel(w: &OhwiWeights, dilation: [usize; 2]) -> Result<(), String> {
+    if dilation[0] <= 2 && dilation[1] <= 2 {
+        return Ok(()); // kept as it is, not expanded
+    }
+    let s = w.shape();
+    let side = |k: usize, d: usize| (k - 1).checked_mul(d).and_then(|v| v.checked_add(1));
+    let (Some(h), Some(wd)) = (
+        side(s.kernel_height, dilation[0]),
+        side(s.kernel_width, dilation[1]),
+    ) else {
+        return Err(format!(
+            "dilation {}x{} overflows",
+            dilation[0], dilation[1]
+        ));
+    };
+    if h.saturating_mul(wd) > 64 * 64 || (h > 64 && wd > 64) {
+        return Err(format!(
+            "dilation {}x{} makes the {}x{} kernel span {h}x{wd} taps, above the NPU's 64x64 (TRM 3.10.2)",
+            dilation[0], dilation[1], s.kernel_height, s.kernel_width
+        ));
+    }
+    Ok(())
 }
 
 /// A dilation above 2 (the hardware's largest) as a dilation-1 kernel with `d - 1` zero taps
