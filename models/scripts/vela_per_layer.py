@@ -18,7 +18,7 @@ models/vela/<cfg>/<net>_vela.tflite, so the offsets refer to the committed strea
 
 Writes models/vela/per_layer.csv, one row per (config, network, queue offset):
   config,network,stream,offset,op_id,operator,op_cycles,npu_cycles,mac_count,
-  sram_ac,dram_ac,flash_ac,mac_cycles,ao_cycles,cmd_cycles,wd_cycles,
+  sram_ac,dram_ac,flash_ac,scale_ac,scale_bytes,mac_cycles,ao_cycles,cmd_cycles,wd_cycles,
   traversal,ifm_block,ofm_block,ofm_ublock
 (op_id: the operation an operation chained into it belongs to, table group; the
 cycle columns only on the first row of an operation, empty on its further
@@ -49,7 +49,7 @@ CONFIGS = [
 ]
 OUT = os.path.join(VELA_DIR, "per_layer.csv")
 COLUMNS = ["config", "network", "stream", "offset", "op_id", "operator", "op_cycles", "npu_cycles",
-           "mac_count", "sram_ac", "dram_ac", "flash_ac", "mac_cycles", "ao_cycles", "cmd_cycles",
+           "mac_count", "sram_ac", "dram_ac", "flash_ac", "scale_ac", "scale_bytes", "mac_cycles", "ao_cycles", "cmd_cycles",
            "wd_cycles", "traversal", "ifm_block", "ofm_block", "ofm_ublock"]
 
 
@@ -123,6 +123,7 @@ def main():
                 perf = {r["id"]: r for r in t["perf"]}
                 main_t = {r["id"]: r for r in t.get("perf_debug_main", [])}
                 wd = {r["id"]: r for r in t.get("perf_debug_wd", [])}
+                dbg = {r["id"]: r for r in t.get("perf_debug", [])}
                 streams = [r["id"] for r in t.get("cmdstream", [])]
                 # Operations chained into another (an activation, an elementwise operation
                 # reading the chaining buffer) have their cycles in the group's first one.
@@ -142,6 +143,10 @@ def main():
                             "mac_count": p.get("mac_count", ""),
                             "sram_ac": access(p, ["sram"]), "dram_ac": access(p, ["dram"]),
                             "flash_ac": access(p, ["flash"]),
+                            "scale_ac": sum(int(v or 0) for k, v in dbg.get(sid, {}).items()
+                                            if k.endswith("Scales_ac")),
+                            "scale_bytes": sum(int(v or 0) for k, v in dbg.get(sid, {}).items()
+                                               if k.endswith("Scales_read")),
                             "mac_cycles": m.get("mac_cycles", ""), "ao_cycles": m.get("ao_cycles", ""),
                             "cmd_cycles": m.get("cmd_cycles", ""), "wd_cycles": wd.get(sid, {}).get("wd_cycles", ""),
                             "traversal": m.get("traversal", ""),
