@@ -586,7 +586,7 @@ fn kernel(
     let block_elements = (bh * bw * bd) as f64;
     c.pipe = Pipeline {
         blocks,
-        mac_block: walk.max(mac_cycles as f64 / blocks.max(1.0)),
+        mac_block: walk.max(c.mac_cycles as f64 / blocks.max(1.0)),
         ao_block: (ao_pe * block_elements).ceil(),
         ao_per_element: ao_pe,
         elements: elements as f64,
