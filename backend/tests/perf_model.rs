@@ -89,16 +89,16 @@ fn elementwise_add_is_bound_by_the_ao_unit_in_the_default_system() {
     assert_eq!(op.cost.macs, 0);
     // Table 4-12: CB_8 -> OB_8 at 1 element per SU per cycle, 4 SUs: 1024 / 4.
     assert_eq!(op.cost.compute_cycles, 256);
-    // Region 1 is DRAM (arena of Dedicated_Sram). Each operand is one contiguous kilobyte
-    // (16 channels fill whole words, the rows follow each other): 8 bursts of 128 bytes, each
-    // holding one of the 256's 32 outstanding reads for 500 cycles: 2 x 8 x 500 / 32 = 250
-    // cycles (the data alone would take 128 beats / 0.75 = 171).
+    // Region 1 is DRAM (arena of Dedicated_Sram). Each operand is one contiguous kilobyte,
+    // read on the IFM stream channel: its 104-word read buffer holds 13 bursts of 128 bytes,
+    // each held for the 500-cycle latency, at 80 %: 128 x 13 / 500 x 0.8 = 2.66 bytes per
+    // cycle, 769 cycles for the 2048 bytes (P18); the port's 12 bytes per cycle would take 256.
     assert_eq!(op.memory_read[memory_index(MemoryKind::Dram)], 2048);
-    assert_eq!(op.memory_cycles[memory_index(MemoryKind::Dram)], 250);
-    // The AO sets the pace (256); one block only, so nothing overlaps the fill and drain:
-    // the reads' data (171) and the write's (64 beats / 0.75 = 85) come on top, and the
-    // first read's latency (500) and the last write's (250).
-    assert_eq!(op.cycles, 256 + (128 + 64) * 4 / 3 + 750);
+    assert_eq!(op.memory_cycles[memory_index(MemoryKind::Dram)], 770);
+    // The AO (256 cycles) and the CC issuing the one block (P17) are faster: DRAM sets the
+    // operation's cycles.
+    assert_eq!(op.npu_cycles, 256);
+    assert_eq!(op.cycles, 770);
     assert_eq!(p.total_cycles, op.cycles);
     // The OFM ends at 2048 + 1024.
     assert_eq!(p.peak[1], 3072);
@@ -115,12 +115,11 @@ fn a_slow_memory_bounds_the_operation() {
     );
     let p = m.stream(&add_stream(1)).unwrap();
     let op = &p.ops[0];
-    // 2048: 32 SUs -> 32 compute cycles; SRAM reads 2048 B at 32 B/cycle -> 64.
+    // 2048: 32 SUs -> 32 compute cycles; the SRAM's two ports move 32 B/cycle, its reads and
+    // writes together (P18): 3072 bytes -> 96 cycles.
     assert_eq!(op.cost.compute_cycles, 32);
-    assert_eq!(op.memory_cycles[memory_index(MemoryKind::Sram)], 64);
-    // The reads set the pace; the block's AO (32) and write (1024 B / 32 = 32) and both
-    // SRAM latencies (8 + 8) come on top.
-    assert_eq!(op.cycles, 64 + 32 + 32 + 16);
+    assert_eq!(op.memory_cycles[memory_index(MemoryKind::Sram)], 96);
+    assert_eq!(op.cycles, 96);
 }
 
 #[test]
@@ -159,10 +158,10 @@ fn dma_from_flash_costs_its_bytes_at_flash_bandwidth() {
     assert_eq!(op.instruction, "NPU_OP_DMA_START");
     assert_eq!(op.memory_read[memory_index(MemoryKind::OffChipFlash)], 1000);
     assert_eq!(op.memory_written[memory_index(MemoryKind::Sram)], 1000);
-    // Off-chip flash: one 16-byte beat per 16 cycles (clock scale 0.0625), 63 beats (the
-    // last one partial); 8 bursts x 64 cycles / 2 outstanding reads = 256 is less. The flash
-    // read latency (64) and the SRAM write latency (32) come on top.
-    assert_eq!(op.cycles, 1008 + 64 + 32);
+    // Off-chip flash: 16 bytes per 16 cycles (clock scale 0.0625), 1000 cycles; 2 x 0.8
+    // outstanding 128-byte bursts per 64 cycles at 80 % (2.56 B/cycle) is faster. A DMA
+    // pays its read's latency (64) on top; the SRAM write (49 + 32) is hidden (P18).
+    assert_eq!(op.cycles, 1000 + 64);
     assert_eq!((p.peak[0], p.peak[2]), (1256, 1000));
 }
 

@@ -15,7 +15,8 @@
 //! | `u85_2048`          | Ethos_U85_SYS_DRAM_Mid  | Dedicated_Sram_384KB |
 //! | `u85_256_sram_only` | Ethos_U85_SYS_Flash_High| Sram_Only            |
 //!
-//! Columns: cycles, peak SRAM bytes, off-chip traffic (DRAM read+write, or flash read), the
+//! Columns: cycles (and Vela's own estimate for its stream, `cycles_total` from
+//! `models/vela/per_layer.csv`, which npuc's model is calibrated to), peak SRAM bytes, off-chip traffic (DRAM read+write, or flash read), the
 //! read-only (region 0) bytes, npuc's compile time and, when a `vela` executable is found
 //! (`$VELA`, else `vela` on `PATH`; e.g. a venv with `pip install ethos-u-vela==5.2.0`),
 //! Vela's compile time for the same network, configuration and memory system (the wall time
@@ -98,10 +99,11 @@ fn main() {
     )
     .expect("corpus.json is JSON");
     let vela = find_vela();
+    let own = vela_own_estimates(&root);
     println!(
-        "| network | config | npuc cycles | Vela cycles | Δ | npuc peak SRAM | Vela peak SRAM | npuc off-chip B | Vela off-chip B | npuc RO B | Vela RO B | npuc cpu ops | Vela cpu ops | npuc compile ms | Vela compile ms |"
+        "| network | config | npuc cycles | Vela cycles | Δ | Vela's own estimate | npuc peak SRAM | Vela peak SRAM | npuc off-chip B | Vela off-chip B | npuc RO B | Vela RO B | npuc cpu ops | Vela cpu ops | npuc compile ms | Vela compile ms |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut totals = [(0u64, 0u64); 2];
     let (mut npuc_ms, mut vela_total_ms) = (0f64, 0f64);
     let sets = [("models", "models"), ("large", "models/large")];
@@ -146,8 +148,11 @@ fn main() {
                     format!("{n} ({})", cpu.join(","))
                 };
                 let vms = vms.map_or_else(|| "-".to_string(), |t| format!("{t:.0}"));
+                let own = own
+                    .get(&(cfg.to_string(), name.to_string()))
+                    .map_or_else(|| "-".to_string(), |c| c.to_string());
                 println!(
-                    "| {name} | {cfg} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {cpu_note} | {vela_cpu} | {:.0} | {vms} |",
+                    "| {name} | {cfg} | {} | {} | {} | {own} | {} | {} | {} | {} | {} | {} | {cpu_note} | {vela_cpu} | {:.0} | {vms} |",
                     n.cycles,
                     v.cycles,
                     pct(n.cycles, v.cycles),
@@ -183,6 +188,21 @@ fn main() {
             "Compile time over all rows: npuc {npuc_ms:.0} ms; Vela's is not measured (no `vela` on PATH and no $VELA)."
         ),
     }
+}
+
+/// Vela's own estimate of each (config, network), its `cycles_total`, from
+/// `models/vela/per_layer.csv` (`models/scripts/vela_per_layer.py`); empty without the file.
+fn vela_own_estimates(root: &Path) -> std::collections::BTreeMap<(String, String), u64> {
+    let text = std::fs::read_to_string(root.join("models/vela/per_layer.csv")).unwrap_or_default();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f.len() > 6 && f[3] == "total")
+                .then(|| Some(((f[0].to_string(), f[1].to_string()), f[6].parse().ok()?)))
+                .flatten()
+        })
+        .collect()
 }
 
 /// The configurations compared: Vela fixture directory, accelerator, system config, memory

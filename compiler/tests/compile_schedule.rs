@@ -169,29 +169,30 @@ fn weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel() {
 fn staging_may_raise_the_sram_peak_when_optimising_for_performance() {
     use npuc_backend::arch::Accelerator;
     use npuc_backend::isa::Command as C;
-    // Five fully connected layers 128 -> 128 (16 KiB of weights each) on ethos-u85-2048 in
-    // DRAM_Mid / Dedicated_Sram_384KB: the feature maps take a few hundred bytes of region 2,
-    // so staging buffers go above them (the fast memory is there to be used for speed). A
-    // buffer written while the operation before the previous one may still read the same
-    // bytes waits for it (KERNEL_WAIT 1 right before the DMA). Optimising for size stages
-    // nothing and keeps region 2 at the feature maps' size. Both are bit-exact.
+    // Five 1x1 convolutions 128 -> 128 (16 KiB of weights each) on 16x16 on ethos-u85-256 in
+    // DRAM_Mid / Dedicated_Sram_384KB: each spatial OFM block reads the weights again (P13),
+    // from DRAM at the weight channel's rate, so staging them into region 2 by a DMA hidden
+    // behind the previous convolution pays (P17, P18). The feature maps take 64 KiB of
+    // region 2 and the staging buffers go above them (the fast memory is there to be used for
+    // speed). Optimising for size stages nothing and keeps region 2 at the feature maps'
+    // size. Both are bit-exact.
     let mut rng = Rng(41);
-    let mut b = GraphBuilder::new("fcs");
-    let mut x = b.input("x", DType::Int8, [1, 128]);
+    let mut b = GraphBuilder::new("convs");
+    let mut x = b.input("x", DType::Int8, [1, 16, 16, 128]);
     for i in 0..5 {
-        let wt = b.const_i8(&format!("w{i}"), [128, 128], &rng.i8s(128 * 128));
+        let wt = b.const_i8(&format!("w{i}"), [128, 1, 1, 128], &rng.i8s(128 * 128));
         let bt = b.const_i32(&format!("b{i}"), [128], &[0; 128]);
-        let fc = FullyConnectedAttrs {
-            input_zp: 0,
-            weight_zp: 0,
-        };
-        let acc = b.op(&format!("fc{i}"), Op::FullyConnected(fc), &[x, wt, bt]);
+        let acc = b.op(
+            &format!("conv{i}"),
+            Op::Conv2d(ConvAttrs::default()),
+            &[x, wt, bt],
+        );
         let r = out_rescale(&mut rng, 128, 44, RescaleRounding::DoubleRound, 0);
         x = b.op(&format!("rescale{i}"), Op::Rescale(r), &[acc]);
     }
     b.output(x);
     let g = b.finish().unwrap();
-    let fast = Options::new(Accelerator::U85_2048);
+    let fast = Options::new(Accelerator::U85_256);
     let small = Options {
         optimise: npuc::compile::Optimise::Size,
         ..fast.clone()
@@ -207,9 +208,9 @@ fn staging_may_raise_the_sram_peak_when_optimising_for_performance() {
         .iter()
         .filter(|c| matches!(c, C::OpDmaStart(_)))
         .count();
-    assert!(dmas >= 2, "{dmas} staging DMAs");
+    assert!(dmas >= 1, "{dmas} staging DMAs");
     assert!(
-        m.fast_size >= 16 * 1024 + s.fast_size,
+        m.fast_size > s.fast_size,
         "{} / {}",
         m.fast_size,
         s.fast_size
@@ -219,12 +220,17 @@ fn staging_may_raise_the_sram_peak_when_optimising_for_performance() {
         .unwrap()
         .iter()
         .any(|d| matches!(d.command, C::OpDmaStart(_))));
-    // Some DMA reuses bytes of an earlier staging buffer and waits for its reader first.
-    let waited = cmds.windows(2).any(|w| {
-        matches!(w[0], C::OpKernelWait(k) if k.n == 1)
-            && matches!(w[1], C::SetDma0Src(_) | C::SetDma0Dst(_) | C::SetDma0Len(_))
-    });
-    assert!(waited, "no KERNEL_WAIT 1 before a staging DMA");
+    // A DMA that reuses bytes of an earlier staging buffer waits for its reader first
+    // (with the calibrated model of P17/P18 only one convolution here is staged, so no
+    // buffer is reused; `weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel` and
+    // `large_weight_streams_are_staged_in_double_buffered_ofm_depth_slices` cover the waits).
+    if dmas >= 2 {
+        let waited = cmds.windows(2).any(|w| {
+            matches!(w[0], C::OpKernelWait(k) if k.n == 1)
+                && matches!(w[1], C::SetDma0Src(_) | C::SetDma0Dst(_) | C::SetDma0Len(_))
+        });
+        assert!(waited, "no KERNEL_WAIT 1 before a staging DMA");
+    }
     let inputs = random_inputs(&g, &mut Rng(5));
     let want = npuc_ir::run_outputs(&g, inputs.clone()).unwrap();
     let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();

@@ -107,6 +107,29 @@ impl Access {
         self.bursts(width)
     }
 
+    /// Bytes the accesses cost on a memory with bursts of `burst` bytes (decision P18): a run
+    /// of at least a burst costs its bytes; a shorter run of whole 16-byte words costs a whole
+    /// burst; a run within one word (an NHWC position of a few channels) costs its share of a
+    /// word's burst, `len x burst / 16`.
+    pub fn effective_bytes(&self, burst: u64) -> f64 {
+        let burst = burst.max(1) as f64;
+        let word = f64::from(crate::system::AXI_PORT_BYTES);
+        self.families
+            .iter()
+            .map(|f| {
+                let len = f.len as f64;
+                let each = if len >= burst {
+                    len
+                } else if len >= word {
+                    burst
+                } else {
+                    len * burst / word
+                };
+                each * f.count as f64
+            })
+            .sum()
+    }
+
     /// Whether nothing is accessed.
     pub fn is_empty(&self) -> bool {
         self.families.is_empty()

@@ -223,6 +223,149 @@ pub fn weight_decode_cycles(bytes_per_stream: &[u64], fast: bool) -> u64 {
         .unwrap_or(0)
 }
 
+/// How a MAC-unit operation walks its kernel in the per-block model (P17).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traversal {
+    /// CONV, depth first.
+    DepthFirst,
+    /// CONV, part kernel first.
+    PartKernel,
+    /// DEPTHWISE.
+    Depthwise,
+    /// POOL (no weights).
+    Pool,
+}
+
+/// One OFM block of a MAC-unit operation, as the per-block model sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockJob {
+    /// How the kernel is walked.
+    pub traversal: Traversal,
+    /// Kernel height and width (taps, undilated).
+    pub kernel: (u64, u64),
+    /// Microblocks in the block along height, width, depth.
+    pub ublocks: (u64, u64, u64),
+    /// Microblock depth.
+    pub ublock_depth: u64,
+    /// IFM channels the block consumes per pass (the IFM block depth, at most the IFM depth).
+    pub ifm_block_depth: u64,
+    /// IFM depth of the operation (CONV: passes of `ifm_block_depth`).
+    pub ifm_depth: u64,
+    /// IFM element bits.
+    pub ifm_bits: u64,
+    /// 48-bit accumulators.
+    pub acc48: bool,
+    /// 2:4 sparse weights.
+    pub sparse: bool,
+}
+
+/// MAC cores of a configuration (the 512 has two, the 1024 and 2048 four).
+pub fn mac_cores(acc: Accelerator) -> u64 {
+    match acc {
+        Accelerator::U85_128 | Accelerator::U85_256 => 1,
+        Accelerator::U85_512 => 2,
+        Accelerator::U85_1024 | Accelerator::U85_2048 => 4,
+    }
+}
+
+/// IFM block depth of a CONV (the IFM channels one pass over the kernel consumes): 16 part
+/// kernel first, 32 with 32-bit IFMs or a 16-deep microblock on the 128/256 without sparsity,
+/// 128 for sparse 8-bit, else 64 (Vela 5.2's block configurations, P17).
+pub fn conv_ifm_block_depth(
+    acc: Accelerator,
+    order: ConvOrder,
+    ifm_bits: u64,
+    ublock_depth: u64,
+    sparse: bool,
+) -> u64 {
+    if order == ConvOrder::KernelFirst {
+        16
+    } else if ifm_bits == 32
+        || (matches!(acc, Accelerator::U85_128 | Accelerator::U85_256)
+            && ublock_depth == 16
+            && !sparse)
+    {
+        32
+    } else if sparse && ifm_bits == 8 {
+        128
+    } else {
+        64
+    }
+}
+
+/// Cycles of one OFM block on the MAC unit (decision P17; the TRM's rates, chapter 4, are the
+/// peak, reached at full granules; it is silent on what else bounds a block). The kernel is
+/// walked in sub-kernels of at most 8x8 taps, each in kernel steps (a tap depth first, 4 taps
+/// part kernel first or depthwise, 2 taps part kernel first at 16 bits); a step takes, per
+/// microblock column of depth, the longer of the weight delivery (32 weights per microblock
+/// depth lane per core: `32 x ublock depth / (8 x cores)` cycles) and the MAC work; a block
+/// of a single microblock position adds 2 cycles per step (3 with 48-bit accumulators on the
+/// 128) for the accumulator turnaround. Pooling takes `max(4, taps)` cycles per microblock,
+/// times `bits / 2`. A CONV repeats the block for every IFM block depth.
+pub fn mac_block_cycles(arch: &ArchConfig, j: &BlockJob) -> u64 {
+    let (nh, nw, nd) = j.ublocks;
+    let nwh = nh * nw;
+    let wb = 32 * j.ublock_depth / (8 * mac_cores(arch.accelerator));
+    let mut total = 0;
+    let (kh, kw) = j.kernel;
+    let mut x = 0;
+    while x < kw.max(1) {
+        let mut y = 0;
+        while y < kh.max(1) {
+            let sub = (kh.max(1) - y).min(8) * (kw.max(1) - x).min(8);
+            let (steps, mut cycles) = match j.traversal {
+                Traversal::Pool => (1, sub.max(4) * nwh * nd * (j.ifm_bits / 2)),
+                Traversal::Depthwise => {
+                    let steps = sub.div_ceil(4);
+                    (steps, wb.max(4 * nwh * (j.ifm_bits / 8)) * steps * nd)
+                }
+                Traversal::DepthFirst => (
+                    sub,
+                    wb.max(j.ifm_block_depth / 8 * nwh) * sub * nd * (j.ifm_bits / 8),
+                ),
+                Traversal::PartKernel => {
+                    let steps = sub.div_ceil(if j.ifm_bits == 16 { 2 } else { 4 });
+                    (
+                        steps,
+                        wb.max(4 * nwh) * steps * nd * j.ifm_block_depth.div_ceil(8),
+                    )
+                }
+            };
+            if j.sparse && matches!(j.traversal, Traversal::DepthFirst | Traversal::PartKernel) {
+                cycles /= 2;
+            }
+            let turnaround = if j.acc48 && arch.macs_per_cc <= 128 {
+                3
+            } else {
+                2
+            };
+            let mut delay = 0;
+            if nwh == 1 {
+                if nd == 1 {
+                    delay = turnaround * steps;
+                } else if steps > 1 {
+                    delay = turnaround * (steps - 1) * nd;
+                }
+            }
+            if j.traversal == Traversal::PartKernel {
+                delay *= j.ifm_block_depth.div_ceil(8);
+            }
+            total += cycles + delay;
+            y += 8;
+        }
+        x += 8;
+    }
+    if matches!(j.traversal, Traversal::DepthFirst | Traversal::PartKernel) {
+        total *= j.ifm_depth.div_ceil(j.ifm_block_depth.max(1));
+    }
+    total
+}
+
+/// AO cycles per output element at `rate` elements per SU per cycle.
+pub fn ao_cycles_per_element(arch: &ArchConfig, rate: (u64, u64)) -> f64 {
+    rate.1 as f64 / (f64::from(arch.scaling_units) * rate.0 as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,17 +6,19 @@
 //! - MACs and compute cycles of the MAC unit, AO unit and weight decoders ([`cycles`]);
 //! - bytes read and written per region and the highest byte touched in each ([`op`]);
 //! - per memory (region -> memory from the [`MemoryMap`]): bytes, and the cycles the memory
-//!   needs for the operation's accesses as AXI bursts and beats ([`traffic`], [`axi`],
-//!   [`memory`]): the data time at the ports' bandwidth or, for short bursts on a slow memory,
-//!   the latency time with the outstanding transactions the ports allow.
+//!   needs for the operation's accesses ([`traffic`], [`axi`], [`memory`]): each DMA read
+//!   channel (IFM, IFM stream, weights, scales, mem2mem) at what its read buffer and the
+//!   memory's latency and outstanding transactions sustain, on the accesses' effective bytes.
 //!
-//! An operation takes the longest of its compute cycles and its memory cycles (the units and
-//! the AXI channels work in parallel, TRM 2.3). Kernel operations run one after another;
-//! DMAs run on the mem2mem channel alongside them, and the stream's NPU_OP_DMA_WAIT /
-//! NPU_OP_KERNEL_WAIT (TRM 3.10.5, 3.10.8), at most four outstanding DMA descriptors and at most
-//! two remaining kernel operations decide when each starts ([`Timeline`]); a kernel and a DMA
-//! that use the same memory at the same time share its channels. Branches are not taken: the
-//! model counts each command once, in stream order. See `docs/decisions.md` P1..P16.
+//! An operation takes the longer of its NPU cycles (the block pipeline of MAC and AO stages
+//! with the CC's issue limit and one block's IFM read and OFM write, P17) and its busiest
+//! memory's cycles (P18), as Vela 5.2 estimates an operation, calibrated per operation against
+//! Vela's own estimate (P21, `tests/tests/perf_calibration.rs`). Kernel operations run one
+//! after another (a chained pair together); DMAs run on the mem2mem channel alongside them,
+//! and the stream's NPU_OP_DMA_WAIT / NPU_OP_KERNEL_WAIT (TRM 3.10.5, 3.10.8), at most four
+//! outstanding DMA descriptors and at most two remaining kernel operations decide when each
+//! starts ([`Timeline`]). Branches are not taken: the model counts each command once, in
+//! stream order. See `docs/decisions.md` P1..P21.
 
 pub mod axi;
 pub mod cycles;
@@ -24,7 +26,7 @@ pub mod memory;
 pub mod op;
 pub mod traffic;
 
-pub use op::{OpCost, OpKind};
+pub use op::{OpCost, OpKind, Pipeline};
 
 use crate::arch::ArchConfig;
 use crate::isa::stream::StreamDecoder;
@@ -32,7 +34,7 @@ use crate::isa::{Command, DecodeError, RegisterFile};
 use crate::sim::NUM_REGIONS;
 use crate::system::{MemoryKind, MemoryMap};
 use axi::Access;
-use memory::MemoryTiming;
+use memory::{read_buffer_words, MemoryTiming, ReadChannel, READ_CHANNELS};
 
 /// Number of memory kinds ([`MemoryKind::ALL`]).
 pub const NUM_MEMORIES: usize = 4;
@@ -43,7 +45,7 @@ pub fn memory_index(kind: MemoryKind) -> usize {
 }
 
 /// The estimate for one kernel operation or DMA.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OpPerf {
     /// Byte offset of the NPU_OP_* command in its stream.
     pub offset: usize,
@@ -60,7 +62,9 @@ pub struct OpPerf {
     pub memory_cycles: [u64; NUM_MEMORIES],
     /// Cycles of each memory channel: index `2 * memory + (1 if write)`.
     pub channel_cycles: [u64; 2 * NUM_MEMORIES],
-    /// The operation's cycles: the longest of compute and memory cycles.
+    /// Cycles of the NPU's units and block pipeline (P17), memories aside.
+    pub npu_cycles: u64,
+    /// The operation's cycles: the longer of `npu_cycles` and the busiest memory's cycles.
     pub cycles: u64,
     /// Cycle at which it starts (from the start of the stream, see [`Timeline`]).
     pub start: u64,
@@ -77,6 +81,9 @@ pub struct Timeline {
     pub issue: u64,
     /// End cycles of the kernel operations issued so far.
     pub kernel_ends: Vec<u64>,
+    /// Start of the last kernel operation, and whether it writes its OFM to the chaining
+    /// buffer (the next kernel operation, which reads it, runs alongside it, P19).
+    pub last_kernel: Option<(u64, bool)>,
     /// End cycles of the DMAs issued so far.
     pub dma_ends: Vec<u64>,
     /// When each memory channel (read and write of each memory, as
@@ -133,13 +140,21 @@ impl Timeline {
         };
         // The CC stalls while the unit's queue is full.
         self.issue = Self::wait(self.issue, ends, limit);
-        let start = self.issue.max(ends.last().copied().unwrap_or(0));
+        let chained = !dma && matches!(self.last_kernel, Some((_, true)));
+        let start = match self.last_kernel {
+            Some((s, true)) if chained => self.issue.max(s),
+            _ => self.issue.max(ends.last().copied().unwrap_or(0)),
+        };
         let mut end = start + compute;
         for (free, &need) in self.channel_free.iter_mut().zip(channels) {
             if need > 0 {
                 *free = (*free).max(start) + need;
                 end = end.max(*free);
             }
+        }
+        if chained {
+            // The pair ends together: the reader cannot finish before the writer.
+            end = end.max(ends.last().copied().unwrap_or(0));
         }
         ends.push(end);
         (start, end)
@@ -154,7 +169,7 @@ impl Timeline {
 }
 
 /// The estimate for a whole stream.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct StreamPerf {
     /// Kernel operations and DMAs in stream order.
     pub ops: Vec<OpPerf>,
@@ -224,7 +239,20 @@ pub struct PerfModel {
 impl PerfModel {
     /// A model of `arch` in the system `map`.
     pub fn new(arch: ArchConfig, map: MemoryMap) -> PerfModel {
-        let timing = MemoryKind::ALL.map(|k| MemoryTiming::new(&map.system, k, arch.accelerator));
+        let mut timing =
+            MemoryKind::ALL.map(|k| MemoryTiming::new(&map.system, k, arch.accelerator));
+        // Sram_Only: the constants' on-chip flash is the SRAM's stand-in (MemoryMap::new); it is
+        // reached through the SRAM's ports, as Vela 5.2 estimates it (P20).
+        let (flash, sram) = (
+            memory_index(MemoryKind::OnChipFlash),
+            memory_index(MemoryKind::Sram),
+        );
+        if map.constants == MemoryKind::OnChipFlash
+            && map.arena == MemoryKind::Sram
+            && map.system.area(MemoryKind::OnChipFlash) == map.system.area(MemoryKind::Sram)
+        {
+            timing[flash] = timing[sram];
+        }
         PerfModel { arch, map, timing }
     }
 
@@ -242,63 +270,52 @@ impl PerfModel {
             memory_read[m] += cost.read[r];
             memory_written[m] += cost.written[r];
         }
+        let fm_channel = match cost.kind {
+            OpKind::Conv | OpKind::Depthwise | OpKind::Pool => ReadChannel::Ifm,
+            OpKind::Elementwise | OpKind::Resize => ReadChannel::IfmStream,
+            OpKind::Dma => ReadChannel::Mem2Mem,
+        };
+        let weight_channel = if cost.fast_weights {
+            ReadChannel::FastWeight
+        } else {
+            ReadChannel::Weight
+        };
         let mut memory_cycles = [0; NUM_MEMORIES];
         let mut channel_cycles = [0; 2 * NUM_MEMORIES];
-        // Per-block data time of the read and write stages, and the latency of the first read
-        // and the last write.
-        let (mut read_data, mut write_data, mut read_latency, mut write_latency) =
-            (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        for (i, kind) in MemoryKind::ALL.into_iter().enumerate() {
-            let (mut fm_reads, mut reads, mut writes) =
-                (Access::default(), Access::default(), Access::default());
-            for r in 0..NUM_REGIONS {
-                if self.map.region_memory(r as u32) == kind {
-                    fm_reads.merge(&cost.reads[r]);
-                    reads.merge(&cost.stream_reads[r]);
-                    writes.merge(&cost.writes[r]);
-                }
-            }
-            reads.merge(&fm_reads);
+        // A DMA: its read and its write, each with its memory's latency (P18).
+        let mut dma_cycles = 0.0f64;
+        let mut reads: [[Access; READ_CHANNELS]; NUM_MEMORIES] = Default::default();
+        let mut writes: [Access; NUM_MEMORIES] = Default::default();
+        // The scale stream is timed on the constant memory's scale channel wherever the
+        // stream reads it from (P21).
+        let constants = memory_index(self.map.constants);
+        for r in 0..NUM_REGIONS {
+            let m = memory_index(self.map.region_memory(r as u32));
+            reads[m][fm_channel as usize].merge(&cost.reads[r]);
+            reads[m][weight_channel as usize].merge(&cost.stream_reads[r]);
+            reads[constants][ReadChannel::Scale as usize].merge(&cost.scale_reads[r]);
+            writes[m].merge(&cost.writes[r]);
+        }
+        for (i, (reads, writes)) in reads.iter().zip(&writes).enumerate() {
             let t = &self.timing[i];
-            let (rc, wc) = t.cycles(&reads, &writes);
+            let (rc, wc, both) = t.cycles(reads, writes);
             channel_cycles[2 * i] = rc.ceil() as u64;
             channel_cycles[2 * i + 1] = wc.ceil() as u64;
-            memory_cycles[i] = channel_cycles[2 * i].max(channel_cycles[2 * i + 1]);
-            if !reads.is_empty() {
-                read_data = read_data.max(t.read.data(&fm_reads));
-                read_latency = read_latency.max(t.read.latency);
+            memory_cycles[i] = both.ceil() as u64;
+            if rc > 0.0 {
+                dma_cycles = dma_cycles.max(rc + t.read.latency);
             }
-            if !writes.is_empty() {
-                write_data = write_data.max(t.write.data(&writes));
-                write_latency = write_latency.max(t.write.latency);
+            if wc > 0.0 {
+                dma_cycles = dma_cycles.max(wc + t.write.latency);
             }
         }
-        let steady = memory_cycles
-            .iter()
-            .copied()
-            .max()
-            .unwrap_or(0)
-            .max(cost.compute_cycles);
-        // The blocks flow through the stages IFM fetch -> MAC -> AO -> OFM write; in steady
-        // state the slowest stage sets the pace, and the pipeline fills and drains once: the
-        // first block passes every other stage, the first data arrives after the read latency
-        // and the last write is acknowledged after the write latency (P16). Weight and scale
-        // streams flow into the decoders and the AO as they arrive, and count only in the
-        // steady state.
-        let fill = if cost.blocks > 0 {
-            let n = cost.blocks as f64;
-            let stages = [
-                read_data / n,
-                cost.mac_cycles as f64 / n,
-                cost.ao_cycles as f64 / n,
-                write_data / n,
-            ];
-            let max = stages.iter().copied().fold(0.0, f64::max);
-            stages.iter().sum::<f64>() - max
-        } else {
-            0.0
+        let memory = memory_cycles.iter().copied().max().unwrap_or(0);
+        let npu = match cost.kind {
+            OpKind::Dma => dma_cycles.ceil() as u64,
+            OpKind::Elementwise | OpKind::Resize => self.streaming_cycles(&cost.pipe),
+            _ => self.block_cycles(&cost.pipe),
         };
-        let cycles = steady + (fill + read_latency + write_latency).ceil() as u64;
+        let cycles = npu.max(memory);
         OpPerf {
             offset,
             instruction,
@@ -307,10 +324,67 @@ impl PerfModel {
             memory_written,
             memory_cycles,
             channel_cycles,
+            npu_cycles: npu,
             cycles,
             start: 0,
             end: cycles,
         }
+    }
+
+    /// Cycles of one block's IFM reads (the slowest operand) and of its OFM write, each with
+    /// its memory's latency: what the pipeline's fill and drain cannot hide (P17).
+    fn block_io(&self, pipe: &Pipeline) -> (f64, f64) {
+        let timing =
+            |region: u8| &self.timing[memory_index(self.map.region_memory(u32::from(region)))];
+        let mut ifm: f64 = 0.0;
+        for (region, a) in &pipe.ifm_block {
+            let t = timing(*region);
+            ifm =
+                ifm.max(t.read.latency + (a.effective_bytes(t.burst) / t.read.bandwidth()).floor());
+        }
+        let ofm = pipe.ofm_block.as_ref().map_or(0.0, |(region, a)| {
+            let t = timing(*region);
+            t.write.latency + (a.effective_bytes(t.burst) / t.write.bandwidth()).floor()
+        });
+        (ifm, ofm)
+    }
+
+    /// A MAC-unit operation's cycles (P17): blocks flow through the MAC and AO stages, the
+    /// slower setting the pace; the CC issues each block's commands at a quarter of the
+    /// stages' cycles; the AO waits per block for the block's scales and biases (the scale
+    /// channel's read buffer refilled once per memory latency); the first IFM block's read
+    /// and the last OFM block's write come on top.
+    fn block_cycles(&self, pipe: &Pipeline) -> u64 {
+        let (ifm, ofm) = self.block_io(pipe);
+        let n = pipe.blocks;
+        let bias = pipe.scale_block.map_or(0.0, |(region, bytes)| {
+            let t = &self.timing[memory_index(self.map.region_memory(u32::from(region)))];
+            let buffer = f64::from(read_buffer_words(self.arch.accelerator, ReadChannel::Scale))
+                * f64::from(crate::system::AXI_PORT_BYTES);
+            bytes / buffer * t.read.latency
+        });
+        let mac = pipe.mac_block;
+        let ao = pipe.ao_block.max(bias);
+        let io = if n > 1.0 { (ofm - ifm).abs() } else { 0.0 };
+        let cmd = (io + mac + ao) / 4.0;
+        let (m, a) = (mac.max(cmd), ao.max(cmd));
+        let body = if m > a {
+            (m * n).floor() + a
+        } else {
+            a * n + m
+        };
+        (body + ifm + ofm).floor() as u64
+    }
+
+    /// An elementwise or resize operation's cycles (P17): its elements at the AO's rate, or,
+    /// when slower, the CC issuing the blocks, a quarter of each block's IFM/OFM transfer and
+    /// AO time.
+    fn streaming_cycles(&self, pipe: &Pipeline) -> u64 {
+        let (ifm, ofm) = self.block_io(pipe);
+        let ao = (pipe.ao_per_element * pipe.elements).ceil();
+        let per = (ifm.max(ofm) / pipe.block_elements.max(1.0) + pipe.ao_per_element) / 4.0;
+        let cmd = (per * pipe.elements).ceil();
+        ao.max(cmd) as u64
     }
 
     /// Estimates a command stream (u32 words, first command at word 0), from the reset
@@ -335,7 +409,10 @@ impl PerfModel {
             };
             let mut p = self.op(d.offset, d.opcode().spec().name, cost);
             let dma = matches!(d.command, Command::OpDmaStart(_));
-            (p.start, p.end) = time.schedule_on(dma, p.cycles, &p.channel_cycles);
+            (p.start, p.end) = time.schedule_on(dma, p.cycles, &[0; 2 * NUM_MEMORIES]);
+            if !dma {
+                time.last_kernel = Some((p.start, p.cost.chained_ofm));
+            }
             perf.serial_cycles += p.cycles;
             perf.macs += p.cost.macs;
             perf.weight_bytes += p.cost.weight_bytes;

@@ -18,19 +18,19 @@
 //! that the memory model can count AXI bursts and beats.
 
 use super::axi::Access;
-use super::cycles::{self, AoPath, ConvOrder, MacJob};
+use super::cycles::{self, AoPath, BlockJob, ConvOrder, MacJob, Traversal};
 use super::traffic::{self, FmBox};
 use crate::arch::ArchConfig;
 use crate::isa::{
     AccFormat, AccInput, AccOutput, ActivationFormat, ActivationStorage, ActivationTranspose,
     BroadcastMode, Command, ElementwiseMode, IfmUpscaleMode, KernelDilation, OfmScaleMode,
-    RegisterFile, WeightFormat, WeightOrder, WeightSparsity,
+    PoolingMode, RegisterFile, WeightFormat, WeightOrder, WeightSparsity,
 };
 use crate::sim::fm::{addr40, esize, saddr40, Fm};
 use crate::sim::NUM_REGIONS;
 
 /// What an operation is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OpKind {
     /// NPU_OP_CONV (incl. matrix multiply with weights from IFM2).
     Conv,
@@ -43,12 +43,46 @@ pub enum OpKind {
     /// NPU_OP_RESIZE.
     Resize,
     /// NPU_OP_DMA_START.
+    #[default]
     Dma,
 }
 
+/// What the block pipeline of a kernel operation needs besides the memories (P17): the
+/// blocks, each stage's cycles per block, and the accesses of one block whose latency the
+/// pipeline cannot hide.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pipeline {
+    /// OFM blocks: the OFM's microblocks over the microblocks of one block (fractional).
+    pub blocks: f64,
+    /// MAC stage cycles per block.
+    pub mac_block: f64,
+    /// AO cycles per block (elements of a block x cycles per element).
+    pub ao_block: f64,
+    /// AO cycles per output element.
+    pub ao_per_element: f64,
+    /// Elementwise and resize: output elements (NHCWB16 depth rounded to bricks).
+    pub elements: f64,
+    /// Elements of one OFM block (as programmed).
+    pub block_elements: f64,
+    /// Scale/bias bytes one block needs, and the region they are read from.
+    pub scale_block: Option<(u8, f64)>,
+    /// The first block's read of each IFM in memory: region and runs.
+    pub ifm_block: Vec<(u8, Access)>,
+    /// The first block's OFM write: region and runs.
+    pub ofm_block: Option<(u8, Access)>,
+}
+
 /// The cost of one operation, before memories are attached.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct OpCost {
+    /// What the operation is.
+    pub kind: OpKind,
+    /// The weights come through the fast weight decoder's channel.
+    pub fast_weights: bool,
+    /// The OFM goes to the chaining buffer (a kernel operation reading it follows).
+    pub chained_ofm: bool,
+    /// The block pipeline (kernel operations).
+    pub pipe: Pipeline,
     /// Multiply-accumulates (CONV, DEPTHWISE: OFM elements x taps x IFM depth per output).
     pub macs: u64,
     /// Cycles of the slowest compute unit (MAC, AO, weight decoders).
@@ -73,9 +107,10 @@ pub struct OpCost {
     pub extent: [u64; NUM_REGIONS],
     /// The feature-map reads per region as contiguous runs (what the memory model times).
     pub reads: [Access; NUM_REGIONS],
-    /// The weight and scale stream reads per region (a matrix multiply's IFM2 too): consumed
-    /// as they arrive, they do not fill the block pipeline (P16).
+    /// The weight stream reads per region (a matrix multiply's IFM2 too).
     pub stream_reads: [Access; NUM_REGIONS],
+    /// The scale stream reads per region.
+    pub scale_reads: [Access; NUM_REGIONS],
     /// The writes per region as contiguous runs.
     pub writes: [Access; NUM_REGIONS],
 }
@@ -96,6 +131,9 @@ impl OpCost {
     }
     fn stream_runs(&mut self, region: u8) -> &mut Access {
         &mut self.stream_reads[usize::from(region) % NUM_REGIONS]
+    }
+    fn scale_runs(&mut self, region: u8) -> &mut Access {
+        &mut self.scale_reads[usize::from(region) % NUM_REGIONS]
     }
     fn write_runs(&mut self, region: u8) -> &mut Access {
         &mut self.writes[usize::from(region) % NUM_REGIONS]
@@ -204,7 +242,7 @@ fn scales(c: &mut OpCost, r: &RegisterFile, slices: u64, spatial: u64) {
         let region = r.scale_region.region;
         c.scale_bytes = len;
         c.read(region, len * spatial);
-        traffic::stream(base, len, slices, spatial, c.stream_runs(region));
+        traffic::stream(base, len, slices, spatial, c.scale_runs(region));
         c.touch(region, base + len);
     }
 }
@@ -238,10 +276,24 @@ fn write_ofm(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, (h, w, d): (u64, u64, u
 }
 
 /// The runs of writing the OFM block at rows `ys`, columns `xs`, channels `cs`.
-fn write_ofm_block(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, (ys, xs, cs): Spans3, times: u64) {
+fn write_ofm_block(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, spans: Spans3, times: u64) {
     if !writes_ofm(r, ofm) {
         return;
     }
+    ofm_block_runs(r, ofm, spans, times, c.write_runs(ofm.region));
+}
+
+/// The first OFM block's write, for the pipeline's fill and drain.
+fn first_ofm_block(r: &RegisterFile, ofm: &Fm, spans: Spans3) -> Option<(u8, Access)> {
+    if !writes_ofm(r, ofm) {
+        return None;
+    }
+    let mut a = Access::default();
+    ofm_block_runs(r, ofm, spans, 1, &mut a);
+    Some((ofm.region, a))
+}
+
+fn ofm_block_runs(r: &RegisterFile, ofm: &Fm, (ys, xs, cs): Spans3, times: u64, acc: &mut Access) {
     let t = r.ofm_precision.activation_transpose;
     let (y, x, ch) = transposed(t, (ys, xs, cs));
     let b = FmBox {
@@ -252,15 +304,21 @@ fn write_ofm_block(c: &mut OpCost, r: &RegisterFile, ofm: &Fm, (ys, xs, cs): Spa
         c: ch.0,
         d: ch.1,
     };
-    traffic::fm_box(ofm, b, times, c.write_runs(ofm.region));
+    traffic::fm_box(ofm, b, times, acc);
 }
 
 /// The cost of a kernel operation or DMA; `None` for any other command.
 pub fn op_cost(arch: &ArchConfig, r: &RegisterFile, command: &Command) -> Option<OpCost> {
     match *command {
-        Command::OpConv(c) => Some(kernel(arch, r, OpKind::Conv, c.weights_ifm2 == 1)),
-        Command::OpDepthwise(_) => Some(kernel(arch, r, OpKind::Depthwise, false)),
-        Command::OpPool(_) => Some(kernel(arch, r, OpKind::Pool, false)),
+        Command::OpConv(c) => Some(kernel(arch, r, OpKind::Conv, c.weights_ifm2 == 1, false)),
+        Command::OpDepthwise(_) => Some(kernel(arch, r, OpKind::Depthwise, false, false)),
+        Command::OpPool(p) => Some(kernel(
+            arch,
+            r,
+            OpKind::Pool,
+            false,
+            p.pooling_mode == PoolingMode::ReduceSum,
+        )),
         Command::OpElementwise(e) => Some(elementwise(arch, r, e.elementwise_mode)),
         Command::OpResize(_) => Some(resize(arch, r)),
         Command::OpDmaStart(_) => Some(dma(r)),
@@ -268,8 +326,18 @@ pub fn op_cost(arch: &ArchConfig, r: &RegisterFile, command: &Command) -> Option
     }
 }
 
-fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool) -> OpCost {
-    let mut c = OpCost::default();
+fn kernel(
+    arch: &ArchConfig,
+    r: &RegisterFile,
+    kind: OpKind,
+    weights_ifm2: bool,
+    reduce_sum: bool,
+) -> OpCost {
+    let mut c = OpCost {
+        kind,
+        fast_weights: r.weight_format.weight_format == WeightFormat::Fwd,
+        ..OpCost::default()
+    };
     let (ifm, ifm2, ofm) = (Fm::ifm(r), Fm::ifm2(r), Fm::ofm(r));
     let (oh, ow, od) = (
         m1(r.ofm_height_m1.height_m1),
@@ -322,7 +390,7 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
         ywin.iter().map(|w| w.1).sum(),
         xwin.iter().map(|w| w.1).sum(),
     );
-    let conv = kind == OpKind::Conv;
+    let conv = kind == OpKind::Conv || reduce_sum;
     let channels = if conv {
         slices.len() as u64 * ifm_d
     } else {
@@ -452,8 +520,102 @@ fn kernel(arch: &ArchConfig, r: &RegisterFile, kind: OpKind, weights_ifm2: bool)
     let ao = mac_ao_cycles(arch, r, &ofm, elements);
     c.mac_cycles = mac_cycles.max(wd_cycles);
     c.ao_cycles = ao;
+    c.chained_ofm = ofm.storage == ActivationStorage::Chained;
     c.blocks = slices.len() as u64 * spatial;
     c.compute_cycles = c.mac_cycles.max(ao);
+
+    // The block pipeline (P17): blocks counted in microblocks, the MAC stage per block from
+    // the kernel walk (at least chapter 4's rate), the AO stage per block.
+    let mb = arch.microblock_shape(r.acc_format.microblock);
+    let (uh, uw, ud) = (
+        u64::from(mb.height),
+        u64::from(mb.width),
+        u64::from(mb.depth.max(1)),
+    );
+    let ublocks = (bh.div_ceil(uh), bw.div_ceil(uw), bd.div_ceil(ud));
+    let per_block = ublocks.0 * ublocks.1 * ublocks.2;
+    let all = oh.div_ceil(uh) * ow.div_ceil(uw) * od.div_ceil(ud);
+    let blocks = all as f64 / per_block.max(1) as f64;
+    let ifm_bits = ifm.esize() * 8;
+    let order = if ks.weight_order == WeightOrder::PartKernelFirst {
+        ConvOrder::KernelFirst
+    } else {
+        ConvOrder::DepthFirst
+    };
+    let (traversal, ifm_block_depth) = match kind {
+        OpKind::Conv => {
+            let t = if order == ConvOrder::KernelFirst && !weights_ifm2 {
+                Traversal::PartKernel
+            } else {
+                Traversal::DepthFirst
+            };
+            let d = cycles::conv_ifm_block_depth(arch.accelerator, order, ifm_bits, ud, job.sparse);
+            (t, d.min(ifm_d))
+        }
+        OpKind::Depthwise => (Traversal::Depthwise, bd),
+        // A channel sum walks the IFM depth as a depth-first convolution does.
+        _ if reduce_sum => {
+            let d = cycles::conv_ifm_block_depth(
+                arch.accelerator,
+                ConvOrder::DepthFirst,
+                ifm_bits,
+                ud,
+                false,
+            );
+            (Traversal::DepthFirst, d.min(ifm_d))
+        }
+        _ => (Traversal::Pool, bd),
+    };
+    let bj = BlockJob {
+        traversal,
+        kernel: (kh_dil.div_ceil(dy), kw_dil.div_ceil(dx)),
+        ublocks,
+        ublock_depth: ud,
+        ifm_block_depth,
+        ifm_depth: ifm_d,
+        ifm_bits,
+        acc48: r.acc_format.acc_format == AccFormat::I48,
+        sparse: job.sparse,
+    };
+    let walk = cycles::mac_block_cycles(arch, &bj) as f64;
+    let ao_pe = if ao > 0 {
+        ao as f64 / elements.max(1) as f64
+    } else {
+        0.0
+    };
+    let block_elements = (bh * bw * bd) as f64;
+    c.pipe = Pipeline {
+        blocks,
+        mac_block: walk.max(c.mac_cycles as f64 / blocks.max(1.0)),
+        ao_block: (ao_pe * block_elements).ceil(),
+        ao_per_element: ao_pe,
+        elements: elements as f64,
+        block_elements,
+        scale_block: (c.scale_bytes > 0).then(|| {
+            (
+                r.scale_region.region,
+                c.scale_bytes as f64 / od as f64 * bd as f64,
+            )
+        }),
+        ifm_block: Vec::new(),
+        ofm_block: first_ofm_block(r, &ofm, ((0, bh), (0, bw), (0, bd))),
+    };
+    if in_memory(&ifm) {
+        if let (Some(&(y, h)), Some(&(x, w))) = (ywin.first(), xwin.first()) {
+            let d = if conv { ifm_block_depth } else { bd };
+            let mut a = Access::default();
+            let b = FmBox {
+                y,
+                h,
+                x,
+                w,
+                c: 0,
+                d,
+            };
+            traffic::fm_box(&ifm, b, 1, &mut a);
+            c.pipe.ifm_block.push((ifm.region, a));
+        }
+    }
     c
 }
 
@@ -503,7 +665,10 @@ fn broadcast_dims(mode: BroadcastMode, (h, w, d): (u64, u64, u64)) -> (u64, u64,
 
 fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> OpCost {
     use ElementwiseMode as M;
-    let mut c = OpCost::default();
+    let mut c = OpCost {
+        kind: OpKind::Elementwise,
+        ..OpCost::default()
+    };
     let (ifm, ifm2, ofm) = (Fm::ifm(r), Fm::ifm2(r), Fm::ofm(r));
     let shape = (
         m1(r.ofm_height_m1.height_m1),
@@ -514,6 +679,7 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
     let unary = matches!(mode, M::Lrelu | M::Abs | M::Clz | M::Not);
     let blocks = ofm_blocks(r, shape);
     let mut in_bits = 0;
+    let first = [blocks[0][0], blocks[1][0], blocks[2][0]];
     let mut operand = |fm: &Fm, b: BroadcastMode, c: &mut OpCost| {
         if b == BroadcastMode::Scalar {
             return;
@@ -521,6 +687,22 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
         in_bits = in_bits.max((fm.esize() * 8) as u32);
         if in_memory(fm) {
             let (h, w, d) = broadcast_dims(b, shape);
+            {
+                let one = |(o, n): (u64, u64), full: u64| if full == 1 { (0, 1) } else { (o, n) };
+                let ((y, bh), (x, bw), (ch, bd)) =
+                    (one(first[0], h), one(first[1], w), one(first[2], d));
+                let mut a = Access::default();
+                let bx = FmBox {
+                    y,
+                    h: bh,
+                    x,
+                    w: bw,
+                    c: ch,
+                    d: bd,
+                };
+                traffic::fm_box(fm, bx, 1, &mut a);
+                c.pipe.ifm_block.push((fm.region, a));
+            }
             c.read(fm.region, h * w * d * fm.esize());
             c.touch(fm.region, fm_end(fm, h, w, d));
             // Per OFM block, the operand's box (a broadcast dimension is its one element).
@@ -560,11 +742,43 @@ fn elementwise(arch: &ArchConfig, r: &RegisterFile, mode: ElementwiseMode) -> Op
     };
     c.ao_cycles = c.compute_cycles;
     c.blocks = blocks.iter().map(|b| b.len() as u64).product();
+    streaming_pipeline(&mut c, r, &ofm, shape, elements, first);
     c
 }
 
+/// The pipeline of an elementwise or resize operation (P17): output elements (bricks of 16
+/// channels in NHCWB16) at the AO's rate, one OFM block's elements per command.
+fn streaming_pipeline(
+    c: &mut OpCost,
+    r: &RegisterFile,
+    ofm: &Fm,
+    (h, w, d): (u64, u64, u64),
+    elements: u64,
+    first: [(u64, u64); 3],
+) {
+    c.chained_ofm = ofm.storage == ActivationStorage::Chained;
+    let depth = if ofm.format == ActivationFormat::Nhcwb16 {
+        d.div_ceil(16) * 16
+    } else {
+        d
+    };
+    let blk = (
+        m1(r.ofm_blk_height_m1.height_m1),
+        m1(r.ofm_blk_width_m1.width_m1),
+        m1(r.ofm_blk_depth_m1.depth_m1),
+    );
+    c.pipe.elements = (h * w * depth) as f64;
+    c.pipe.ao_per_element = c.ao_cycles as f64 / elements.max(1) as f64;
+    c.pipe.block_elements = (blk.0 * blk.1 * blk.2) as f64;
+    c.pipe.blocks = 1.0;
+    c.pipe.ofm_block = first_ofm_block(r, ofm, (first[0], first[1], first[2]));
+}
+
 fn resize(arch: &ArchConfig, r: &RegisterFile) -> OpCost {
-    let mut c = OpCost::default();
+    let mut c = OpCost {
+        kind: OpKind::Resize,
+        ..OpCost::default()
+    };
     let (ifm, ofm) = (Fm::ifm(r), Fm::ofm(r));
     let shape = (
         m1(r.ofm_height_m1.height_m1),
@@ -605,6 +819,8 @@ fn resize(arch: &ArchConfig, r: &RegisterFile) -> OpCost {
     c.compute_cycles = cycles::ao_cycles(arch, elements, rate);
     c.ao_cycles = c.compute_cycles;
     c.blocks = blocks.iter().map(|b| b.len() as u64).product();
+    let first = [blocks[0][0], blocks[1][0], blocks[2][0]];
+    streaming_pipeline(&mut c, r, &ofm, shape, elements, first);
     c
 }
 
