@@ -783,18 +783,16 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
         return Err(unsupported(cx.node(o), "its consumer is not supported"));
     }
     for &t in g.outputs() {
-        let Some(&buf) = cx.lowered.tensor_buffer.get(&t) else {
-            return Err(CompileError::Graph(format!(
-                "output {} is not produced by an NPU operation",
-                g.tensor(t).map_or("?", |x| x.name.as_str())
-            )));
+        let buf = match cx.lowered.tensor_buffer.get(&t) {
+            Some(&buf) if !cx.lowered.constants.contains_key(&buf) => buf,
+            _ if cx.is_constant(t) => cx.constant_output(t)?,
+            _ => {
+                return Err(CompileError::Graph(format!(
+                    "output {} is not produced by an NPU operation",
+                    g.tensor(t).map_or("?", |x| x.name.as_str())
+                )))
+            }
         };
-        if cx.lowered.constants.contains_key(&buf) {
-            return Err(CompileError::Graph(format!(
-                "output {} is a constant",
-                g.tensor(t).map_or("?", |x| x.name.as_str())
-            )));
-        }
         cx.lowered.buffers[buf].is_output = true;
     }
     Ok(cx.lowered)
