@@ -649,10 +649,16 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     for &t in g.inputs() {
         cx.new_buffer(t, None);
     }
-    let order = g
+    let mut order = g
         .topo_order()
         .map_err(|e| CompileError::Graph(e.to_string()))?;
     float::reject(g, &order)?;
+    // A graph whose every output is computed from constants alone folds whole: no operator
+    // is lowered, each output is evaluated and copied from a read-only buffer
+    // (`constant_output`).
+    if !g.outputs().is_empty() && g.outputs().iter().all(|&t| cx.is_constant(t)) {
+        order.clear();
+    }
     // Constant tensors read as feature maps (elementwise operands, data movement) get a
     // read-only buffer; weights and biases are read by their operators directly.
     for &o in &order {
