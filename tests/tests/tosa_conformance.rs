@@ -2,7 +2,7 @@
 //! `models/scripts/make_conformance.sh DIR`:
 //!
 //! ```text
-//! NPUC_CONFORMANCE=DIR cargo test -p npuc-tests --release --test tosa_conformance -- --ignored --nocapture
+//! NPUC_CONFORMANCE=DIR cargo test -p npuc-tests --test tosa_conformance -- --ignored --nocapture
 //! ```
 //!
 //! For every test of every set under DIR (pro-int, ext-int16, ext-int4, ext-doubleround, or
