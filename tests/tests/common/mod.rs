@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod conformance;
 pub mod vela_listing;
 
 use std::path::{Path, PathBuf};

@@ -151,3 +151,56 @@ impl<'g> Ctx<'g> {
         })
     }
 }
+
+/// A height, width, depth of `n` elements, each at most 65536 (None when there is none).
+fn flat_hwc_of(n: usize) -> Option<(u32, u32, u32)> {
+    const MAX: usize = 65536;
+    let largest_divisor = |m: usize| (1..=m.min(MAX)).rev().find(|d| m % d == 0);
+    let c = largest_divisor(n)?;
+    let w = largest_divisor(n / c)?;
+    let h = n / c / w;
+    (h <= MAX).then_some((h as u32, w as u32, c as u32))
+}
+
+impl Ctx<'_> {
+    /// A graph output whose value is a constant (a CONST graph, a RESHAPE of a constant):
+    /// its values, evaluated like any constant operand, are stored in a read-only buffer and
+    /// copied into a new buffer of the output by a 1x1 max pool. Bool values are copied as
+    /// bytes. The output's buffer, or an error naming the output.
+    pub(super) fn constant_output(&mut self, t: TensorId) -> Result<usize, CompileError> {
+        let tensor = self.g.tensor(t).expect("tensor");
+        let name = tensor.name.clone();
+        let refuse = |why: &str| CompileError::Graph(format!("output {name} is a constant: {why}"));
+        let dtype = tensor.ty.dtype;
+        let fm_dtype = match dtype {
+            DType::Bool => DType::Int8,
+            DType::Int8 | DType::Int16 | DType::Int32 => dtype,
+            _ => return Err(refuse(&format!("{dtype} constants cannot be copied"))),
+        };
+        let values = self
+            .constant_values(t)
+            .ok_or_else(|| refuse("its value is not defined"))?;
+        let shape = flat_hwc_of(values.len())
+            .ok_or_else(|| refuse("no feature map shape holds its elements"))?;
+        let data = TensorData::from_i64(fm_dtype, &values).map_err(|e| refuse(&e.to_string()))?;
+        let src = self.anonymous_constant(data.to_le_bytes());
+        let fm = |buffer| Fm {
+            buffer,
+            shape,
+            zero_point: 0,
+            dtype: fm_dtype,
+            broadcast: (false, false, false),
+            view: View::default(),
+        };
+        let op = self.lowered.ops.len();
+        let dst = self.new_buffer(t, Some(op));
+        self.push(NpuOp::copy(
+            name.clone(),
+            vec![name],
+            fm(src),
+            fm(dst),
+            (fm_dtype.min_value(), fm_dtype.max_value()),
+        ));
+        Ok(dst)
+    }
+}

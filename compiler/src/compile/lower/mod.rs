@@ -649,10 +649,16 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     for &t in g.inputs() {
         cx.new_buffer(t, None);
     }
-    let order = g
+    let mut order = g
         .topo_order()
         .map_err(|e| CompileError::Graph(e.to_string()))?;
     float::reject(g, &order)?;
+    // A graph whose every output is computed from constants alone folds whole: no operator
+    // is lowered, each output is evaluated and copied from a read-only buffer
+    // (`constant_output`).
+    if !g.outputs().is_empty() && g.outputs().iter().all(|&t| cx.is_constant(t)) {
+        order.clear();
+    }
     // Constant tensors read as feature maps (elementwise operands, data movement) get a
     // read-only buffer; weights and biases are read by their operators directly.
     for &o in &order {
@@ -783,18 +789,16 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
         return Err(unsupported(cx.node(o), "its consumer is not supported"));
     }
     for &t in g.outputs() {
-        let Some(&buf) = cx.lowered.tensor_buffer.get(&t) else {
-            return Err(CompileError::Graph(format!(
-                "output {} is not produced by an NPU operation",
-                g.tensor(t).map_or("?", |x| x.name.as_str())
-            )));
+        let buf = match cx.lowered.tensor_buffer.get(&t) {
+            Some(&buf) if !cx.lowered.constants.contains_key(&buf) => buf,
+            _ if cx.is_constant(t) => cx.constant_output(t)?,
+            _ => {
+                return Err(CompileError::Graph(format!(
+                    "output {} is not produced by an NPU operation",
+                    g.tensor(t).map_or("?", |x| x.name.as_str())
+                )))
+            }
         };
-        if cx.lowered.constants.contains_key(&buf) {
-            return Err(CompileError::Graph(format!(
-                "output {} is a constant",
-                g.tensor(t).map_or("?", |x| x.name.as_str())
-            )));
-        }
         cx.lowered.buffers[buf].is_output = true;
     }
     Ok(cx.lowered)

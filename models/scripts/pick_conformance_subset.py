@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Copy a small, varied subset of the TOSA conformance suite (made by make_conformance.sh)
+into models/tosa-conformance/, the fixtures of tests/tests/tosa_conformance_subset.rs.
+
+    python3 models/scripts/pick_conformance_subset.py SUITE_DIR [OUT_DIR]
+
+For each set (pro-int, ext-int16, ext-int4, ext-doubleround) and each operator the smallest
+test with results is a candidate; the subset takes, per set, the candidates in operator order
+spread over the set (every k-th, so each set contributes up to its quota), plus the smallest
+rank-0 test, the smallest test of rank 5 or more and the smallest RESHAPE to rank 0 of each set.  Each test directory is
+copied as <set>__<test>/ with desc.json, test.tosa, inputs and the reference results.
+Deterministic: the same suite gives the same subset.  Standard library only.
+"""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+QUOTA = {"pro-int": 40, "ext-int16": 15, "ext-int4": 5, "ext-doubleround": 5}
+MAX_TEST_BYTES = 96 * 1024
+
+
+def tests(set_dir):
+    for desc in sorted(set_dir.glob("operators/*/*/*/desc.json")):
+        d = desc.parent
+        meta = json.loads(desc.read_text())
+        files = [meta.get("tosa_file", "test.tosa")] + meta["ifm_file"] + meta["ofm_file"]
+        if not all((d / f).exists() for f in files):
+            continue
+        size = sum((d / f).stat().st_size for f in files)
+        op = meta.get("test_details", {}).get("operator", d.parent.name.upper())
+        ranks = [len(s) for s in meta.get("test_details", {}).get("output_shapes", [])]
+        yield {"dir": d, "files": files, "size": size, "op": op, "rank": max(ranks, default=1)}
+
+
+def main():
+    suite = Path(sys.argv[1])
+    out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[1] / "tosa-conformance"
+    picked = []
+    for set_name, quota in QUOTA.items():
+        all_tests = [t for t in tests(suite / set_name) if t["size"] <= MAX_TEST_BYTES]
+        smallest = {}
+        for t in all_tests:
+            key = t["op"]
+            if key not in smallest or (t["size"], str(t["dir"])) < (smallest[key]["size"], str(smallest[key]["dir"])):
+                smallest[key] = t
+        cands = [smallest[k] for k in sorted(smallest)]
+        step = max(1, -(-len(cands) // quota))
+        chosen = cands[::step][:quota]
+        for pred in (
+            lambda t: t["rank"] == 0,
+            lambda t: t["rank"] >= 5,
+            lambda t: "_rank0_" in t["dir"].name,  # RESHAPE to a scalar
+        ):
+            extra = sorted((t for t in all_tests if pred(t)), key=lambda t: (t["size"], str(t["dir"])))
+            if extra and extra[0] not in chosen:
+                chosen.append(extra[0])
+        picked += [(set_name, t) for t in chosen]
+    if out.exists():
+        shutil.rmtree(out)
+    total = 0
+    for set_name, t in picked:
+        dest = out / f"{set_name}__{t['dir'].name}"
+        dest.mkdir(parents=True)
+        for f in ["desc.json"] + t["files"]:
+            shutil.copyfile(t["dir"] / f, dest / f)
+        total += t["size"]
+    print(f"{len(picked)} tests, {total} bytes of models and data, in {out}")
+
+
+if __name__ == "__main__":
+    main()
