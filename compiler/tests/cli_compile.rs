@@ -343,7 +343,7 @@ fn an_error_says_each_cause_once() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.starts_with("npuc: error: compiling "), "{err}");
     assert_eq!(
-        err.matches("flatbuffer verification failed").count(),
+        err.matches("does not verify").count(),
         1,
         "{err}"
     );
