@@ -342,11 +342,7 @@ fn an_error_says_each_cause_once() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.starts_with("npuc: error: compiling "), "{err}");
-    assert_eq!(
-        err.matches("does not verify").count(),
-        1,
-        "{err}"
-    );
+    assert_eq!(err.matches("does not verify").count(), 1, "{err}");
     assert!(!out.exists());
     std::fs::remove_file(model).unwrap();
 }

@@ -224,7 +224,9 @@ fn verify_impl(
             let r = &p.report;
             json!({
                 "part": p.part,
-                "npu_operations": p.npu_operations,
+                "npu_operations": p.counts.npu_operations,
+                "kernel_commands": p.counts.kernel_commands,
+                "dma_commands": p.counts.dma_commands,
                 "bit_exact": r.is_bit_exact(),
                 "samples": r.samples,
                 "bytes_compared": r.bytes_compared,

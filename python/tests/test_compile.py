@@ -17,6 +17,7 @@ SUMMARY_KEYS = {
     "npu_operators",
     "cpu_operators",
     "operators",
+    "npu_operations",
     "kernel_commands",
     "dma_commands",
     "command_words",
