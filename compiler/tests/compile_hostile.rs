@@ -4,6 +4,10 @@
 use npuc::compile::{compile, Options};
 use npuc_ir::*;
 
+mod compile_common;
+
+use compile_common::conv_then_pool;
+
 /// A 3x3 CONV2D with dilation `d` and SAME padding on an 8x8x4 input, + RESCALE.
 fn dilated_conv(d: usize) -> Graph {
     let (h, w, ic, oc) = (8, 8, 4, 8);
@@ -35,31 +39,6 @@ fn a_huge_dilation_is_refused_without_expanding_the_kernel() {
     assert!(e.contains("dilation"), "{e}");
     // A dilation the expansion can serve still compiles.
     compile(&dilated_conv(4), &Options::default()).unwrap();
-}
-
-/// CONV2D 3x3 (pad 1) + RESCALE, then MAX_POOL2D 2x2: two NPU operations.
-fn conv_then_pool() -> Graph {
-    let (h, w, ic, oc) = (8, 8, 4, 8);
-    let mut b = GraphBuilder::new("conv_then_pool");
-    let x = b.input("x", DType::Int8, [1, h, w, ic]);
-    let weights: Vec<i8> = (0..oc * 9 * ic).map(|i| ((i * 37) % 255) as i8).collect();
-    let wt = b.const_i8("w", [oc, 3, 3, ic], &weights);
-    let bt = b.const_i32("b", [oc], &vec![100; oc]);
-    let conv = ConvAttrs {
-        pad: [1, 1, 1, 1],
-        ..ConvAttrs::default()
-    };
-    let acc = b.op("conv", Op::Conv2d(conv), &[x, wt, bt]);
-    let r = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 40, RescaleRounding::DoubleRound);
-    let y = b.op("rescale", Op::Rescale(r), &[acc]);
-    let pool = PoolAttrs {
-        kernel: [2, 2],
-        stride: [2, 2],
-        pad: [0; 4],
-    };
-    let z = b.op("pool", Op::MaxPool2d(pool), &[y]);
-    b.output(z);
-    b.finish().unwrap()
 }
 
 /// Every compiled stream is validated before it is returned (C9): a stream that reads an

@@ -16,7 +16,6 @@
 mod common;
 
 use npuc_backend::perf::PerfModel;
-use npuc_backend::system::{presets, MemoryMap};
 use std::collections::BTreeMap;
 
 /// One Vela operation and what npuc attributes to it.
@@ -41,21 +40,6 @@ struct Network {
     vela_total: u64,
     npuc_total: u64,
     layers: Vec<Layer>,
-}
-
-/// The system configuration and memory mode each models/vela directory was compiled with
-/// (models/scripts/compile_vela.py).
-fn memory_map(config: &str) -> MemoryMap {
-    let (sys, mode) = if config == "u85_256_sram_only" {
-        ("Ethos_U85_SYS_Flash_High", "Sram_Only")
-    } else {
-        (presets::DEFAULT_SYSTEM_CONFIG, presets::DEFAULT_MEMORY_MODE)
-    };
-    MemoryMap::new(
-        &presets::system_config(sys).expect("preset"),
-        &presets::memory_mode(mode).expect("preset"),
-    )
-    .expect("consistent")
 }
 
 /// A queue row of the fixture: (stream, offset, op id).
@@ -123,7 +107,7 @@ fn networks() -> Vec<Network> {
         let path = dir.join(format!("{}_vela.tflite", net.name));
         let artifact = npuc::artifact::Artifact::read(&path)
             .unwrap_or_else(|e| panic!("{}/{}: {e}", net.config, net.name));
-        let map = memory_map(&net.config);
+        let map = common::memory_map(&net.config);
         for (s, stream) in artifact.streams.iter().enumerate() {
             let acc = stream.accelerator.expect("Vela's payload names it");
             let perf = PerfModel::new(acc.config(), map.clone())

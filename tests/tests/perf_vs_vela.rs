@@ -12,8 +12,6 @@
 
 mod common;
 
-use npuc_backend::system::{presets, MemoryMap};
-
 /// Vela's per-network figures.
 #[derive(Debug, Default, Clone, Copy)]
 struct VelaPerf {
@@ -97,21 +95,6 @@ fn networks() -> Vec<String> {
         .collect()
 }
 
-/// The system configuration and memory mode each models/vela directory was compiled with
-/// (models/scripts/compile_vela.py).
-fn memory_map(config: &str) -> MemoryMap {
-    let (sys, mode) = if config == "u85_256_sram_only" {
-        ("Ethos_U85_SYS_Flash_High", "Sram_Only")
-    } else {
-        (presets::DEFAULT_SYSTEM_CONFIG, presets::DEFAULT_MEMORY_MODE)
-    };
-    MemoryMap::new(
-        &presets::system_config(sys).expect("preset"),
-        &presets::memory_mode(mode).expect("preset"),
-    )
-    .expect("consistent")
-}
-
 struct Row {
     config: &'static str,
     name: String,
@@ -122,7 +105,7 @@ struct Row {
 fn rows() -> Vec<Row> {
     let mut out = Vec::new();
     for config in ["u85_256", "u85_2048", "u85_256_sram_only"] {
-        let map = memory_map(config);
+        let map = common::memory_map(config);
         for name in networks() {
             let dir = common::models_dir().join("vela").join(config);
             let Ok(text) = std::fs::read_to_string(dir.join(format!("{name}.perf.txt"))) else {
@@ -262,7 +245,7 @@ fn a_shallow_input_image_costs_what_velas_access_cycles_measure() {
     let stream = &artifact.streams[0];
     let perf = PerfModel::new(
         stream.accelerator.expect("named").config(),
-        memory_map("u85_256"),
+        common::memory_map("u85_256"),
     )
     .stream(&stream.words)
     .expect("decodes");
@@ -286,7 +269,7 @@ fn a_shallow_input_image_costs_what_velas_access_cycles_measure() {
 fn per_operation_counts_agree_with_the_simulator() {
     use npuc::run::npy;
     use npuc_backend::perf::PerfModel;
-    let map = memory_map("u85_256");
+    let map = common::memory_map("u85_256");
     for name in [
         "mobilenet_tiny",
         "ds_cnn",
@@ -357,7 +340,7 @@ fn print_per_operation_table() {
     use npuc_backend::perf::PerfModel;
     let name = std::env::var("NPUC_PERF_NET").unwrap_or("mobilenet_v2_035_96".into());
     let config = std::env::var("NPUC_PERF_CONFIG").unwrap_or("u85_256".into());
-    let map = memory_map(&config);
+    let map = common::memory_map(&config);
     let dir = common::models_dir().join("vela").join(&config);
     let text = std::fs::read_to_string(dir.join(format!("{name}.perf.txt"))).expect("perf");
     let vela = vela_rows(&text);
@@ -430,7 +413,7 @@ fn print_per_operation_table() {
 fn print_single_operation_table() {
     use npuc_backend::perf::PerfModel;
     let config = std::env::var("NPUC_PERF_CONFIG").unwrap_or("u85_256".into());
-    let map = memory_map(&config);
+    let map = common::memory_map(&config);
     let dir = common::models_dir().join("vela").join(&config);
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("dir")

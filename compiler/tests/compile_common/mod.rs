@@ -525,3 +525,28 @@ pub fn check_sim(name: &str, g: &Graph, samples: usize) {
         );
     }
 }
+
+/// CONV2D 3x3 (pad 1) + RESCALE, then MAX_POOL2D 2x2: two NPU operations.
+pub fn conv_then_pool() -> Graph {
+    let (h, w, ic, oc) = (8, 8, 4, 8);
+    let mut b = GraphBuilder::new("conv_then_pool");
+    let x = b.input("x", DType::Int8, [1, h, w, ic]);
+    let weights: Vec<i8> = (0..oc * 9 * ic).map(|i| ((i * 37) % 255) as i8).collect();
+    let wt = b.const_i8("w", [oc, 3, 3, ic], &weights);
+    let bt = b.const_i32("b", [oc], &vec![100; oc]);
+    let conv = ConvAttrs {
+        pad: [1, 1, 1, 1],
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("conv", Op::Conv2d(conv), &[x, wt, bt]);
+    let r = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 40, RescaleRounding::DoubleRound);
+    let y = b.op("rescale", Op::Rescale(r), &[acc]);
+    let pool = PoolAttrs {
+        kernel: [2, 2],
+        stride: [2, 2],
+        pad: [0; 4],
+    };
+    let z = b.op("pool", Op::MaxPool2d(pool), &[y]);
+    b.output(z);
+    b.finish().unwrap()
+}

@@ -75,3 +75,21 @@ pub fn read_vela_artifact(
         Err(e) => panic!("{config}/{name}: {e}"),
     }
 }
+
+/// The system configuration and memory mode each models/vela directory was compiled with
+/// (models/scripts/compile_vela.py).
+pub fn memory_map(config: &str) -> npuc_backend::system::MemoryMap {
+    let (sys, mode) = if config == "u85_256_sram_only" {
+        ("Ethos_U85_SYS_Flash_High", "Sram_Only")
+    } else {
+        (
+            npuc_backend::system::presets::DEFAULT_SYSTEM_CONFIG,
+            npuc_backend::system::presets::DEFAULT_MEMORY_MODE,
+        )
+    };
+    npuc_backend::system::MemoryMap::new(
+        &npuc_backend::system::presets::system_config(sys).expect("preset"),
+        &npuc_backend::system::presets::memory_mode(mode).expect("preset"),
+    )
+    .expect("consistent")
+}
