@@ -31,6 +31,7 @@ mod dma;
 mod fm;
 mod kernel;
 mod lut;
+mod objective;
 mod plan;
 mod regs;
 mod resize;

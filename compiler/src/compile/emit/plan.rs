@@ -4,12 +4,14 @@
 //! is written out as the operation's complete register state (feature maps where the
 //! placement put them, weights read from region 0 with the lengths of the preferred
 //! candidate's encoding; for FWD candidates the target's FWD length estimate) and estimated
-//! ([`Target::estimate_traffic`]); the cheapest wins, ties going to the earlier candidate
-//! (where the feature maps are in SRAM, the one with the fewest off-chip bytes among those
-//! within 1/16 of the fewest cycles, decision S10). The winner's streams are then encoded for
+//! ([`Target::estimate_traffic`]); the cheapest by the objective (cycles plus priced off-chip
+//! bytes, decision S11) wins, ties going to the earlier candidate (where the feature maps are
+//! in SRAM, the one with the fewest off-chip bytes among those within 1/16 of the fewest
+//! cycles, decision S10). The winner's streams are then encoded for
 //! real: an FWD winner is kept only if, encoded, it still beats the cheapest SWD candidate; an
 //! encoding that fails falls back to the preferred candidate.
 
+use super::objective;
 use super::regs::{locs, op_commands, Locs};
 use super::weights::{encode, Encoded, Layout};
 use super::{geometry, Writer};
@@ -28,6 +30,8 @@ pub(super) struct OpPlan {
     pub enc: Option<Encoded>,
     /// Estimated cycles with the streams read from region 0.
     pub cycles: u64,
+    /// Its off-chip (DRAM, flash) bytes with the streams read from region 0.
+    pub offchip: u64,
 }
 
 /// Estimated cycles of `op` with `block`, its streams laid out as `layout` in `region`.
@@ -83,6 +87,7 @@ pub(super) fn plan(
                 block: first,
                 enc: None,
                 cycles: 0,
+                offchip: 0,
             });
             continue;
         }
@@ -119,9 +124,10 @@ pub(super) fn plan(
             let cost = estimate_traffic(target, op, c, layout.as_ref(), REGION_READ_ONLY, &at);
             costs.push((cost, *c));
         }
-        // Off-chip bytes are weighed only where they are final: with no fast memory of its own
-        // (S1, S2: the arena in SRAM), nothing is cascaded or copied and streams are rarely
-        // staged, so the constants are read in place by every block that needs them (P13).
+        // With no fast memory of its own (S1, S2: the arena in SRAM), nothing is cascaded or
+        // copied and streams are rarely staged, so the constants are read in place by every
+        // block that needs them (P13): the fewest off-chip bytes within a slack (S10). With
+        // one, the objective prices each off-chip byte (S11); staging may still remove them.
         let slack = target.fast_storage().is_none();
         let best = pick(slack, costs.iter().copied()).unwrap_or(((u64::MAX, u64::MAX), first));
         let best_swd = pick(
@@ -140,11 +146,11 @@ pub(super) fn plan(
                     estimate_traffic(target, op, &best.1, layout.as_ref(), REGION_READ_ONLY, &at);
                 if pick(slack, [best_swd, (cost, best.1)].into_iter()).map(|b| b.1) == Some(best.1)
                 {
-                    chosen = Some((best.1, e, cost.0));
+                    chosen = Some((best.1, e, cost));
                 }
             }
         }
-        let (block, enc, cycles) = match chosen {
+        let (block, enc, (cycles, offchip)) = match chosen {
             Some(c) => c,
             None => {
                 let (block, enc) = if best_swd.1 == first {
@@ -156,11 +162,17 @@ pub(super) fn plan(
                     }
                 };
                 let layout = enc.as_ref().map(Encoded::layout);
-                let cycles = estimate(target, op, &block, layout.as_ref(), REGION_READ_ONLY, &at);
-                (block, enc, cycles)
+                let cost =
+                    estimate_traffic(target, op, &block, layout.as_ref(), REGION_READ_ONLY, &at);
+                (block, enc, cost)
             }
         };
-        plans.push(OpPlan { block, enc, cycles });
+        plans.push(OpPlan {
+            block,
+            enc,
+            cycles,
+            offchip,
+        });
     }
     Ok(plans)
 }
@@ -178,7 +190,13 @@ fn pick<T: Copy>(
 ) -> Option<((u64, u64), T)> {
     let fastest = costs.clone().map(|((c, _), _)| c).min()?;
     let limit = fastest.saturating_add(fastest / SLACK);
-    let key = |(c, b): (u64, u64)| if slack { (b, c) } else { (c, 0) };
+    let key = |(c, b): (u64, u64)| {
+        if slack {
+            (b, c)
+        } else {
+            (objective::cost((c, b)), 0)
+        }
+    };
     let mut best: Option<((u64, u64), T)> = None;
     for (cost, c) in costs.filter(|((c, _), _)| !slack || *c <= limit) {
         if best.is_none_or(|(b, _)| key(cost) < key(b)) {
@@ -193,16 +211,18 @@ mod tests {
     use super::pick;
 
     #[test]
-    fn fewer_off_chip_bytes_win_within_a_sixteenth_of_the_fewest_cycles() {
+    fn off_chip_bytes_are_priced_or_win_within_a_sixteenth_of_the_fewest_cycles() {
         let costs = [
             ((1600, 9000), 'a'),
             ((1700, 1000), 'b'),
             ((1699, 2000), 'c'),
         ];
-        // Cycles only: the fastest.
-        assert_eq!(pick(false, costs.into_iter()).unwrap().1, 'a');
+        // With a fast memory of its own: cycles + priced bytes (S11): 2700 < 3699 < 10600.
+        assert_eq!(pick(false, costs.into_iter()).unwrap().1, 'b');
         // 1700 <= 1600 + 100: the fewest bytes.
         assert_eq!(pick(true, costs.into_iter()).unwrap().1, 'b');
+        let fast = [((1000, 10), 'x'), ((5000, 0), 'y')];
+        assert_eq!(pick(false, fast.into_iter()).unwrap().1, 'x');
         // 1701 is beyond the slack: the next fewest bytes within it.
         let costs = [
             ((1600, 9000), 'a'),

@@ -13,13 +13,14 @@
 //! direct, whole and sliced (2, 3, 4, 6 or 8 slices of a multiple of the microblock depth,
 //! the block depth clamped to the slice) is taken, staged when the cost model says it pays:
 //! the operation's cycles with its streams in the staging memory, plus the part of the DMA's
-//! cycles the previous operation does not hide, must be below its cycles reading region 0;
-//! and when a buffer fits ([`alloc::fit`]) in the staging memory beside the feature maps.
+//! cycles the previous operation does not hide, plus the priced off-chip bytes of both
+//! (decision S11), must be below the objective of reading region 0; and when a buffer fits ([`alloc::fit`]) in the staging memory beside the feature maps.
 //! Staging is for speed (nothing is staged optimising for size), so buffers may raise the
 //! peak memory use above the feature maps' within the region's capacity when the memory mode
 //! gives one (`arena_cache_size`); without one they stay below the feature maps' peak.
 
-use super::plan::{estimate, OpPlan};
+use super::objective;
+use super::plan::{estimate_traffic, OpPlan};
 use super::regs::{locs, Consts};
 use super::{cascade, chain, const_operands, lut, slice, weights, Writer};
 use crate::arch_interface::{BlockConfig, Target};
@@ -132,15 +133,16 @@ pub(super) fn stage(
         capacity
     };
     let none = BTreeMap::new();
-    let dma_cycles = |size: u64| {
+    // A stream block's DMA from region 0: (cycles, off-chip bytes).
+    let dma_traffic = |size: u64| {
         let mut w = Writer::default();
         weights::dma_commands(&mut w, 0, region, 0, size);
-        target.estimate(&w.commands)
+        target.estimate_traffic(&w.commands)
     };
-    let copy_cycles = |from: u8, size: u64| {
+    let copy_traffic = |from: u8, size: u64| {
         let mut w = Writer::default();
         weights::copy_commands(&mut w, (from, 0), (region, 0), size);
-        target.estimate(&w.commands)
+        target.estimate_traffic(&w.commands)
     };
     let mut in_cascade: Vec<Option<&cascade::Cascade>> = vec![None; l.ops.len()];
     for c in cascades {
@@ -159,7 +161,7 @@ pub(super) fn stage(
         region,
         hwm,
         &mut occupied,
-        &copy_cycles,
+        &copy_traffic,
     );
     let mut prev_cycles = 0u64;
     for (k, (op, plan)) in l.ops.iter().zip(plans).enumerate() {
@@ -207,10 +209,11 @@ pub(super) fn stage(
                 })
         };
         let mut at = locs(op, p, l, &none);
-        // The IFM copied first, when that pays with the streams read as planned.
-        let mut base = plan.cycles;
+        // The IFM copied first, when that pays with the streams read as planned. `base` is
+        // the objective of the choice so far, `copied` the copy's DMA (cycles, off-chip bytes).
+        let mut base = objective::cost((plan.cycles, plan.offchip));
         let mut direct = plan.cycles;
-        let mut copied = 0;
+        let mut copied = (0, 0);
         let buf = op.ifm.buffer;
         let copyable = matches!(
             op.kernel,
@@ -226,7 +229,7 @@ pub(super) fn stage(
                 let mut moved = locs(op, p, l, &none);
                 moved.ifm = (region, off + op.ifm.view.offset);
                 let layout = plan.enc.as_ref().map(weights::Encoded::layout);
-                let c = estimate(
+                let (c, cb) = estimate_traffic(
                     target,
                     op,
                     &plan.block,
@@ -234,11 +237,12 @@ pub(super) fn stage(
                     REGION_READ_ONLY,
                     &moved,
                 );
-                let d = copy_cycles(p.regions[buf], size);
-                if c + d.saturating_sub(prev_cycles) < base {
-                    base = c + d.saturating_sub(prev_cycles);
+                let (d, db) = copy_traffic(p.regions[buf], size);
+                let cost = objective::cost((c + d.saturating_sub(prev_cycles), cb + db));
+                if cost < base {
+                    base = cost;
                     direct = c;
-                    copied = d;
+                    copied = (d, db);
                     at = moved;
                     copies[k] = Some(IfmCopy {
                         src: (p.regions[buf], p.offsets[buf]),
@@ -255,9 +259,11 @@ pub(super) fn stage(
             continue;
         };
         // The streams' DMA follows the copy's on the DMA channel.
-        let exposed = |dma: u64| (copied + dma).saturating_sub(prev_cycles);
-        let staged = estimate(target, op, &plan.block, Some(&enc.layout()), region, &at);
-        let cost = staged + exposed(dma_cycles(enc.size()));
+        let exposed = |dma: u64| (copied.0 + dma).saturating_sub(prev_cycles);
+        let (staged, staged_bytes) =
+            estimate_traffic(target, op, &plan.block, Some(&enc.layout()), region, &at);
+        let (dma, dma_bytes) = dma_traffic(enc.size());
+        let cost = objective::cost((staged + exposed(dma), staged_bytes + dma_bytes + copied.1));
         let mut best = (base, Staged::Direct, direct);
         if cost < best.0 {
             if let Some(off) = alloc::fit(&occupied, item(enc.size()), hwm) {
@@ -298,18 +304,22 @@ pub(super) fn stage(
                 let Some(slices) = slice::slices(target, op, &block, depth) else {
                     continue;
                 };
-                let mut cost = 0u64;
+                let mut cycles = 0u64;
+                let mut bytes = copied.1;
                 let mut last = None;
                 for s in &slices {
                     let mut at = locs(&s.op, p, l, &none);
                     if let Some(c) = &copies[k] {
                         at.ifm = (c.dst.0, c.dst.1 + s.op.ifm.view.offset);
                     }
-                    let c = estimate(target, &s.op, &block, Some(&s.enc.layout()), region, &at);
-                    let d = dma_cycles(s.enc.size());
-                    cost += c + last.map_or_else(|| exposed(d), |l| d.saturating_sub(l));
+                    let (c, cb) =
+                        estimate_traffic(target, &s.op, &block, Some(&s.enc.layout()), region, &at);
+                    let (d, db) = dma_traffic(s.enc.size());
+                    cycles += c + last.map_or_else(|| exposed(d), |l| d.saturating_sub(l));
+                    bytes += cb + db;
                     last = Some(c);
                 }
+                let cost = objective::cost((cycles, bytes));
                 let last = last.unwrap_or(prev_cycles);
                 let size = slices.iter().map(|s| s.enc.size()).max().unwrap_or(0);
                 if cost < base {
@@ -376,7 +386,7 @@ pub(super) fn stage(
 }
 
 /// Whether and where the constant feature maps and the lookup tables are copied: each part
-/// when the cycles it saves exceed the cycles it adds to the copy.
+/// when what it saves exceeds what it adds to the copy (cycles and priced off-chip bytes, S11).
 #[allow(clippy::too_many_arguments)]
 fn stage_consts(
     target: &dyn Target,
@@ -386,7 +396,7 @@ fn stage_consts(
     region: u8,
     cap: u64,
     occupied: &mut Vec<(Item, u64)>,
-    copy_cycles: &dyn Fn(u8, u64) -> u64,
+    copy_traffic: &dyn Fn(u8, u64) -> (u64, u64),
 ) -> Option<ConstCopy> {
     let bufs = const_operands(l);
     let tables = lut::tables(l);
@@ -410,7 +420,7 @@ fn stage_consts(
         }
         let at = locs(op, p, l, &moved);
         let layout = plan.enc.as_ref().map(weights::Encoded::layout);
-        let c = estimate(
+        let moved = estimate_traffic(
             target,
             op,
             &plan.block,
@@ -418,7 +428,8 @@ fn stage_consts(
             REGION_READ_ONLY,
             &at,
         );
-        const_saved += plan.cycles.saturating_sub(c);
+        const_saved +=
+            objective::cost((plan.cycles, plan.offchip)).saturating_sub(objective::cost(moved));
     }
     // Each table is loaded into the LUT RAM at least once, before the first operation using
     // it, from the copy instead of region 0; the previous operation's kernel hides the load's
@@ -433,13 +444,15 @@ fn stage_consts(
         let bytes = t.data.len() as u64;
         let hidden = k.checked_sub(1).map_or(0, |j| plans[j].cycles);
         let exposed = |from: u8| lut::load_cycles(target, from, bytes).saturating_sub(hidden);
-        table_saved += exposed(REGION_READ_ONLY).saturating_sub(exposed(region));
+        // Its first load reads the table off-chip, as the copy does (the bytes cancel out).
+        table_saved +=
+            exposed(REGION_READ_ONLY).saturating_sub(exposed(region)) + objective::cost((0, bytes));
     }
     let copy = |size: u64| {
         if size == 0 {
             0
         } else {
-            copy_cycles(REGION_READ_ONLY, size)
+            objective::cost(copy_traffic(REGION_READ_ONLY, size))
         }
     };
     let consts = const_size > 0 && const_saved > copy(const_size);
