@@ -256,6 +256,7 @@ impl Target for U85Target {
     /// microblock and order.
     fn block_candidates(&self, g: &OpGeometry) -> Vec<BlockConfig> {
         let conv_weights = g.kind == KernelKind::Conv && g.weights;
+
         let mbs: Vec<MicroblockShape> = self
             .arch
             .microblocks()
@@ -267,11 +268,8 @@ impl Target for U85Target {
                     || (g.weights && g.ifm_elem_bytes == 2 && g.kernel == (1, 1))
             })
             .collect();
-        let mbs = if conv_weights {
-            mbs
-        } else {
-            mbs.into_iter().take(1).collect()
-        };
+        // Every kind tries every microblock (decision S12): an OFM shallower than the first
+        // microblock's depth (64 on U85-2048) would waste most of each block.
         let orders: &[WeightOrder] = match g.kind {
             KernelKind::Conv if g.weights => {
                 &[WeightOrder::DepthFirst, WeightOrder::PartKernelFirst]
