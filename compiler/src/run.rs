@@ -148,6 +148,17 @@ pub fn is_npu_compiled(model: &[u8]) -> bool {
 
 /// Runs a Vela-format `.tflite` on `inputs` (in the graph's input order).
 pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
+    run_vela_patched(model, inputs, &|words| words)
+}
+
+/// [`run_vela`] with each ethos-u operator's command words passed through `patch` before
+/// anything runs: for adjudicating a Vela stream ("would it match with this register
+/// changed?", docs/decisions.md simulator #42).
+pub fn run_vela_patched(
+    model: &[u8],
+    inputs: &[Array],
+    patch: &dyn Fn(Vec<u32>) -> Vec<u32>,
+) -> Result<RunOutput, RunError> {
     let m = TfliteModel::parse(model).map_err(|e| RunError::Model(e.to_string()))?;
     let v = m.vela().map_err(|e| RunError::Model(e.to_string()))?;
     let vsg = v
@@ -169,8 +180,9 @@ pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
     // Every payload is read before anything runs; all must be for one configuration.
     let mut payloads = Vec::new();
     for (k, op) in v.ethos_u_ops().enumerate() {
-        let p = parse_payload(&op.payload)
+        let mut p = parse_payload(&op.payload)
             .map_err(|e| RunError::Model(format!("ethos-u operator {k}: {e}")))?;
+        p.words = patch(p.words);
         if let Some(first) = payloads.first().map(|p: &NpuPayload| p.accelerator) {
             if first != p.accelerator {
                 return Err(RunError::Model(format!(

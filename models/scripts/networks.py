@@ -247,6 +247,34 @@ def _(name, rng):
     return finish(name, m, rng, fc), "int8"
 
 
+@model("transformer_post_ln_relu", kind="multi-op")
+def _(name, rng):
+    """Issue 16 A.2: one post-LN encoder block, 32 tokens of width 64, 2 heads,
+    explicit LayerNorm (MEAN, SQUARED_DIFFERENCE, RSQRT), ReLU MLP 128."""
+    seq, dim, heads, ffn = 32, 64, 2, 128
+    hd = dim // heads
+    x = inp((1, seq, dim))
+    q, k, v = (layers.Dense(dim)(x) for _ in range(3))
+
+    def split(a):
+        return tf.transpose(tf.reshape(a, (-1, seq, heads, hd)), (0, 2, 1, 3))
+
+    def attn(a):
+        qh, kh, vh = split(a[0]), split(a[1]), split(a[2])
+        s = tf.matmul(qh, kh, transpose_b=True) * (1.0 / np.sqrt(hd))
+        p = tf.nn.softmax(s, axis=-1)
+        o = tf.matmul(p, vh)
+        return tf.reshape(tf.transpose(o, (0, 2, 1, 3)), (-1, seq, dim))
+
+    o = layers.Lambda(attn)([q, k, v])
+    t = layer_norm(layers.Add()([x, layers.Dense(dim)(o)]), dim, rng)
+    h = layers.Dense(ffn, activation="relu")(t)
+    t = layer_norm(layers.Add()([t, layers.Dense(dim)(h)]), dim, rng)
+    m = keras.Model(x, t)
+    init_all(m, rng, "gauss", gain=1.0)
+    return finish(name, m, rng), "int8"
+
+
 # --------------------------------------------------------------------------
 # EfficientNet-style MBConv blocks with squeeze-excite
 
