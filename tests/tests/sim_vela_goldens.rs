@@ -348,3 +348,46 @@ fn per_channel_fc_rounding_is_the_only_difference_in_the_transformer_fixtures() 
         }
     }
 }
+
+#[test]
+fn run_accepts_an_input_in_another_shape_with_the_same_dtype_and_element_count() {
+    // Issue 16 B: Vela rewrites graph inputs (rank 0 -> [1], 5-D -> 4-D, depthwise weights
+    // [KH, KW, C, M] -> [1, KH, KW, C*M]) without moving a byte; data shaped for the source
+    // model is accepted, with a note saying what was done.
+    let models = common::models_dir();
+    let model = std::fs::read(models.join("vela/u85_256/argmax_c_i64_vela.tflite")).unwrap();
+    let golden = models.join("golden/argmax_c_i64");
+    let input = read_npy(&golden.join("input0_0.npy"));
+    assert_eq!(input.shape, [1, 5, 6, 10]);
+    let exact = npuc::run::run_vela(&model, std::slice::from_ref(&input)).unwrap();
+    assert!(exact.notes.is_empty(), "{:?}", exact.notes);
+
+    let reshaped = npy::Array {
+        shape: vec![1, 1, 5, 6, 10],
+        ..input.clone()
+    };
+    let out = npuc::run::run_vela(&model, &[reshaped]).unwrap();
+    assert_eq!(out.outputs[0], read_npy(&golden.join("output0_0.npy")));
+    assert_eq!(out.notes.len(), 1);
+    assert!(
+        out.notes[0].contains("[1, 1, 5, 6, 10]") && out.notes[0].contains("[1, 5, 6, 10]"),
+        "{}",
+        out.notes[0]
+    );
+
+    // Another element count or dtype is still refused, naming the input.
+    let short = npy::Array {
+        shape: vec![1, 5, 6, 9],
+        data: input.data[..270].to_vec(),
+        ..input.clone()
+    };
+    let e = npuc::run::run_vela(&model, &[short])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("input 0") && e.contains("[1, 5, 6, 9]"), "{e}");
+    let wrong_type = npy::Array {
+        dtype: npy::Dtype::U8,
+        ..input
+    };
+    assert!(npuc::run::run_vela(&model, &[wrong_type]).is_err());
+}
