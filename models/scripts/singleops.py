@@ -349,6 +349,7 @@ unary("reduce_any_c", (1, 6, 7, 9), lambda t: tf.reduce_any(t > 0.3, axis=-1))
 unary("reduce_all_c", (1, 6, 7, 9), lambda t: tf.reduce_all(t > -0.6, axis=-1))
 binary("greater_const_and_not", (1, 9, 11, 33), (1, 9, 11, 33),
        lambda a, b: tf.logical_not(tf.logical_and(a > 0.37, b > a)))
+dense("fc_16x8_256_33", (1, 256), 33, quant="16x8")
 
 # --------------------------------------------------------------------------
 # data movement
