@@ -14,6 +14,8 @@ const CONFIGS: [&str; 3] = ["u85_256", "u85_2048", "u85_256_sram_only"];
 /// Fixtures not bit-exact yet, with the reason (as of the 460-fixture corpus). A listed
 /// fixture that passes fails the test, so the list only shrinks.
 const KNOWN_FAILING: &[(&str, &str, &str)] = &[
+    ("u85_256", "transformer_post_ln_mha", "Vela stream differs from TFLite (docs/decisions.md simulator #26, #42): as transformer_post_ln_relu (Keras MultiHeadAttention form); the per-channel FULLY_CONNECTEDs are programmed with double_symmetric rounding, TFLite's per-channel FC rounds once"),
+    ("u85_2048", "transformer_post_ln_mha", "Vela stream differs from TFLite (docs/decisions.md simulator #26, #42): as transformer_post_ln_relu (Keras MultiHeadAttention form); the per-channel FULLY_CONNECTEDs are programmed with double_symmetric rounding, TFLite's per-channel FC rounds once"),
     ("u85_256", "fc_16x8_256_33", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #26, #43): int16 FC with an i48 accumulator takes a 15-bit per-channel scale (PC assert), TFLite's 16x8 per-channel FC a 31-bit multiplier; recomputed from weights and inputs, the 15-bit scale equals the simulator on all 99 values and the 31-bit one every golden (sample 0 channel 21: acc -16373586, TFLite -10792, 15-bit -10791)"),
     ("u85_2048", "fc_16x8_256_33", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #26, #43): int16 FC with an i48 accumulator takes a 15-bit per-channel scale (PC assert), TFLite's 16x8 per-channel FC a 31-bit multiplier; recomputed from weights and inputs, the 15-bit scale equals the simulator on all 99 values and the 31-bit one every golden (sample 0 channel 21: acc -16373586, TFLite -10792, 15-bit -10791)"),
     ("u85_256", "transformer_post_ln_relu", "Vela stream differs from TFLite (verified, docs/decisions.md simulator #26, #42): the per-channel FULLY_CONNECTEDs (Q/K/V, output projection, MLP) are programmed with double_symmetric rounding, TFLite's per-channel FC rounds once (sample 0: Q token 18 channel 7, acc 6413, exact 1.4998 + zp: Vela 2, TFLite 1); with those CONVs rounding once the whole stream equals the goldens (per_channel_fc_rounding_is_the_only_difference_in_the_transformer_fixtures)"),
@@ -326,6 +328,7 @@ fn per_channel_fc_rounding_is_the_only_difference_in_the_transformer_fixtures() 
     for (cfg, name) in [
         ("u85_256", "transformer_post_ln_relu"),
         ("u85_2048", "transformer_post_ln_relu"),
+        ("u85_256", "transformer_post_ln_mha"),
         ("u85_256", "transformer_encoder"),
         ("u85_256", "dense_autoencoder"),
         ("u85_256", "fc_3d"),
