@@ -57,12 +57,17 @@ fn main() {
     let mut words = payload.words.clone();
     if std::env::var_os("NATURAL_CONV").is_some() {
         // Experiment: per-channel CONVs round once (natural), as TFLite's fully connected does.
+        // Per-tensor CONVs (BATCH_MATMUL) keep their rounding: TFLite rounds them twice.
         let mut out = Vec::new();
         let mut last_scale = None;
+        let mut per_channel = false;
         for d in decode_stream(&words).unwrap() {
             match d.command {
                 Command::SetOfmScale(s) => last_scale = Some(s),
-                Command::OpConv(_) => {
+                Command::SetOfmPrecision(p) => {
+                    per_channel = p.scale_mode == npuc_backend::isa::OfmScaleMode::PerChannel
+                }
+                Command::OpConv(_) if per_channel => {
                     if let Some(s) = last_scale {
                         let natural = npuc_backend::isa::SetOfmScale {
                             round_mode: npuc_backend::isa::RoundModeOfm::Natural,
@@ -131,12 +136,14 @@ fn main() {
         let ro = mem.add_buffer(op.read_only.clone());
         mem.map_region(0, ro, 0);
         mem.map_region(1, arena, scratch_base as u64);
-        if op.scratch_fast_tensor == op.scratch_tensor {
+        let region2 = if op.scratch_fast_tensor == op.scratch_tensor {
             mem.map_region(2, arena, scratch_base as u64);
+            None
         } else {
             let fast = mem.add_buffer(vec![0u8; op.scratch_fast_size]);
             mem.map_region(2, fast, 0);
-        }
+            Some(fast)
+        };
         let mut prefix = words[..end].to_vec();
         prefix.push(0xffff_0000);
         if let Err(e) = sim.run(&prefix) {
@@ -146,6 +153,16 @@ fn main() {
             }
             println!("op {k}: simulator stopped: {e}");
             return;
+        }
+        if let Some(dir) = std::env::var_os("DUMP_DIR") {
+            // The arena (region 1 from the scratch tensor's offset) and a separate region 2
+            // after kernel operation k, for offline comparisons.
+            let path = std::path::Path::new(&dir).join(format!("op{k}_arena.bin"));
+            std::fs::write(path, sim.memory_mut().buffer(arena)).unwrap();
+            if let Some(fast) = region2 {
+                let path = std::path::Path::new(&dir).join(format!("op{k}_region2.bin"));
+                std::fs::write(path, sim.memory_mut().buffer(fast)).unwrap();
+            }
         }
         let r = sim.registers().clone();
         let ofm = Fm::ofm(&r);
@@ -162,12 +179,24 @@ fn main() {
         );
         let mut got = Vec::new();
         let mem = sim.memory_mut();
-        for y in 0..h {
+        let mut unreadable = None;
+        'read: for y in 0..h {
             for x in 0..w {
                 for ch in 0..c {
-                    got.push(ofm.read(mem, y, x, ch).unwrap());
+                    match ofm.read(mem, y, x, ch) {
+                        Ok(v) => got.push(v),
+                        Err(e) => {
+                            unreadable = Some(e);
+                            break 'read;
+                        }
+                    }
                 }
             }
+        }
+        if let Some(e) = unreadable {
+            // e.g. an OFM written transposed: its registers do not describe it as NHWC.
+            println!("op {k} {name} ofm {h}x{w}x{c}: not readable as an NHWC OFM ({e:?})");
+            continue;
         }
         let matches: Vec<&str> = reference
             .iter()

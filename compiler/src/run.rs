@@ -80,6 +80,39 @@ pub struct RunOutput {
     pub cpu_ops: Vec<String>,
     /// The configuration the model was compiled for.
     pub accelerator: Option<Accelerator>,
+    /// What the run did that the caller may not expect (an input given in another shape with
+    /// the same dtype and element count); the CLI prints them on stderr.
+    pub notes: Vec<String>,
+}
+
+/// Checks input `index` (`given`) against the graph's tensor `name` (`dtype`, `shape`,
+/// `size` bytes). The data is accepted in another shape when dtype and element count match:
+/// Vela rewrites graph inputs (rank 0 becomes [1], 5-D becomes 4-D, depthwise weights
+/// [KH, KW, C, M] become [1, KH, KW, C*M]) without moving a byte, so data shaped for the
+/// source model is the same bytes. Returns the note saying so, or `None` for an exact match.
+fn accept_input(
+    index: usize,
+    given: &Array,
+    name: &str,
+    dtype: Dtype,
+    shape: &[usize],
+    size: usize,
+) -> Result<Option<String>, RunError> {
+    if given.dtype != dtype || given.data.len() != size {
+        return Err(RunError::Input {
+            index,
+            reason: format!(
+                "{} {:?} given, the graph's input {name} is {dtype} {shape:?}",
+                given.dtype, given.shape
+            ),
+        });
+    }
+    Ok((given.shape != shape).then(|| {
+        format!(
+            "input {index} ({name}): {dtype} {:?} given, the graph's input is {shape:?}; same dtype and element count, so it was used in the graph's shape",
+            given.shape
+        )
+    }))
 }
 
 fn npy_dtype(name: &str, dtype: TensorType) -> Result<Dtype, RunError> {
@@ -148,6 +181,17 @@ pub fn is_npu_compiled(model: &[u8]) -> bool {
 
 /// Runs a Vela-format `.tflite` on `inputs` (in the graph's input order).
 pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
+    run_vela_patched(model, inputs, &|words| words)
+}
+
+/// [`run_vela`] with each ethos-u operator's command words passed through `patch` before
+/// anything runs: for adjudicating a Vela stream ("would it match with this register
+/// changed?", docs/decisions.md simulator #42).
+pub fn run_vela_patched(
+    model: &[u8],
+    inputs: &[Array],
+    patch: &dyn Fn(Vec<u32>) -> Vec<u32>,
+) -> Result<RunOutput, RunError> {
     let m = TfliteModel::parse(model).map_err(|e| RunError::Model(e.to_string()))?;
     let v = m.vela().map_err(|e| RunError::Model(e.to_string()))?;
     let vsg = v
@@ -169,8 +213,9 @@ pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
     // Every payload is read before anything runs; all must be for one configuration.
     let mut payloads = Vec::new();
     for (k, op) in v.ethos_u_ops().enumerate() {
-        let p = parse_payload(&op.payload)
+        let mut p = parse_payload(&op.payload)
             .map_err(|e| RunError::Model(format!("ethos-u operator {k}: {e}")))?;
+        p.words = patch(p.words);
         if let Some(first) = payloads.first().map(|p: &NpuPayload| p.accelerator) {
             if first != p.accelerator {
                 return Err(RunError::Model(format!(
@@ -240,17 +285,10 @@ pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
         let p = placed(sg, oma, t)?;
         sim.memory_mut().buffer_mut(arena)[p.at..p.at + p.size].fill(fill);
     }
+    let mut notes = Vec::new();
     for (index, (fm, a)) in vsg.inputs.iter().zip(inputs).enumerate() {
         let p = placed(sg, oma, fm.tensor)?;
-        if a.dtype != p.dtype || a.shape != p.shape || a.data.len() != p.size {
-            return Err(RunError::Input {
-                index,
-                reason: format!(
-                    "{} {:?} given, the graph's input {} is {} {:?}",
-                    a.dtype, a.shape, p.name, p.dtype, p.shape
-                ),
-            });
-        }
+        notes.extend(accept_input(index, a, &p.name, p.dtype, &p.shape, p.size)?);
         sim.memory_mut().buffer_mut(arena)[p.at..p.at + p.size].copy_from_slice(&a.data);
     }
     let mut reports = Vec::new();
@@ -305,6 +343,7 @@ pub fn run_vela(model: &[u8], inputs: &[Array]) -> Result<RunOutput, RunError> {
         reports,
         cpu_ops,
         accelerator,
+        notes,
     })
 }
 
@@ -414,18 +453,11 @@ pub fn run_container(bytes: &[u8], inputs: &[Array]) -> Result<RunOutput, RunErr
         })?;
         Ok((dtype, at, size, buffer))
     };
+    let mut notes = Vec::new();
     for (index, (t, a)) in m.inputs.iter().zip(inputs).enumerate() {
         let (dtype, at, size, buffer) = slot(t)?;
         let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
-        if a.dtype != dtype || a.shape != shape || a.data.len() != size {
-            return Err(RunError::Input {
-                index,
-                reason: format!(
-                    "{} {:?} given, the graph's input {} is {} {:?}",
-                    a.dtype, a.shape, t.name, dtype, shape
-                ),
-            });
-        }
+        notes.extend(accept_input(index, a, &t.name, dtype, &shape, size)?);
         sim.memory_mut()
             .buffer_mut(buffer)
             .get_mut(at..at + size)
@@ -462,5 +494,6 @@ pub fn run_container(bytes: &[u8], inputs: &[Array]) -> Result<RunOutput, RunErr
         reports: vec![report],
         cpu_ops: Vec::new(),
         accelerator: Some(accelerator),
+        notes,
     })
 }

@@ -247,6 +247,54 @@ def _(name, rng):
     return finish(name, m, rng, fc), "int8"
 
 
+@model("transformer_post_ln_relu", kind="multi-op")
+def _(name, rng):
+    """Issue 16 A.2: one post-LN encoder block, 32 tokens of width 64, 2 heads,
+    explicit LayerNorm (MEAN, SQUARED_DIFFERENCE, RSQRT), ReLU MLP 128."""
+    seq, dim, heads, ffn = 32, 64, 2, 128
+    hd = dim // heads
+    x = inp((1, seq, dim))
+    q, k, v = (layers.Dense(dim)(x) for _ in range(3))
+
+    def split(a):
+        return tf.transpose(tf.reshape(a, (-1, seq, heads, hd)), (0, 2, 1, 3))
+
+    def attn(a):
+        qh, kh, vh = split(a[0]), split(a[1]), split(a[2])
+        s = tf.matmul(qh, kh, transpose_b=True) * (1.0 / np.sqrt(hd))
+        p = tf.nn.softmax(s, axis=-1)
+        o = tf.matmul(p, vh)
+        return tf.reshape(tf.transpose(o, (0, 2, 1, 3)), (-1, seq, dim))
+
+    o = layers.Lambda(attn)([q, k, v])
+    t = layer_norm(layers.Add()([x, layers.Dense(dim)(o)]), dim, rng)
+    h = layers.Dense(ffn, activation="relu")(t)
+    t = layer_norm(layers.Add()([t, layers.Dense(dim)(h)]), dim, rng)
+    m = keras.Model(x, t)
+    init_all(m, rng, "gauss", gain=1.0)
+    return finish(name, m, rng), "int8"
+
+
+@model("transformer_post_ln_mha", kind="multi-op")
+def _(name, rng):
+    """Issue 16 A.2 (Keras MultiHeadAttention form): one post-LN encoder block, 32 tokens of
+    width 64, 2 heads, explicit LayerNorm, ReLU MLP 128."""
+    seq, dim, heads, ffn = 32, 64, 2, 128
+    x = inp((1, seq, dim))
+    o = layers.MultiHeadAttention(num_heads=heads, key_dim=dim // heads)(x, x)
+    t = layer_norm(layers.Add()([x, o]), dim, rng)
+    h = layers.Dense(ffn, activation="relu")(t)
+    t = layer_norm(layers.Add()([t, layers.Dense(dim)(h)]), dim, rng)
+    m = keras.Model(x, t)
+    init_all(m, rng, "gauss", gain=1.0)
+    for l in m.layers:
+        if isinstance(l, layers.MultiHeadAttention):
+            l.set_weights([rng.normal(0.0, 1.0 / np.sqrt(w.shape[0]), size=w.shape).astype(np.float32)
+                           if w.ndim > 1 else rng.normal(0.0, 0.1, size=w.shape).astype(np.float32)
+                           for w in l.get_weights()])
+    return finish(name, m, rng), "int8"
+
+
 # --------------------------------------------------------------------------
 # EfficientNet-style MBConv blocks with squeeze-excite
 

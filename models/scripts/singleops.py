@@ -343,6 +343,13 @@ unary("argmax_c", (1, 5, 6, 10), lambda t: tf.argmax(t, axis=-1, output_type=tf.
 unary("argmax_1d", (1, 37), lambda t: tf.argmax(t, axis=-1, output_type=tf.int32))
 unary("reduce_any", (1, 4, 5, 6), lambda t: tf.reduce_any(t > 0.5, axis=-1))
 unary("reduce_all", (1, 4, 5, 6), lambda t: tf.reduce_all(t > -0.5, axis=[1, 2]))
+# issue 16 A.5: cases where Vela's stream and the simulator were found to disagree with TFLite
+unary("argmax_c_i64", (1, 5, 6, 10), lambda t: tf.argmax(t, axis=-1, output_type=tf.int64))
+unary("reduce_any_c", (1, 6, 7, 9), lambda t: tf.reduce_any(t > 0.3, axis=-1))
+unary("reduce_all_c", (1, 6, 7, 9), lambda t: tf.reduce_all(t > -0.6, axis=-1))
+binary("greater_const_and_not", (1, 9, 11, 33), (1, 9, 11, 33),
+       lambda a, b: tf.logical_not(tf.logical_and(a > 0.37, b > a)))
+dense("fc_16x8_256_33", (1, 256), 33, quant="16x8")
 
 # --------------------------------------------------------------------------
 # data movement

@@ -132,14 +132,25 @@ pub fn pool(
         },
     )?;
     check_mode(regs, &g, mode)?;
+    // decisions.md simulator #39: the PC asks for i32 here, but argmax also runs with i48
+    // (Vela 5.2's int64 ARG_MAX: i48 accumulator, b64 OFM); `v + 65536 * k` needs 33 bits
+    // for kernels wider than 32767 anyway.
+    let argmax = matches!(mode, PoolingMode::ArgmaxX | PoolingMode::ArgmaxY);
     check(
         matches!(
             mode,
             PoolingMode::Sum | PoolingMode::ReduceSum | PoolingMode::None
-        ) || regs.acc_format.acc_format == AccFormat::I32,
+        ) || regs.acc_format.acc_format == AccFormat::I32
+            || (argmax && regs.acc_format.acc_format == AccFormat::I48),
         S,
-        "acc_format == i32 except for sum, reduce_sum and none",
-        String::new,
+        "acc_format == i32 except for sum, reduce_sum and none (argmax: i32 or i48)",
+        || {
+            format!(
+                "{} with acc_format {:?}",
+                mode.name(),
+                regs.acc_format.acc_format.name()
+            )
+        },
     )?;
     let mut counts = OpCounts::default();
     let scales = if regs.ofm_precision.scale_mode == OfmScaleMode::PerChannel

@@ -29,10 +29,18 @@ pub fn run(args: Args) -> anyhow::Result<()> {
             npuc::run::npy::read(&bytes).with_context(|| format!("reading {}", p.display()))?,
         );
     }
-    let outputs = if model.starts_with(&npuc::container::MAGIC) {
-        npuc::run::run_container(&model, &inputs)?.outputs
+    let simulated = if model.starts_with(&npuc::container::MAGIC) {
+        Some(npuc::run::run_container(&model, &inputs)?)
     } else if npuc::run::is_npu_compiled(&model) {
-        npuc::run::run_vela(&model, &inputs)?.outputs
+        Some(npuc::run::run_vela(&model, &inputs)?)
+    } else {
+        None
+    };
+    let outputs = if let Some(run) = simulated {
+        for note in &run.notes {
+            eprintln!("npuc: note: {note}");
+        }
+        run.outputs
     } else {
         npuc::reference::run_file(&model, &inputs).with_context(|| {
             format!(

@@ -93,6 +93,58 @@ pub mod fixed {
         ((ab + nudge) / (1i64 << 31)) as i32
     }
 
+    /// `SaturatingRoundingMultiplyByPOT<exponent>`: a saturating left shift for a positive
+    /// exponent, `RoundingDivideByPOT` for a negative one.
+    pub fn srmbpot(x: i32, exponent: i32) -> i32 {
+        if exponent <= 0 {
+            return rdbpot(x, -exponent);
+        }
+        if x > i32::MAX >> exponent {
+            i32::MAX
+        } else if x < i32::MIN >> exponent {
+            i32::MIN
+        } else {
+            x << exponent
+        }
+    }
+
+    /// TFLite's `GetInvSqrtQuantizedMultiplierExp(input, reverse_shift = -1)`: `(multiplier,
+    /// shift)` with `1 / sqrt(input) ≈ multiplier * 2^(shift - 31)`, from five Newton-Raphson
+    /// steps in Q3.28 starting at 1 (inputs 0 and 1 give `(i32::MAX, 0)`).
+    pub fn inv_sqrt_exp(input: i32) -> (i32, i32) {
+        if input <= 1 {
+            return (i32::MAX, 0);
+        }
+        let mut input = input;
+        let mut shift = 11;
+        while input >= 1 << 29 {
+            input /= 4;
+            shift += 1;
+        }
+        let max_left_shift_bits = input.leading_zeros() as i32 - 1;
+        let left_shift_bit_pairs = max_left_shift_bits / 2 - 1;
+        shift -= left_shift_bit_pairs;
+        input <<= 2 * left_shift_bit_pairs;
+        // Q3.28 (3 integer bits): raw one is 2^28.
+        let fixed_input = input >> 1;
+        let half_input = srmbpot(fixed_input, -1);
+        let half_three = (1 << 28) + (1 << 27);
+        let mut x: i32 = 1 << 28;
+        for _ in 0..5 {
+            // x*x*x has 9 integer bits: rescaled to 3 by a saturating << 6.
+            let x3 = srmbpot(srdhm(srdhm(x, x), x), 6);
+            // Both products have 6 integer bits: rescaled to 3 by a saturating << 3.
+            x = srmbpot(srdhm(half_three, x).wrapping_sub(srdhm(half_input, x3)), 3);
+        }
+        // Times sqrt(2)/2 in Q0.31.
+        let mut m = srdhm(x, 1_518_500_250);
+        if shift < 0 {
+            m <<= -shift;
+            shift = 0;
+        }
+        (m, -shift)
+    }
+
     /// `RoundingDivideByPOT`: round half away from zero.
     pub fn rdbpot(x: i32, exponent: i32) -> i32 {
         let mask: i64 = (1i64 << exponent) - 1;

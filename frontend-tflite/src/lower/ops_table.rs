@@ -4,7 +4,8 @@
 //!
 //! * LEAKY_RELU, ABS: TFLite's integer requantization (`MultiplyByQuantizedMultiplier`,
 //!   gemmlowp double rounding) per sign; NEG: raw negation (TFLite's int8 kernel);
-//! * EXP, LOG, RSQRT, GELU, ELU, LOGISTIC, TANH, HARD_SWISH: TFLite's float lookup-table
+//! * RSQRT: TFLite's integer kernel (`GetInvSqrtQuantizedMultiplierExp`, see `rsqrt_int8`);
+//! * EXP, LOG, GELU, ELU, LOGISTIC, TANH, HARD_SWISH: TFLite's float lookup-table
 //!   construction (`dequantize → f(x) in f32 → round(y / s_out) + zp_out`, saturated).
 
 use super::arith::{fixed, quantize_multiplier};
@@ -21,6 +22,41 @@ pub(crate) fn mbqm(x: i64, real: f64) -> R<i64> {
     let right = (-s).max(0);
     let v = fixed::srdhm(x.wrapping_mul(1 << left), m);
     Ok(i64::from(fixed::rdbpot(v, right)))
+}
+
+/// TFLite `MultiplyByQuantizedMultiplier(x, multiplier, shift)` (32-bit, double rounding;
+/// `shift` positive = left).
+fn mbqm_exp(x: i32, m: i32, shift: i32) -> i32 {
+    let left = shift.max(0);
+    let right = (-shift).max(0);
+    fixed::rdbpot(fixed::srdhm(x.wrapping_mul(1 << left), m), right)
+}
+
+/// TFLite's int8 RSQRT kernel (integer, not a float table): `v = q - zp_in`; `v == 0` gives
+/// 127; otherwise `1 / sqrt(v)` from `GetInvSqrtQuantizedMultiplierExp`, scaled by 2^20,
+/// then requantized by `1 / (sqrt(s_in) * s_out)` and shifted back by 20, plus `zp_out`. It
+/// differs from the float table where the exact result is within a few thousandths of a
+/// rounding tie (`s_in` 0.0074721, `s_out` 0.0032620, q = 79: exact 118.497, TFLite 119;
+/// issue 16 A.2). TFLite refuses negative `v` at run time; the table keeps -128 there (the
+/// float table's NaN value).
+fn rsqrt_int8(si: f32, zi: i64, so: f32, zo: i64) -> R<Vec<i64>> {
+    const SHIFT: i32 = 20;
+    let (om, os) = quantize_multiplier(1.0 / (f64::from(si).sqrt() * f64::from(so)))
+        .ok_or("RSQRT output scale out of range")?;
+    Ok((-128i64..=127)
+        .map(|q| {
+            let v = q - zi;
+            if v < 0 {
+                return -128;
+            }
+            if v == 0 {
+                return 127;
+            }
+            let (m, s) = fixed::inv_sqrt_exp(v as i32);
+            let data = mbqm_exp(1, m, s + SHIFT);
+            (i64::from(mbqm_exp(data, om, os - SHIFT)) + zo).clamp(-128, 127)
+        })
+        .collect())
 }
 
 /// TFLite's `LUTPopulateInt8`: a NaN result (LOG or RSQRT of a negative value) becomes
@@ -81,7 +117,7 @@ pub(crate) fn unary(cx: &mut OpCx<'_, '_>, code: BuiltinOperator) -> R<()> {
         B::NEG => (-128i64..=127).map(|q| i64::from((-q) as i8)).collect(),
         B::EXP => float_lut(si, zi, so, zo, f32::exp),
         B::LOG => float_lut(si, zi, so, zo, f32::ln),
-        B::RSQRT => float_lut(si, zi, so, zo, |x| 1.0 / x.sqrt()),
+        B::RSQRT => rsqrt_int8(si, zi, so, zo)?,
         B::LOGISTIC => float_lut(si, zi, so, zo, |x| 1.0 / (1.0 + (-x).exp())),
         B::TANH => float_lut(si, zi, so, zo, f32::tanh),
         B::ELU => float_lut(si, zi, so, zo, |x| if x < 0.0 { x.exp() - 1.0 } else { x }),
