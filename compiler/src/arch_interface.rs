@@ -128,8 +128,9 @@ pub enum TargetError {
     Unsupported(String),
 }
 
-/// The architecture interface used by the compiler passes.
-pub trait Target {
+/// The architecture interface used by the compiler passes (`Sync`: the passes consult it
+/// from several threads).
+pub trait Target: Sync {
     /// The configuration.
     fn config(&self) -> &ArchConfig;
     /// The CONFIG word written into the container header.

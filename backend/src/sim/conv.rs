@@ -3,11 +3,11 @@
 use super::error::{check, Fault};
 use super::fm::Fm;
 use super::geometry::Geometry;
-use super::input::{gather_ifm, gather_plain};
+use super::input::{gather_ifm, gather_plain, Dense};
 use super::output::{Output, Rescale};
 use super::state::State;
 use super::weights::{read_scales, read_weights};
-use super::{acc_init, chain_input, OpCounts};
+use super::{acc_init, chain_input, validate, OpCounts};
 use crate::arch::ArchConfig;
 use crate::isa::{
     AccInput, AccOutput, ActivationPrecision, ActivationStorage, ActivationType, OfmScaleMode,
@@ -165,17 +165,23 @@ pub fn conv(
     }
     let ifm = Fm::ifm(regs);
     let (ph, pw) = g.padded();
-    let dense = gather_ifm(
-        &ifm,
-        st,
-        regs.ifm_upscale.mode,
-        (g.ifm_h, g.ifm_w, g.ifm_d),
-        (ph, pw),
-        (g.pad_top, g.pad_left),
-        0,
-    )?;
+    let check_only = !weights_ifm2 && validate::check_only_op(regs, st);
+    let dense = if check_only {
+        let dims = (g.ifm_h, g.ifm_w, g.ifm_d);
+        validate::check_ifm_read(&ifm, st, regs.ifm_upscale.mode, dims)?;
+        Dense::default()
+    } else {
+        gather_ifm(
+            &ifm,
+            st,
+            regs.ifm_upscale.mode,
+            (g.ifm_h, g.ifm_w, g.ifm_d),
+            (ph, pw),
+            (g.pad_top, g.pad_left),
+            0,
+        )?
+    };
     check_upscale(regs, &g)?;
-    let inp: Vec<i32> = dense.data.iter().map(|&v| v as i32).collect();
     let (c, kh, kw) = (g.ifm_d, g.kh, g.kw);
     let mut counts = OpCounts::default();
     let wv: Vec<i32> = if weights_ifm2 {
@@ -203,6 +209,12 @@ pub fn conv(
     counts.scale_bytes = scales.as_ref().map_or(0, |s| s.bytes);
     let out = Output::new(arch, regs, scales)?;
     out.check_permutation(true)?;
+    counts.macs = (g.ofm_h * g.ofm_w * g.ofm_d * kh * kw * c) as u64;
+    if check_only {
+        validate::check_accumulator_writes(&out, st)?;
+        return Ok(counts);
+    }
+    let inp: Vec<i32> = dense.data.iter().map(|&v| v as i32).collect();
     let acc32 = out.acc_bits() == 32;
     let keep_init = regs.acc_format.acc_input != AccInput::Reset;
     let ifm2 = Fm::ifm2(regs);
@@ -264,7 +276,6 @@ pub fn conv(
             }
         }
     }
-    counts.macs = (g.ofm_h * g.ofm_w * g.ofm_d * ktaps) as u64;
     Ok(counts)
 }
 
@@ -298,17 +309,22 @@ pub fn depthwise(
     let ifm = Fm::ifm(regs);
     let (ph, pw) = g.padded();
     let c = g.ofm_d;
-    let dense = gather_ifm(
-        &ifm,
-        st,
-        regs.ifm_upscale.mode,
-        (g.ifm_h, g.ifm_w, c),
-        (ph, pw),
-        (g.pad_top, g.pad_left),
-        0,
-    )?;
+    let check_only = validate::check_only_op(regs, st);
+    let dense = if check_only {
+        validate::check_ifm_read(&ifm, st, regs.ifm_upscale.mode, (g.ifm_h, g.ifm_w, c))?;
+        Dense::default()
+    } else {
+        gather_ifm(
+            &ifm,
+            st,
+            regs.ifm_upscale.mode,
+            (g.ifm_h, g.ifm_w, c),
+            (ph, pw),
+            (g.pad_top, g.pad_left),
+            0,
+        )?
+    };
     check_upscale(regs, &g)?;
-    let inp: Vec<i32> = dense.data.iter().map(|&v| v as i32).collect();
     let (kh, kw) = (g.kh, g.kw);
     let shape = WeightShape {
         ofm_depth: c,
@@ -319,6 +335,7 @@ pub fn depthwise(
     let w = read_weights(arch, regs, &mut st.mem, shape, true)?;
     let mut counts = OpCounts {
         weight_bytes: w.bytes,
+        macs: (g.ofm_h * g.ofm_w * c * kh * kw) as u64,
         ..OpCounts::default()
     };
     // [ky][kx][c] so that the inner loop runs over channels.
@@ -332,6 +349,11 @@ pub fn depthwise(
     counts.scale_bytes = scales.as_ref().map_or(0, |s| s.bytes);
     let out = Output::new(arch, regs, scales)?;
     out.check_permutation(true)?;
+    if check_only {
+        validate::check_accumulator_writes(&out, st)?;
+        return Ok(counts);
+    }
+    let inp: Vec<i32> = dense.data.iter().map(|&v| v as i32).collect();
     let keep_init = regs.acc_format.acc_input != AccInput::Reset;
     let ifm2 = Fm::ifm2(regs);
     // With 32-bit accumulators that are rescaled (acc_output enable), the sum modulo 2^32
@@ -400,7 +422,6 @@ pub fn depthwise(
             }
         }
     }
-    counts.macs = (g.ofm_h * g.ofm_w * c * kh * kw) as u64;
     Ok(counts)
 }
 

@@ -64,6 +64,58 @@ pub struct Memory {
     traffic: Traffic,
     constants_unknown: bool,
     data_unknown: bool,
+    shadow: Option<Shadow>,
+}
+
+/// What a check-only validation ([`super::validate`]) knows about memory contents it did not
+/// compute: the byte ranges whose contents differ from those of a full run.
+#[derive(Debug, Clone, Default)]
+struct Shadow {
+    /// `(region, start, end)` of bytes a full run would hold other values in.
+    stale: Vec<(u8, u64, u64)>,
+    /// The current operation has read stale bytes, so what it writes is stale too.
+    op_read_stale: bool,
+    /// A weight or scale stream was read from stale bytes: the run proves nothing.
+    inexact: bool,
+}
+
+impl Shadow {
+    fn overlaps(&self, region: u8, start: u64, end: u64) -> bool {
+        self.stale
+            .iter()
+            .any(|&(r, s, e)| r == region && s < end && start < e)
+    }
+
+    fn mark(&mut self, region: u8, start: u64, end: u64) {
+        if let Some(last) = self.stale.last_mut() {
+            if last.0 == region && last.1 <= end && start <= last.2 {
+                last.1 = last.1.min(start);
+                last.2 = last.2.max(end);
+                return;
+            }
+        }
+        self.stale.push((region, start, end));
+    }
+
+    fn clear(&mut self, region: u8, start: u64, end: u64) {
+        if !self.overlaps(region, start, end) {
+            return;
+        }
+        let mut kept = Vec::with_capacity(self.stale.len() + 1);
+        for &(r, s, e) in &self.stale {
+            if r != region || e <= start || end <= s {
+                kept.push((r, s, e));
+                continue;
+            }
+            if s < start {
+                kept.push((r, s, start));
+            }
+            if end < e {
+                kept.push((r, end, e));
+            }
+        }
+        self.stale = kept;
+    }
 }
 
 impl Default for Memory {
@@ -82,6 +134,7 @@ impl Memory {
             traffic: Traffic::default(),
             constants_unknown: false,
             data_unknown: false,
+            shadow: None,
         }
     }
 
@@ -136,6 +189,11 @@ impl Memory {
     /// Bytes `[addr, addr+len)` of `region` (0..7) for reading, bounds-checked and counted.
     pub fn read_bytes(&mut self, region: u8, addr: u64, len: u64) -> Result<&[u8], Fault> {
         let (buf, start) = self.locate(region, addr, len, "read")?;
+        if let Some(shadow) = &mut self.shadow {
+            if shadow.overlaps(region, addr, addr + len) {
+                shadow.op_read_stale = true;
+            }
+        }
         if let Some(r) = self.traffic.read.get_mut(usize::from(region)) {
             *r += len;
         }
@@ -168,6 +226,13 @@ impl Memory {
             Some(region) => {
                 let (buf, start) = self.locate(region, addr, len, "write")?;
                 self.buffers[buf][start..start + bytes.len()].copy_from_slice(bytes);
+                if let Some(shadow) = &mut self.shadow {
+                    if shadow.op_read_stale {
+                        shadow.mark(region, addr, addr + len);
+                    } else {
+                        shadow.clear(region, addr, addr + len);
+                    }
+                }
                 self.traffic.written[usize::from(region)] += len;
             }
         }
@@ -233,6 +298,48 @@ impl Memory {
     /// See [`Memory::set_data_unknown`].
     pub fn data_unknown(&self) -> bool {
         self.data_unknown
+    }
+
+    /// Starts a check-only run ([`super::validate`]): kernel operations that qualify check
+    /// their rules and extents without computing their outputs, whose bytes are tracked as
+    /// stale from then on.
+    pub fn set_check_only(&mut self) {
+        self.shadow = Some(Shadow::default());
+    }
+
+    /// Whether this is a check-only run.
+    pub fn check_only(&self) -> bool {
+        self.shadow.is_some()
+    }
+
+    /// Records that the operation about to run starts with no stale input read.
+    pub fn start_operation(&mut self) {
+        if let Some(shadow) = &mut self.shadow {
+            shadow.op_read_stale = false;
+        }
+    }
+
+    /// Records that bytes `[start, end)` of `region` were not computed (check-only run).
+    pub fn mark_stale(&mut self, region: u8, start: u64, end: u64) {
+        if let Some(shadow) = &mut self.shadow {
+            shadow.mark(region, start, end);
+        }
+    }
+
+    /// Reads bytes of a weight or scale stream: [`Memory::read_bytes`], and in a check-only
+    /// run, notes when they are stale (the decode then proves nothing: [`Memory::inexact`]).
+    pub fn read_stream_bytes(&mut self, region: u8, addr: u64, len: u64) -> Result<&[u8], Fault> {
+        if let Some(shadow) = &mut self.shadow {
+            if shadow.overlaps(region, addr, addr.saturating_add(len)) {
+                shadow.inexact = true;
+            }
+        }
+        self.read_bytes(region, addr, len)
+    }
+
+    /// Whether a check-only run read a weight or scale stream from bytes it did not compute.
+    pub fn inexact(&self) -> bool {
+        self.shadow.as_ref().is_some_and(|s| s.inexact)
     }
 
     /// The bytes mapped to `region` (from its base to the end of its buffer), `None` when it

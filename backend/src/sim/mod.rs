@@ -267,6 +267,7 @@ impl Simulator {
                         work::check_ofm_fits(&self.regs, &self.state.mem).map_err(fail)?;
                     }
                     let before = self.state.mem.traffic();
+                    self.state.mem.start_operation();
                     let counts = self.kernel(&d.command, opcode).map_err(fail)?;
                     report.macs += counts.macs;
                     report.ops.push(OpReport {

@@ -11,9 +11,28 @@
 //! depends on the data (a branch on `result_flag`, LUT contents) is checked on the path zero
 //! inputs take, and the asserts only data can violate (a division by zero) are not applied
 //! ([`super::Memory::set_data_unknown`]).
+//!
+//! Computing every output on zero data costs what running the network costs, so a run is
+//! check-only first: a CONV or DEPTHWISE whose output nothing but its bytes depends on
+//! ([`check_only_op`]) runs the same code up to its first value (every register assert, the
+//! weight and scale streams decoded, the output stage's per-channel rules) and then checks
+//! the extents of its IFM reads and OFM writes from the extremes of each tile
+//! ([`check_fm_extent`]) instead of element by element. The bytes it does not write are
+//! tracked as stale, and so is whatever is computed or copied from them; a weight or scale
+//! stream read from stale bytes, or any failure, sends the stream to the full simulation,
+//! whose verdict and error are then the answer.
 
-use super::{RunReport, SimError, Simulator, NUM_REGIONS};
+use super::arith::sign_extend;
+use super::error::{check, Fault};
+use super::fm::Fm;
+use super::output::{Output, Rescale};
+use super::state::State;
+use super::{Memory, RunReport, SimError, Simulator, NUM_REGIONS};
 use crate::arch::Accelerator;
+use crate::isa::{
+    AccInput, AccOutput, ActivationFormat, ActivationFunction, ActivationReverse,
+    ActivationStorage, ActivationTranspose, IfmUpscaleMode, RegisterFile,
+};
 
 /// The most bytes one region may have, for validation and for `npuc run` (4 GiB; the
 /// NPU's addresses have 40 bits, but no memory of an Ethos-U85 system comes near this).
@@ -30,6 +49,10 @@ pub enum ValidationError {
         /// Its size.
         size: u64,
     },
+    /// A check-only run read a weight or scale stream from bytes it did not compute (never
+    /// returned by [`validate`], which then simulates in full).
+    #[error("a check-only run read a weight or scale stream from bytes it did not compute")]
+    Inexact,
     /// The simulator stopped.
     #[error(transparent)]
     Sim(#[from] SimError),
@@ -49,14 +72,57 @@ pub fn region_buffer(region: usize, size: u64) -> Result<Vec<u8>, ValidationErro
 /// Validates `words` for `accelerator` with `regions` mapped, zero-filled except region 0,
 /// which starts with `constants` (the read-only data: weight and scale streams, tables).
 /// Without `constants` (a raw stream carries none) weight and scale streams are only
-/// bounds-checked, not decoded ([`super::Memory::set_constants_unknown`]). Returns what the
-/// run did.
+/// bounds-checked, not decoded ([`super::Memory::set_constants_unknown`]).
+///
+/// The run is check-only first: kernel operations whose outputs no rule depends on
+/// ([`check_only_op`]) check their asserts and the extents of every access without computing
+/// a value. When that run fails, or reads a weight or scale stream from bytes it did not
+/// compute ([`Memory::inexact`]), the stream is simulated in full ([`validate_full`]), so
+/// every error is the one the full simulation states. Returns what the run did; in a
+/// check-only run, the traffic of the operations not computed is not counted.
 pub fn validate(
     accelerator: Accelerator,
     words: &[u32],
     regions: &RegionSizes,
     constants: Option<&[u8]>,
 ) -> Result<RunReport, ValidationError> {
+    if let Ok(Ok(report)) = simulate(accelerator, words, regions, constants, true) {
+        return Ok(report);
+    }
+    validate_full(accelerator, words, regions, constants)
+}
+
+/// [`validate`] by simulating every operation on the zero-filled memories.
+pub fn validate_full(
+    accelerator: Accelerator,
+    words: &[u32],
+    regions: &RegionSizes,
+    constants: Option<&[u8]>,
+) -> Result<RunReport, ValidationError> {
+    simulate(accelerator, words, regions, constants, false)?
+}
+
+/// The check-only run of [`validate`] alone, without the full simulation it falls back to:
+/// an error here may be one the full simulation would not raise ([`ValidationError::Inexact`],
+/// or extremes not proved in range). For tests that pin the two runs to each other.
+pub fn validate_check_only(
+    accelerator: Accelerator,
+    words: &[u32],
+    regions: &RegionSizes,
+    constants: Option<&[u8]>,
+) -> Result<RunReport, ValidationError> {
+    simulate(accelerator, words, regions, constants, true)?
+}
+
+/// One run; the outer error is a region refused, the inner one the run's (in a check-only
+/// run, also a run that proved nothing).
+fn simulate(
+    accelerator: Accelerator,
+    words: &[u32],
+    regions: &RegionSizes,
+    constants: Option<&[u8]>,
+    check_only: bool,
+) -> Result<Result<RunReport, ValidationError>, ValidationError> {
     let mut sim = Simulator::new(accelerator);
     for (r, size) in regions.iter().enumerate() {
         if let Some(size) = *size {
@@ -72,5 +138,168 @@ pub fn validate(
     }
     sim.memory_mut().set_constants_unknown(constants.is_none());
     sim.memory_mut().set_data_unknown(true);
-    Ok(sim.run(words)?)
+    if check_only {
+        sim.memory_mut().set_check_only();
+    }
+    let run = sim.run(words).map_err(ValidationError::from);
+    if check_only && sim.memory().inexact() {
+        return Ok(Err(ValidationError::Inexact));
+    }
+    Ok(run)
+}
+
+/// Whether the current kernel operation may be checked without computing its output: a
+/// check-only run, and an operation whose output no later rule depends on through anything
+/// but the bytes it writes (which become stale: [`Memory::mark_stale`]). Excluded, and so
+/// simulated in full: chained inputs or outputs, accumulators kept or read, an OFM that sets
+/// COND_STATUS.result_flag (1x1x1), reverse or transpose, and table activations (whose
+/// asserts depend on the values).
+pub(crate) fn check_only_op(regs: &RegisterFile, st: &State) -> bool {
+    let (i, o) = (regs.ifm_precision, regs.ofm_precision);
+    st.mem.check_only()
+        && i.activation_storage != ActivationStorage::Chained
+        && matches!(
+            o.activation_storage,
+            ActivationStorage::Tile2x2 | ActivationStorage::Tile3x1
+        )
+        && o.activation_reverse == ActivationReverse::None
+        && o.activation_transpose == ActivationTranspose::Hwc
+        && regs.acc_format.acc_input == AccInput::Reset
+        && regs.acc_format.acc_output == AccOutput::Enable
+        && regs.activation.activation_function == ActivationFunction::LutNone
+        && (
+            regs.ofm_height_m1.height_m1,
+            regs.ofm_width_m1.width_m1,
+            regs.ofm_depth_m1.depth_m1,
+        ) != (0, 0, 0)
+}
+
+/// The tiles (TRM 3.8) that the elements `[0, h) x [0, w)` of `fm` fall in, as (tile, first
+/// y, first x, rows, columns), in the tile's own coordinates from 0.
+fn tiles(fm: &Fm, h: u64, w: u64) -> Vec<(usize, u64, u64, u64, u64)> {
+    let mut out = Vec::with_capacity(4);
+    match fm.storage {
+        ActivationStorage::Tile2x2 => {
+            let cols = [
+                (0, 0, w.min(fm.width0)),
+                (1, fm.width0, w.saturating_sub(fm.width0)),
+            ];
+            for (t, x0, nx) in cols {
+                let hgt = fm.height[t];
+                for (dt, y0, ny) in [(0, 0, h.min(hgt)), (2, hgt, h.saturating_sub(hgt))] {
+                    if nx > 0 && ny > 0 {
+                        out.push((t + dt, y0, x0, ny, nx));
+                    }
+                }
+            }
+        }
+        ActivationStorage::Tile3x1 => {
+            let (h0, h1) = (fm.height[0], fm.height[1]);
+            let rows = [
+                (0, 0, h.min(h0).min(h1)),
+                (1, h0, h.min(h1).saturating_sub(h0)),
+                (2, h1, h.saturating_sub(h1)),
+            ];
+            for (t, y0, ny) in rows {
+                if ny > 0 {
+                    out.push((t, y0, 0, ny, w));
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// Checks that every element `[0, h) x [0, w) x [0, c)` of `fm` is addressable and lies in
+/// its region: the rules `element_address_in_region` and every read or write of these
+/// elements check (TRM 3.6.5), from the extremes of each tile instead of element by element.
+/// Returns the byte range they span. An error means only that the extremes could not be
+/// proved in range (the caller then simulates in full, which names the failing element).
+pub(crate) fn check_fm_extent(
+    fm: &Fm,
+    mem: &Memory,
+    (h, w, c): (u64, u64, u64),
+) -> Result<(u64, u64), Fault> {
+    let tiles = tiles(fm, h, w);
+    if tiles.is_empty() {
+        // Storage none or chained: `element_address_in_region` states the fault.
+        fm.addr(0, 0, 0)?;
+    }
+    let es = u128::from(fm.esize());
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for (tile, y0, x0, ny, nx) in tiles {
+        // The alignment asserts (of base and strides) for this tile.
+        fm.addr(y0, x0, 0)?;
+        let (ymax, xmax, c) = (u128::from(ny - 1), u128::from(nx - 1), u128::from(c));
+        let base = u128::from(fm.base[tile]);
+        let row = ymax * u128::from(fm.stride_y);
+        let end = match fm.format {
+            ActivationFormat::Nhwc => base + row + xmax * u128::from(fm.stride_x) + c * es,
+            ActivationFormat::Nhcwb16 => {
+                // Bricks of 16 channels: the last one, or the full one before it.
+                let last = (c - 1) >> 4;
+                let sc = u128::from(fm.stride_c);
+                let mut brick = last * sc + (c - 16 * last) * es;
+                if last > 0 {
+                    brick = brick.max((last - 1) * sc + 16 * es);
+                }
+                base + row + 16 * xmax * es + brick
+            }
+        };
+        if end > 1 << 40 {
+            return Err(Fault::assert(
+                "3.6.5",
+                "addresses within 40 bits",
+                format!("{:?} tile {tile} ends at {end:#x}", fm.which),
+            ));
+        }
+        let (start, end) = (fm.base[tile], end as u64);
+        mem.check_access(fm.region, start, end - start)?;
+        lo = lo.min(start);
+        hi = hi.max(end);
+    }
+    Ok((lo, hi))
+}
+
+/// `read_ifm` of every element `[0, h) x [0, w) x [0, c)` an operation reads through
+/// [`super::input::gather_ifm`] (with `upscale`), checked without reading: the zero point,
+/// storage and address rules.
+pub(crate) fn check_ifm_read(
+    fm: &Fm,
+    st: &State,
+    upscale: IfmUpscaleMode,
+    (h, w, c): (usize, usize, usize),
+) -> Result<(), Fault> {
+    fm.input_zero_point()?;
+    check(
+        !matches!(
+            fm.storage,
+            ActivationStorage::Chained | ActivationStorage::None
+        ),
+        "3.6.5",
+        "IFM of this operation read from memory (storage tile2x2 or tile3x1)",
+        || format!("{:?} storage {}", fm.which, fm.storage.name()),
+    )?;
+    let (h, w) = match upscale {
+        IfmUpscaleMode::None => (h as u64, w as u64),
+        _ => (((h as u64) + 1) >> 1, ((w as u64) + 1) >> 1),
+    };
+    check_fm_extent(fm, &st.mem, (h, w, c as u64)).map(|_| ())
+}
+
+/// `write_accumulator` of every OFM element, checked without computing: the rescale rules
+/// of each channel (an accumulator plus its bias always fits its format) and the OFM's
+/// address rules. The OFM bytes become stale and COND_STATUS.result_flag UNPREDICTABLE, as
+/// a full run leaves it for an OFM of more than one element.
+pub(crate) fn check_accumulator_writes(out: &Output, st: &mut State) -> Result<(), Fault> {
+    let (h, w, d) = out.dims;
+    for oc in 0..d {
+        let acc = sign_extend(out.bias(oc), out.acc_bits());
+        out.rescale(acc, oc, Rescale::Normal)?;
+    }
+    let (lo, hi) = check_fm_extent(&out.ofm, &st.mem, (h, w, d))?;
+    st.mem.mark_stale(out.ofm.region, lo, hi);
+    st.result_flag = None;
+    Ok(())
 }

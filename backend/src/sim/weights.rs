@@ -77,7 +77,7 @@ pub fn read_scales(
         )));
     }
     let unknown = mem.constants_unknown();
-    let bytes = mem.read_bytes(regs.scale_region.region, base, length)?;
+    let bytes = mem.read_stream_bytes(regs.scale_region.region, base, length)?;
     if unknown {
         return Ok(Scales {
             bias: vec![0; ofm_depth],
@@ -193,7 +193,7 @@ pub fn read_weights(
             &streams_meta[..n.min(4)]
         };
         for &(base, len) in lengths {
-            mem.read_bytes(region, base, u64::from(len))?;
+            mem.read_stream_bytes(region, base, u64::from(len))?;
             bytes_read += u64::from(len);
         }
         return Ok(Weights {
@@ -204,7 +204,7 @@ pub fn read_weights(
     }
     let streams: Vec<Vec<i16>> = if fwd {
         let (base, len) = streams_meta[0];
-        let bytes = mem.read_bytes(region, base, u64::from(len))?;
+        let bytes = mem.read_stream_bytes(region, base, u64::from(len))?;
         bytes_read += u64::from(len);
         let count = ordering.stream_len(0) * n;
         let header = FwdHeader::parse(bytes).map_err(|e| Fault::Weights(e.to_string()))?;
@@ -222,7 +222,7 @@ pub fn read_weights(
     } else {
         let mut out = Vec::with_capacity(n);
         for (k, &(base, len)) in streams_meta.iter().enumerate().take(n) {
-            let bytes = mem.read_bytes(region, base, u64::from(len))?;
+            let bytes = mem.read_stream_bytes(region, base, u64::from(len))?;
             bytes_read += u64::from(len);
             let want = ordering.stream_len(k);
             let values = swd::decode::decode(bytes, want)

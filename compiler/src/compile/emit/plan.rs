@@ -74,22 +74,68 @@ pub(super) fn plan(
     l: &Lowered,
     p: &Placement,
 ) -> Result<Vec<OpPlan>, CompileError> {
+    // Operations are planned independently: on every thread available, in order.
+    par_map(&l.ops, |_, op| plan_op(target, l, p, op))
+        .into_iter()
+        .collect()
+}
+
+/// `f(i, &items[i])` for every item, in order, computed on up to `available_parallelism`
+/// threads that take the next item as they finish one. The results do not depend on which
+/// thread computes what, so the output is the sequential one.
+pub(super) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(items.len());
+    if threads <= 1 {
+        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(item) = items.get(i) else {
+                return out;
+            };
+            out.push((i, f(i, item)));
+        }
+    };
+    let parts: Vec<Vec<(usize, R)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    });
+    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    for (i, r) in parts.into_iter().flatten() {
+        slots[i] = Some(r);
+    }
+    slots.into_iter().flatten().collect()
+}
+
+/// Plans one operation of `l` ([`plan`]).
+fn plan_op(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    op: &NpuOp,
+) -> Result<OpPlan, CompileError> {
     let none = BTreeMap::new();
-    let mut plans = Vec::with_capacity(l.ops.len());
-    for op in &l.ops {
+    {
         let geom = geometry(op);
         let at = locs(op, p, l, &none);
         let cands = target.block_candidates(&geom);
         let first = cands[0];
         if matches!(op.kernel, Kernel::Dma(_)) {
             // A memory-to-memory copy: no block, no streams.
-            plans.push(OpPlan {
+            return Ok(OpPlan {
                 block: first,
                 enc: None,
                 cycles: 0,
                 offchip: 0,
             });
-            continue;
         }
         let enc0 = encode(target, op, &geom, &first)?;
         let swd = enc0.as_ref().map(Encoded::layout);
@@ -167,14 +213,13 @@ pub(super) fn plan(
                 (block, enc, cost)
             }
         };
-        plans.push(OpPlan {
+        Ok(OpPlan {
             block,
             enc,
             cycles,
             offchip,
-        });
+        })
     }
-    Ok(plans)
 }
 
 /// Cycles a candidate may cost beyond the fastest one, as a fraction `1 / SLACK` of the

@@ -20,12 +20,12 @@
 //! gives one (`arena_cache_size`); without one they stay below the feature maps' peak.
 
 use super::objective;
-use super::plan::{estimate_traffic, OpPlan};
+use super::plan::{estimate_traffic, par_map, OpPlan};
 use super::regs::{locs, Consts};
 use super::{cascade, chain, const_operands, lut, slice, weights, Writer};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::alloc::{self, Item, Placement};
-use crate::compile::lower::{Kernel, Lowered};
+use crate::compile::lower::{Kernel, Lowered, NpuOp};
 use crate::compile::REGION_READ_ONLY;
 use std::collections::BTreeMap;
 
@@ -95,6 +95,30 @@ pub(super) struct Staging {
 /// Slice counts tried when the whole block does not pay or does not fit.
 const SLICE_COUNTS: [u32; 5] = [2, 3, 4, 6, 8];
 
+/// The slice depths tried for `op` planned with `block` (one per count of [`SLICE_COUNTS`]
+/// giving a new depth below the OFM's), each with its block (OFM block depth clamped).
+fn slice_candidates(op: &NpuOp, block: &BlockConfig) -> Vec<(u32, BlockConfig)> {
+    let od = op.ofm.shape.2;
+    let md = block.microblock.depth.max(1);
+    let mut out: Vec<(u32, BlockConfig)> = Vec::new();
+    for n in SLICE_COUNTS {
+        let depth = od.div_ceil(n).next_multiple_of(md);
+        if depth >= od || out.iter().any(|&(d, _)| d == depth) {
+            continue;
+        }
+        let clamped = BlockConfig {
+            ofm_block: (
+                block.ofm_block.0,
+                block.ofm_block.1,
+                block.ofm_block.2.min(depth),
+            ),
+            ..*block
+        };
+        out.push((depth, clamped));
+    }
+    out
+}
+
 /// How each operation's streams are staged, and the size the staging region needs.
 pub(super) fn stage(
     target: &dyn Target,
@@ -163,6 +187,22 @@ pub(super) fn stage(
         &mut occupied,
         &copy_traffic,
     );
+    // The slice candidates of every operation that may be sliced, encoded on every thread
+    // available before the sequential placement below takes them.
+    let mut sliced: Vec<Vec<(BlockConfig, Option<Vec<slice::Slice>>)>> =
+        par_map(&l.ops, |k, op| {
+            if in_cascade[k].is_some()
+                || plans[k].enc.is_none()
+                || !slice::sliceable(op)
+                || chains[k].is_some()
+            {
+                return Vec::new();
+            }
+            slice_candidates(op, &plans[k].block)
+                .into_iter()
+                .map(|(depth, block)| (block, slice::slices(target, op, &block, depth)))
+                .collect()
+        });
     let mut prev_cycles = 0u64;
     for (k, (op, plan)) in l.ops.iter().zip(plans).enumerate() {
         // The streams of a cascade's operations are read in every band: they are copied
@@ -282,26 +322,10 @@ pub(super) fn stage(
         // Slices: only the first slice's DMA waits for the previous operation; slice j + 1's
         // DMA runs alongside slice j.
         if slice::sliceable(op) && chains[k].is_none() {
-            let od = op.ofm.shape.2;
-            let md = plan.block.microblock.depth.max(1);
-            let mut tried = Vec::new();
             // Candidates that pay: (cost, buffer size, last slice's cycles, slices, block).
             let mut cands = Vec::new();
-            for n in SLICE_COUNTS {
-                let depth = od.div_ceil(n).next_multiple_of(md);
-                let block = BlockConfig {
-                    ofm_block: (
-                        plan.block.ofm_block.0,
-                        plan.block.ofm_block.1,
-                        plan.block.ofm_block.2.min(depth),
-                    ),
-                    ..plan.block
-                };
-                if depth >= od || tried.contains(&depth) {
-                    continue;
-                }
-                tried.push(depth);
-                let Some(slices) = slice::slices(target, op, &block, depth) else {
+            for (block, slices) in std::mem::take(&mut sliced[k]) {
+                let Some(slices) = slices else {
                     continue;
                 };
                 let mut cycles = 0u64;
