@@ -10,7 +10,7 @@
 //!    (`acc_input = ifm2`, as decision L27's last step), per-channel records holding the
 //!    bias and the output RESCALE's multipliers and shifts, its rounding, clamp and zero point.
 //!
-//! Batch 1, no padding (the copies would need the input zero point around the image).
+//! Batch 1, no padding: `conv_dynamic_prep` pads the input and splits batches before.
 
 use super::elementwise::NO_CLIP;
 use super::movement::CopyAxis;
@@ -66,7 +66,8 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "a matrix dimension above 65536"));
         }
         let rq = self.conv_rescale(node, node.outputs()[0])?;
-        if rq.acc != AccFormat::I32 || rq.ops.len() != 1 {
+        // One 32-bit-multiplier RESCALE, or none (the raw accumulator, decision L36).
+        if rq.acc != AccFormat::I32 || rq.ops.len() > 1 {
             return Err(unsupported(
                 rq.out_node,
                 "a 32-bit multiplier RESCALE of the accumulator",

@@ -13,6 +13,7 @@ mod conv;
 mod conv3d;
 mod conv_bias;
 mod conv_dynamic;
+mod conv_dynamic_prep;
 mod conv_raw;
 mod conv_repeat;
 mod conv_sat;
@@ -629,6 +630,8 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     let g = biased.as_ref().unwrap_or(g);
     let rewritten = conv3d::rewrite(g)?;
     let g = rewritten.as_ref().unwrap_or(g);
+    let dynamic = conv_dynamic_prep::rewrite(g)?;
+    let g = dynamic.as_ref().unwrap_or(g);
     let negated = negate::rewrite(g)?;
     let g = negated.as_ref().unwrap_or(g);
     let argmax = argmax16::rewrite(g)?;
