@@ -33,11 +33,15 @@ pub(super) const MAX_DW_CHANNELS: usize = 64;
 
 /// `g` with every such DEPTHWISE_CONV2D and CONV2D rewritten, or `None` if it has none.
 pub(super) fn rewrite(g: &Graph) -> Result<Option<Graph>, CompileError> {
+    let transposed = runtime_weights(g, |op| matches!(op, Op::TransposeConv2d(_)));
     let depthwise = depthwise_candidates(g);
-    if depthwise.is_empty() && conv_candidates(g).is_empty() {
+    if transposed.is_empty() && depthwise.is_empty() && conv_candidates(g).is_empty() {
         return Ok(None);
     }
     let mut g = g.clone();
+    for o in transposed {
+        transpose_conv_as_conv(&mut g, o)?;
+    }
     for o in depthwise {
         depthwise_as_conv(&mut g, o)?;
     }
@@ -65,6 +69,128 @@ fn depthwise_candidates(g: &Graph) -> Vec<OpId> {
                 && wd[2] <= MAX_DW_CHANNELS
         })
         .collect()
+}
+
+/// The operators `is_kind` picks of i8 with runtime i8 weights and an i32 accumulator.
+fn runtime_weights(g: &Graph, is_kind: impl Fn(&Op) -> bool) -> Vec<OpId> {
+    g.op_ids()
+        .filter(|&o| {
+            let Some(n) = g.op(o) else { return false };
+            let (x, w) = (
+                n.inputs()[0],
+                n.inputs().get(1).copied().unwrap_or(n.inputs()[0]),
+            );
+            is_kind(&n.op)
+                && n.inputs().len() >= 3
+                && !is_constant(g, w)
+                && dtype(g, x) == Some(DType::Int8)
+                && dtype(g, w) == Some(DType::Int8)
+                && dtype(g, n.outputs()[0]) == Some(DType::Int32)
+                && dims(g, x).len() == 4
+        })
+        .collect()
+}
+
+/// TRANSPOSE_CONV2D `o` with runtime weights as a CONV2D (decision L38): the input with
+/// `stride - 1` rows (columns) of `input_zp` inserted after each row (column), built by PADs
+/// of reshaped views (`[N, H, 1, W*C]` padded to `[N, H, sy, W*C]` is `[N, H*sy, W, C]`),
+/// the trailing inserted rows (columns) cut where the output ends before them; the weights
+/// reversed along KH and KW; padding `K - 1 + out_pad` before and `K + out_pad_after - s`
+/// after. `out[o] = sum x[i] w[k]` over `o = i*s + pad_before + k` is then the stride-1
+/// correlation of the inserted input with the reversed kernel.
+fn transpose_conv_as_conv(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
+    let node = g
+        .op(o)
+        .ok_or_else(|| graph_err("TRANSPOSE_CONV2D vanished"))?
+        .clone();
+    let Op::TransposeConv2d(a) = &node.op else {
+        return Err(graph_err("not a TRANSPOSE_CONV2D"));
+    };
+    let name = node.name.clone();
+    let (x, w, b) = (node.inputs()[0], node.inputs()[1], node.inputs()[2]);
+    let acc = node.outputs()[0];
+    let (xd, wd) = (dims(g, x), dims(g, w));
+    let (n, h, wi, c) = (xd[0], xd[1], xd[2], xd[3]);
+    let (kh, kw) = (wd[1] as i64, wd[2] as i64);
+    let [sy, sx] = a.stride;
+    let add = |g: &mut Graph, suffix: &str, op: Op, ins: &[TensorId]| {
+        g.add_op_inferred(format!("{name}/{suffix}"), op, ins)
+            .map(|(_, t)| t)
+            .map_err(graph_err)
+    };
+    let reshape = |g: &mut Graph, suffix: &str, t: TensorId, shape: Vec<usize>| {
+        let attrs = ReshapeAttrs {
+            shape: shape.into(),
+        };
+        add(g, suffix, Op::Reshape(attrs), &[t])
+    };
+    let pad_axis2 = |g: &mut Graph, suffix: &str, t: TensorId, after: usize| {
+        let attrs = PadAttrs {
+            padding: vec![[0, 0], [0, 0], [0, after], [0, 0]],
+            pad_const: a.input_zp,
+        };
+        add(g, suffix, Op::Pad(attrs), &[t])
+    };
+    let mut u = x;
+    if sy > 1 {
+        let t = reshape(g, "rows", u, vec![n, h, 1, wi * c])?;
+        let t = pad_axis2(g, "rows_inserted", t, sy - 1)?;
+        u = reshape(g, "rows_upscaled", t, vec![n, h * sy, wi, c])?;
+    }
+    if sx > 1 {
+        let t = reshape(g, "columns", u, vec![n * h * sy, wi, 1, c])?;
+        let t = pad_axis2(g, "columns_inserted", t, sx - 1)?;
+        u = reshape(g, "columns_upscaled", t, vec![n, h * sy, wi * sx, c])?;
+    }
+    let [pt, pb, pl, pr] = a.out_pad;
+    let before = [kh - 1 + pt, kw - 1 + pl];
+    let after = [kh + pb - sy as i64, kw + pr - sx as i64];
+    if before.iter().any(|&p| p < 0) || after[0] < -(sy as i64 - 1) || after[1] < -(sx as i64 - 1) {
+        return Err(super::unsupported(
+            &node,
+            "an output padding below -kernel + 1",
+        ));
+    }
+    if after.iter().any(|&p| p < 0) {
+        let attrs = SliceAttrs {
+            start: vec![0, 0, 0, 0],
+            size: vec![
+                n,
+                (h * sy) - (-after[0].min(0)) as usize,
+                (wi * sx) - (-after[1].min(0)) as usize,
+                c,
+            ],
+        };
+        u = add(g, "cut", Op::Slice(attrs), &[u])?;
+    }
+    let t = add(
+        g,
+        "weights_flip_y",
+        Op::Reverse(AxisAttrs { axis: 1 }),
+        &[w],
+    )?;
+    let w2 = add(
+        g,
+        "weights_flip_x",
+        Op::Reverse(AxisAttrs { axis: 2 }),
+        &[t],
+    )?;
+    let attrs = npuc_ir::ConvAttrs {
+        pad: [
+            before[0] as usize,
+            after[0].max(0) as usize,
+            before[1] as usize,
+            after[1].max(0) as usize,
+        ],
+        stride: [1, 1],
+        dilation: [1, 1],
+        input_zp: a.input_zp,
+        weight_zp: a.weight_zp,
+    };
+    g.remove_op(o).map_err(graph_err)?;
+    g.add_op(name.clone(), Op::Conv2d(attrs), &[u, w2, b], &[acc])
+        .map_err(graph_err)?;
+    Ok(())
 }
 
 /// CONV2Ds of i8 with runtime weights that are padded or batched.
