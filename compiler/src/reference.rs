@@ -4,7 +4,7 @@
 //! what every compiled model is checked against.
 
 use crate::run::npy::{Array, Dtype};
-use npuc_ir::{DType, Graph, TensorValue};
+use npuc_ir::{DType, Graph, TensorData, TensorValue};
 
 /// Why a plain model could not be run.
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +117,16 @@ pub fn run_graph(graph: &Graph, inputs: &[Array]) -> Result<Vec<Array>, Referenc
         let ty = expected.ok_or_else(|| bad("the graph input is missing".into()))?;
         let dtype = ir_dtype(a.dtype)
             .ok_or_else(|| bad(format!("{} arrays are not supported", a.dtype)))?;
+        // An INT48 input is given as int64 (`.npy` has no 48-bit type; the TOSA reference
+        // model writes INT48 so): each value must fit 48 bits.
+        if ty.dtype == DType::Int48 && dtype == DType::Int64 && a.shape == ty.shape.dims() {
+            let wide = TensorData::from_le_bytes(DType::Int64, &a.data)
+                .map_err(|e| bad(e.to_string()))?
+                .to_i64_vec();
+            let data = TensorData::from_i64(DType::Int48, &wide).map_err(|e| bad(e.to_string()))?;
+            values.push(TensorValue::new(a.shape.clone(), data).map_err(|e| bad(e.to_string()))?);
+            continue;
+        }
         if dtype != ty.dtype || a.shape != ty.shape.dims() {
             return Err(bad(format!(
                 "{} {:?} given, the graph expects {:?} {:?}",
@@ -137,6 +147,19 @@ pub fn run_graph(graph: &Graph, inputs: &[Array]) -> Result<Vec<Array>, Referenc
         .enumerate()
         .map(|(k, v)| {
             let dt = v.dtype();
+            // INT48 results as int64, as the TOSA reference model writes them.
+            if dt == DType::Int48 {
+                let wide: Vec<u8> = v
+                    .to_i64_vec()
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes())
+                    .collect();
+                return Ok(Array {
+                    dtype: Dtype::I64,
+                    shape: v.shape().dims().to_vec(),
+                    data: wide,
+                });
+            }
             let dtype = npy_dtype(dt).ok_or(ReferenceError::OutputType(k, dt))?;
             Ok(Array {
                 dtype,

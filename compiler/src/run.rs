@@ -396,8 +396,48 @@ fn manifest_dtype(name: &str) -> Option<Dtype> {
         "u16" => Dtype::U16,
         "i32" => Dtype::I32,
         "i64" => Dtype::I64,
+        // INT48 is read and written as int64 (see `i48_to_memory`).
+        "i48" => Dtype::I64,
         _ => return None,
     })
+}
+
+/// An INT48 tensor given as int64 `.npy` data, as the container holds it: `size / elements`
+/// bytes per element (8: the NPU's b64 words; 6: packed). `None` if a value does not fit 48
+/// bits or the sizes disagree.
+fn i48_to_memory(data: &[u8], size: usize) -> Option<Vec<u8>> {
+    let n = data.len() / 8;
+    let width = size.checked_div(n).unwrap_or(8);
+    if data.len() % 8 != 0 || !matches!(width, 6 | 8) || n * width != size {
+        return None;
+    }
+    let mut out = Vec::with_capacity(size);
+    for c in data.chunks_exact(8) {
+        let v = i64::from_le_bytes(c.try_into().ok()?);
+        if !(-(1i64 << 47)..(1i64 << 47)).contains(&v) {
+            return None;
+        }
+        out.extend_from_slice(&v.to_le_bytes()[..width]);
+    }
+    Some(out)
+}
+
+/// An INT48 tensor of `elements` as the container holds it (6 or 8 bytes each), as int64.
+fn i48_from_memory(data: &[u8], elements: usize) -> Option<Vec<u8>> {
+    let width = data.len().checked_div(elements).unwrap_or(8);
+    if !matches!(width, 6 | 8) || width * elements != data.len() {
+        return None;
+    }
+    Some(
+        data.chunks_exact(width)
+            .flat_map(|c| {
+                let mut b = [0u8; 8];
+                b[..width].copy_from_slice(c);
+                // Sign-extend from bit 47.
+                (((i64::from_le_bytes(b)) << 16) >> 16).to_le_bytes()
+            })
+            .collect(),
+    )
 }
 
 /// A graph input or output of a container: its element type and byte range in its region.
@@ -457,14 +497,25 @@ pub fn run_container(bytes: &[u8], inputs: &[Array]) -> Result<RunOutput, RunErr
     for (index, (t, a)) in m.inputs.iter().zip(inputs).enumerate() {
         let (dtype, at, size, buffer) = slot(t)?;
         let shape: Vec<usize> = t.shape.iter().map(|&d| d as usize).collect();
+        // INT48 arrives as int64 and is packed into the tensor's element size first.
+        let i48 = (t.dtype == "i48" && a.dtype == dtype)
+            .then(|| i48_to_memory(&a.data, size))
+            .flatten()
+            .map(|data| Array {
+                dtype: a.dtype,
+                shape: a.shape.clone(),
+                data,
+            });
+        let a = i48.as_ref().unwrap_or(a);
         notes.extend(accept_input(index, a, &t.name, dtype, &shape, size)?);
+        let data = &a.data;
         sim.memory_mut()
             .buffer_mut(buffer)
             .get_mut(at..at + size)
             .ok_or_else(|| {
                 RunError::Model(format!("input {} lies outside region {}", t.name, t.region))
             })?
-            .copy_from_slice(&a.data);
+            .copy_from_slice(data);
     }
     let report = sim
         .run(&c.command_stream)
@@ -483,6 +534,17 @@ pub fn run_container(bytes: &[u8], inputs: &[Array]) -> Result<RunOutput, RunErr
                 ))
             })?
             .to_vec();
+        let data = if t.dtype == "i48" {
+            let elements = t.shape.iter().map(|&d| d as usize).product();
+            i48_from_memory(&data, elements).ok_or_else(|| {
+                RunError::Model(format!(
+                    "output {}: {} bytes do not hold {elements} INT48 values",
+                    t.name, size
+                ))
+            })?
+        } else {
+            data
+        };
         outputs.push(Array {
             dtype,
             shape: t.shape.iter().map(|&d| d as usize).collect(),
@@ -496,4 +558,33 @@ pub fn run_container(bytes: &[u8], inputs: &[Array]) -> Result<RunOutput, RunErr
         accelerator: Some(accelerator),
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{i48_from_memory, i48_to_memory};
+
+    fn int64(v: &[i64]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn int48_round_trips_through_6_and_8_byte_elements() {
+        let v = int64(&[-(1 << 47), -1, 0, 1, (1 << 47) - 1]);
+        for width in [6, 8] {
+            let m = i48_to_memory(&v, 5 * width).unwrap();
+            assert_eq!(m.len(), 5 * width);
+            assert_eq!(i48_from_memory(&m, 5).unwrap(), v);
+        }
+        // -1 packed in 6 bytes is 0xffff_ffff_ffff and reads back sign-extended.
+        assert_eq!(&i48_to_memory(&int64(&[-1]), 6).unwrap(), &[0xff; 6]);
+    }
+
+    #[test]
+    fn int48_refuses_values_beyond_48_bits_and_odd_sizes() {
+        assert!(i48_to_memory(&int64(&[1 << 47]), 8).is_none());
+        assert!(i48_to_memory(&int64(&[-(1 << 47) - 1]), 6).is_none());
+        assert!(i48_to_memory(&int64(&[1, 2]), 12 + 1).is_none());
+        assert!(i48_from_memory(&[0; 7], 1).is_none());
+    }
 }

@@ -7,7 +7,10 @@ into models/tosa-conformance/, the fixtures of tests/tests/tosa_conformance_subs
 For each set (pro-int, ext-int16, ext-int4, ext-doubleround) and each operator the smallest
 test with results is a candidate; the subset takes, per set, the candidates in operator order
 spread over the set (every k-th, so each set contributes up to its quota), plus the smallest
-rank-0 test, the smallest test of rank 5 or more and the smallest RESHAPE to rank 0 of each set.  Each test directory is
+rank-0 test, the smallest test of rank 5 or more and the smallest RESHAPE to rank 0 of each set,
+plus, per convolution-family operator (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D), the
+smallest PRO-INT test with runtime weights and the smallest with a runtime bias (decisions
+L36-L38).  `--extras-only` copies just those, keeping the subset already there.  Each test directory is
 copied as <set>__<test>/ with desc.json, test.tosa, inputs and the reference results.
 Deterministic: the same suite gives the same subset.  Standard library only.
 """
@@ -31,15 +34,44 @@ def tests(set_dir):
         size = sum((d / f).stat().st_size for f in files)
         op = meta.get("test_details", {}).get("operator", d.parent.name.upper())
         ranks = [len(s) for s in meta.get("test_details", {}).get("output_shapes", [])]
-        yield {"dir": d, "files": files, "size": size, "op": op, "rank": max(ranks, default=1)}
+        gen = meta.get("meta", {}).get("data_gen", {}).get("tensors", {})
+        variable = {v.get("input_pos") for v in gen.values() if v.get("input_type") == "VARIABLE"}
+        yield {"dir": d, "files": files, "size": size, "op": op, "rank": max(ranks, default=1),
+               "variable": variable}
+
+
+CONV_OPS = ("CONV2D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "CONV3D")
+
+
+def runtime_operand_tests(all_tests):
+    """The smallest test per convolution-family operator with runtime weights (input 1), and
+    with a runtime bias but constant weights (input 2 only)."""
+    chosen = []
+    for op in CONV_OPS:
+        for pred in (lambda t: 1 in t["variable"], lambda t: 2 in t["variable"] and 1 not in t["variable"]):
+            c = sorted((t for t in all_tests if t["op"] == op and pred(t)), key=lambda t: (t["size"], str(t["dir"])))
+            if c:
+                chosen.append(c[0])
+    return chosen
 
 
 def main():
-    suite = Path(sys.argv[1])
-    out = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parents[1] / "tosa-conformance"
+    args = [a for a in sys.argv[1:] if a != "--extras-only"]
+    extras_only = len(args) != len(sys.argv) - 1
+    suite = Path(args[0])
+    out = Path(args[1]) if len(args) > 1 else Path(__file__).resolve().parents[1] / "tosa-conformance"
     picked = []
     for set_name, quota in QUOTA.items():
         all_tests = [t for t in tests(suite / set_name) if t["size"] <= MAX_TEST_BYTES]
+        if set_name == "pro-int":
+            extras = runtime_operand_tests(all_tests)
+            if extras_only:
+                picked += [(set_name, t) for t in extras]
+                continue
+        else:
+            extras = []
+        if extras_only:
+            continue
         smallest = {}
         for t in all_tests:
             key = t["op"]
@@ -56,12 +88,15 @@ def main():
             extra = sorted((t for t in all_tests if pred(t)), key=lambda t: (t["size"], str(t["dir"])))
             if extra and extra[0] not in chosen:
                 chosen.append(extra[0])
+        chosen += [t for t in extras if t not in chosen]
         picked += [(set_name, t) for t in chosen]
-    if out.exists():
+    if out.exists() and not extras_only:
         shutil.rmtree(out)
     total = 0
     for set_name, t in picked:
         dest = out / f"{set_name}__{t['dir'].name}"
+        if dest.exists():
+            continue
         dest.mkdir(parents=True)
         for f in ["desc.json"] + t["files"]:
             shutil.copyfile(t["dir"] / f, dest / f)

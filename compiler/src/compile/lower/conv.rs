@@ -40,13 +40,28 @@ impl<'g> Ctx<'g> {
 
     pub(super) fn conv_rescale(
         &self,
-        node: &OpNode,
+        node: &'g OpNode,
         acc_t: TensorId,
     ) -> Result<ConvRescale<'g>, CompileError> {
         let first = self
             .sole_consumer(acc_t)
-            .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)))
-            .ok_or_else(|| unsupported(node, "the accumulator must feed exactly one RESCALE"))?;
+            .filter(|&c| matches!(self.node(c).op, Op::Rescale(_)));
+        let Some(first) = first else {
+            // An i32 accumulator that is a tensor of its own (a graph output, or read by
+            // several operators): written raw as b32, scale 1, shift 0 (decision L36).
+            if self.dtype(acc_t) == DType::Int32 {
+                return Ok(ConvRescale {
+                    ops: Vec::new(),
+                    out: super::conv_raw::identity_rescale(),
+                    out_node: node,
+                    acc: AccFormat::I32,
+                });
+            }
+            return Err(unsupported(
+                node,
+                "the accumulator must feed exactly one RESCALE",
+            ));
+        };
         let mut ops = vec![first];
         let mut rnode = self.node(first);
         let Op::Rescale(r0) = &rnode.op else {

@@ -15,9 +15,10 @@
 //! The sums are the same terms in another order, so the accumulator is exact. A single
 //! RESCALE consumer is moved before the RESHAPE, so it fuses into the CONV2D's output stage.
 
-use super::{unsupported, CompileError};
+use super::CompileError;
 use npuc_ir::{
-    AxisAttrs, ConvAttrs, Graph, Op, OpId, PadAttrs, ReshapeAttrs, SliceAttrs, TensorData, TensorId,
+    AxisAttrs, ConvAttrs, Graph, Op, OpId, PadAttrs, ReshapeAttrs, SliceAttrs, TensorData,
+    TensorId, TransposeAttrs,
 };
 
 /// `g` with every CONV3D replaced, or `None` if it has none.
@@ -73,30 +74,7 @@ fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
     let (n, id, ih, iw, ic) = (is[0], is[1], is[2], is[3], is[4]);
     let (oc, kd, kh, kw) = (ws[0], ws[1], ws[2], ws[3]);
     let od = os[1];
-    let wdata = const_data(g, w)
-        .ok_or_else(|| unsupported(&node, "weights must be constants"))?
-        .to_i64_vec();
-    let wdt = g
-        .tensor(w)
-        .map(|t| t.ty.dtype)
-        .ok_or_else(|| graph_err("weight"))?;
-
-    // W'[oc, ky, kx, kz*IC + ic] = w[oc, kz, ky, kx, ic]
-    let mut w2 = Vec::with_capacity(wdata.len());
-    for o_ in 0..oc {
-        for ky in 0..kh {
-            for kx in 0..kw {
-                for kz in 0..kd {
-                    let base = (((o_ * kd + kz) * kh + ky) * kw + kx) * ic;
-                    w2.extend_from_slice(&wdata[base..base + ic]);
-                }
-            }
-        }
-    }
-    let w2 = TensorData::from_i64(wdt, &w2).map_err(graph_err)?;
-    let w2 = g
-        .add_const(format!("{name}/weights"), [oc, kh, kw, kd * ic], w2)
-        .map_err(graph_err)?;
+    let w2 = weights_2d(g, &name, w, (oc, kd, kh, kw, ic))?;
 
     let add = |g: &mut Graph, suffix: &str, op: Op, ins: &[TensorId]| {
         g.add_op_inferred(format!("{name}/{suffix}"), op, ins)
@@ -203,4 +181,54 @@ fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
     g.add_op(format!("{name}/ndhwc"), Op::Reshape(back), &[src], &[dst])
         .map_err(graph_err)?;
     Ok(())
+}
+
+/// The CONV2D weights `W'[oc, ky, kx, kz*IC + ic] = w[oc, kz, ky, kx, ic]`: a constant for
+/// constant weights, else computed from the runtime weights.
+fn weights_2d(
+    g: &mut Graph,
+    name: &str,
+    w: TensorId,
+    (oc, kd, kh, kw, ic): (usize, usize, usize, usize, usize),
+) -> Result<TensorId, CompileError> {
+    let Some(wdata) = const_data(g, w).map(TensorData::to_i64_vec) else {
+        // Runtime weights: the same order by a TRANSPOSE and a RESHAPE (then a CONV2D with
+        // runtime weights, `conv_dynamic`).
+        let perms = vec![0, 2, 3, 1, 4];
+        let t = g
+            .add_op_inferred(
+                format!("{name}/weights_ohwdi"),
+                Op::Transpose(TransposeAttrs { perms }),
+                &[w],
+            )
+            .map(|(_, t)| t)
+            .map_err(graph_err)?;
+        let shape = ReshapeAttrs {
+            shape: vec![oc, kh, kw, kd * ic].into(),
+        };
+        return g
+            .add_op_inferred(format!("{name}/weights"), Op::Reshape(shape), &[t])
+            .map(|(_, t)| t)
+            .map_err(graph_err);
+    };
+    let wdt = g
+        .tensor(w)
+        .map(|t| t.ty.dtype)
+        .ok_or_else(|| graph_err("weight"))?;
+
+    // W'[oc, ky, kx, kz*IC + ic] = w[oc, kz, ky, kx, ic]
+    let mut w2 = Vec::with_capacity(wdata.len());
+    for o_ in 0..oc {
+        for ky in 0..kh {
+            for kx in 0..kw {
+                for kz in 0..kd {
+                    let base = (((o_ * kd + kz) * kh + ky) * kw + kx) * ic;
+                    w2.extend_from_slice(&wdata[base..base + ic]);
+                }
+            }
+        }
+    }
+    let w2 = TensorData::from_i64(wdt, &w2).map_err(graph_err)?;
+    g.add_const(format!("{name}/weights"), [oc, kh, kw, kd * ic], w2)
+        .map_err(graph_err)
 }

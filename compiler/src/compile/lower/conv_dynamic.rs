@@ -10,7 +10,7 @@
 //!    (`acc_input = ifm2`, as decision L27's last step), per-channel records holding the
 //!    bias and the output RESCALE's multipliers and shifts, its rounding, clamp and zero point.
 //!
-//! Batch 1, no padding (the copies would need the input zero point around the image).
+//! Batch 1, no padding: `conv_dynamic_prep` pads the input and splits batches before.
 
 use super::elementwise::NO_CLIP;
 use super::movement::CopyAxis;
@@ -62,11 +62,13 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "an empty convolution"));
         }
         let fits = (oh - 1) * sy + (kh - 1) * dy < ih && (ow - 1) * sx + (kw - 1) * dx < iw;
-        if !fits || [rows, k, oc].iter().any(|&v| v > 65536) {
+        // More than 65536 rows run as several matrix products of at most 65536 rows each.
+        if !fits || [k, oc, oh, ow].iter().any(|&v| v > 65536) {
             return Err(unsupported(node, "a matrix dimension above 65536"));
         }
         let rq = self.conv_rescale(node, node.outputs()[0])?;
-        if rq.acc != AccFormat::I32 || rq.ops.len() != 1 {
+        // One 32-bit-multiplier RESCALE, or none (the raw accumulator, decision L36).
+        if rq.acc != AccFormat::I32 || rq.ops.len() > 1 {
             return Err(unsupported(
                 rq.out_node,
                 "a 32-bit multiplier RESCALE of the accumulator",
@@ -123,28 +125,37 @@ impl<'g> Ctx<'g> {
             broadcast: (false, false, false),
             view: View::default(),
         };
-        let acc_shape = (1, rows as u32, oc as u32);
         let acc = self.scratch((rows * oc * 4) as u64);
-        self.push(NpuOp {
-            name: format!("{} (accumulator)", node.name),
-            fused: Vec::new(),
-            kernel: Kernel::Conv,
-            ifm: fm(col, (1, rows as u32, k as u32), DType::Int8, a.input_zp),
-            ifm2: Some(fm(wbuf, (1, oc as u32, k as u32), DType::Int8, a.weight_zp)),
-            ofm: fm(acc, acc_shape, DType::Int32, 0),
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: NO_CLIP,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        for first in (0..rows).step_by(65536) {
+            let n = (rows - first).min(65536) as u32;
+            let at = |f: Fm, bytes: usize| Fm {
+                view: View {
+                    offset: (first * bytes) as u64,
+                    ..View::default()
+                },
+                ..f
+            };
+            self.push(NpuOp {
+                name: format!("{} (accumulator)", node.name),
+                fused: Vec::new(),
+                kernel: Kernel::Conv,
+                ifm: at(fm(col, (1, n, k as u32), DType::Int8, a.input_zp), k),
+                ifm2: Some(fm(wbuf, (1, oc as u32, k as u32), DType::Int8, a.weight_zp)),
+                ofm: at(fm(acc, (1, n, oc as u32), DType::Int32, 0), oc * 4),
+                kernel_size: (1, 1),
+                stride: (1, 1),
+                dilation: (1, 1),
+                pad: [0; 4],
+                weights: None,
+                requant: Requant::Global { scale: 1, shift: 0 },
+                round: RoundModeOfm::Natural,
+                ifm_scale: None,
+                ifm2_scale: None,
+                act: NO_CLIP,
+                acc: AccFormat::I32,
+                upscale: IfmUpscaleMode::None,
+            });
+        }
 
         // 3. Bias and output rescale on the accumulators.
         let shape = (oh as u32, ow as u32, oc as u32);

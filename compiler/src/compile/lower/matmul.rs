@@ -81,9 +81,15 @@ impl<'g> Ctx<'g> {
                     scale: r.multiplier[0] as u32,
                     shift: r.shift[0] as u8,
                 };
+                // No RESCALE: the raw i32 accumulator is the result (decision L36).
+                let out_dtype = if rq.ops.is_empty() {
+                    r.output_dtype
+                } else {
+                    dtype
+                };
                 (
                     out_t,
-                    dtype,
+                    out_dtype,
                     r.output_zp,
                     act,
                     requant,

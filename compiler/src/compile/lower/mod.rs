@@ -11,7 +11,10 @@ mod compare;
 mod constant;
 mod conv;
 mod conv3d;
+mod conv_bias;
 mod conv_dynamic;
+mod conv_dynamic_prep;
+mod conv_raw;
 mod conv_repeat;
 mod conv_sat;
 mod elementwise;
@@ -623,8 +626,12 @@ impl Geometry {
 
 /// Lowers a validated graph into NPU operations.
 pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
+    let biased = conv_bias::rewrite(g)?;
+    let g = biased.as_ref().unwrap_or(g);
     let rewritten = conv3d::rewrite(g)?;
     let g = rewritten.as_ref().unwrap_or(g);
+    let dynamic = conv_dynamic_prep::rewrite(g)?;
+    let g = dynamic.as_ref().unwrap_or(g);
     let negated = negate::rewrite(g)?;
     let g = negated.as_ref().unwrap_or(g);
     let argmax = argmax16::rewrite(g)?;
@@ -671,6 +678,10 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
                 &node.inputs()[..1]
             }
             Op::Gather => &node.inputs()[..1],
+            // A constant IFM of a convolution (its weights and bias are read directly).
+            Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) | Op::MatMul(_) => {
+                &node.inputs()[..1]
+            }
             _ => &[],
         };
         for &t in fm_inputs {

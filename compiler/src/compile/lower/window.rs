@@ -231,7 +231,7 @@ impl<'g> Ctx<'g> {
     /// left to the caller).
     fn fm_checked_dtype(&self, node: &OpNode, t: TensorId, zp: i64) -> Result<Fm, CompileError> {
         let dtype = self.dtype(t);
-        if !matches!(dtype, DType::Int8 | DType::Int16) {
+        if !matches!(dtype, DType::Int8 | DType::Int16 | DType::Int32) {
             return Err(unsupported(node, format!("{dtype} batched feature maps")));
         }
         if !(-128..=127).contains(&zp) {
