@@ -23,6 +23,7 @@
 //! 64 whose rings fit beside the other feature maps live at the time) against the operations'
 //! estimates as placed; the set of non-overlapping cascades with the largest saving is taken.
 
+use super::objective;
 use super::plan::{estimate, OpPlan};
 use super::regs::{locs_with, Consts, Locs, Wrap};
 use super::{chain, weights, Writer};
@@ -389,7 +390,7 @@ pub(super) fn choose(
 }
 
 /// The best non-overlapping cascades within the run of operations `a0..=b0`: the largest
-/// saving of cycles, then of off-chip bytes.
+/// saving in the objective (S11), then of off-chip bytes.
 fn choose_in_run(
     target: &dyn Target,
     l: &Lowered,
@@ -399,7 +400,7 @@ fn choose_in_run(
     capacity: u64,
     spilled: &dyn Fn(usize) -> bool,
 ) -> Vec<Cascade> {
-    // best[i]: the largest (cycles, bytes) saving over operations a0..a0 + i, its cascades.
+    // best[i]: the largest (objective, bytes) saving over operations a0..a0 + i, its cascades.
     let m = b0 - a0 + 1;
     let mut best: Vec<((u64, u64), Vec<Cascade>)> = vec![((0, 0), Vec::new()); m + 1];
     for i in 1..=m {
@@ -440,9 +441,9 @@ fn in_use(l: &Lowered, p: &Placement, t: usize, counted: &dyn Fn(usize) -> bool)
     sum
 }
 
-/// Cascading operations `a..=b`: its saving of cycles and of off-chip bytes (the spilled
-/// intermediates, written and read once) and the cascade, when it saves cycles, or bytes
-/// without costing cycles. The band height is the cheapest; among equally cheap ones the one
+/// Cascading operations `a..=b`: its saving in the objective (cycles plus the spilled
+/// intermediates' off-chip bytes, written and read once, priced as in S11) and of off-chip
+/// bytes, and the cascade, when the objective drops. The band height is the cheapest; among equally cheap ones the one
 /// whose rings take the fewest bytes.
 fn evaluate(
     target: &dyn Target,
@@ -539,5 +540,7 @@ fn evaluate(
         options.push((cost, bytes, c));
     }
     let (cost, _, c) = options.into_iter().min_by_key(|o| (o.0, o.1))?;
-    (cost < before || (cost == before && saved > 0)).then(|| ((before - cost, saved), c))
+    // Taken when the objective (S11: cycles plus the spilled bytes priced) drops.
+    let uncascaded = objective::cost((before, saved));
+    (cost < uncascaded).then(|| ((uncascaded - cost, saved), c))
 }
