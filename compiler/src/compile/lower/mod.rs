@@ -1,62 +1,37 @@
 //! Operator groups of the IR to NPU kernel operations.
 //!
-//! One module per operator family (`conv`, `pool`, `elementwise`); this module holds the
-//! shared types, the lowering context and the dispatch over the IR operators.
+//! One directory per operator family (`conv`, `matmul`, `pool`, `elementwise`, `rescale`,
+//! `table`, `reduce`, `data_movement`; `resize` is one file), `common` for what several
+//! families share, and `rewrite` for the named IR-to-IR passes that run first
+//! (`rewrite::PASSES`). This module holds the shared types, the lowering context and the
+//! dispatch over the IR operators.
 
-mod argmax16;
-mod avgpool;
-mod broadcast;
-mod broadcast_tile;
-mod compare;
-mod constant;
+mod common;
 mod conv;
-mod conv3d;
-mod conv_dynamic;
-mod conv_repeat;
-mod conv_sat;
+mod data_movement;
 mod elementwise;
-mod float;
-mod gather;
-mod gather_clamp;
-mod gather_dma;
-mod irfn;
-mod logical;
-mod lookup;
-mod lut16;
 mod matmul;
-mod matmul_const;
-mod movement;
-mod negate;
-mod operand;
 mod pool;
-mod range;
-mod rdbpot;
 mod reduce;
-mod reduce_axis;
 mod rescale;
-mod rescale_modes;
 mod resize;
-mod scatter;
-mod select;
+mod rewrite;
 mod table;
-mod tconv;
-mod unary;
-mod window;
 
-pub use table::Lut;
+pub use table::activation_lut::Lut;
 
 use super::CompileError;
+pub use data_movement::scatter::{DmaCopy, DmaIndex};
 use npuc_backend::isa::{
     AccFormat, ActivationReverse, ActivationTranspose, ElementwiseMode, IfmUpscaleMode,
     PoolingMode, RoundModeIfm, RoundModeOfm,
 };
-use npuc_codecs::ordering::{OhwiWeights, WeightShape};
+use npuc_codecs::ordering::OhwiWeights;
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{
     DType, Graph, Op, OpId, OpNode, RescaleAttrs, RescaleRounding, TensorData, TensorId,
 };
 pub use resize::{ResizeAxis, ResizeParams};
-pub use scatter::{DmaCopy, DmaIndex};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A feature-map buffer: one per graph input and per NPU operation output (RESHAPE aliases).
@@ -270,6 +245,8 @@ pub struct Lowered {
     /// the arena.
     pub constants: BTreeMap<usize, Vec<u8>>,
     tensor_buffer: BTreeMap<TensorId, usize>,
+    /// The IR rewrites that ran before lowering (`rewrite::PASSES` names, in order).
+    pub rewrites: Vec<&'static str>,
 }
 
 impl Lowered {
@@ -623,16 +600,8 @@ impl Geometry {
 
 /// Lowers a validated graph into NPU operations.
 pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
-    let rewritten = conv3d::rewrite(g)?;
+    let (rewritten, rewrites) = rewrite::run(g)?;
     let g = rewritten.as_ref().unwrap_or(g);
-    let negated = negate::rewrite(g)?;
-    let g = negated.as_ref().unwrap_or(g);
-    let argmax = argmax16::rewrite(g)?;
-    let g = argmax.as_ref().unwrap_or(g);
-    let summed = reduce_axis::rewrite(g)?;
-    let g = summed.as_ref().unwrap_or(g);
-    let tiled = broadcast_tile::rewrite(g)?;
-    let g = tiled.as_ref().unwrap_or(g);
     let mut cx = Ctx {
         g,
         lowered: Lowered {
@@ -642,6 +611,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             scalars: BTreeMap::new(),
             constants: BTreeMap::new(),
             tensor_buffer: BTreeMap::new(),
+            rewrites,
         },
         fused: BTreeSet::new(),
         deferred: BTreeSet::new(),
@@ -652,7 +622,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     let mut order = g
         .topo_order()
         .map_err(|e| CompileError::Graph(e.to_string()))?;
-    float::reject(g, &order)?;
+    common::float::reject(g, &order)?;
     // A graph whose every output is computed from constants alone folds whole: no operator
     // is lowered, each output is evaluated and copied from a read-only buffer
     // (`constant_output`).

@@ -24,9 +24,11 @@
 //! 16-bit inputs sum in i48 (TFLite's int16 form narrows the sum to i32 with an identity
 //! RESCALE before the same tail; it is fused) and run with ACC_FORMAT i48.
 
-use super::elementwise::NO_CLIP;
-use super::*;
-use npuc_ir::ResizeMode;
+use crate::compile::lower::elementwise::arith::NO_CLIP;
+use crate::compile::lower::{unsupported, Ctx, Fm, Kernel, NpuOp, Requant};
+use crate::compile::CompileError;
+use npuc_backend::isa::{AccFormat, IfmUpscaleMode, RoundModeOfm};
+use npuc_ir::{DType, Op, OpId, RescaleAttrs, RescaleRounding, ResizeMode, TensorId};
 
 /// One axis of a resize: position `i * d + offset` in units of `1 / n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
