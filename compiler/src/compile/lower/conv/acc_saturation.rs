@@ -20,9 +20,9 @@
 use crate::compile::lower::common::window::Window;
 use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::elementwise::logical::IDENTITY;
-use crate::compile::lower::{unsupported, Ctx, Fm, Kernel, NpuOp, Requant, ScalarOperand, View};
+use crate::compile::lower::{unsupported, Ctx, Fm, NpuOp, Requant, ScalarOperand, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode, IfmUpscaleMode, RoundModeOfm};
+use npuc_backend::isa::{AccFormat, ElementwiseMode, RoundModeOfm};
 use npuc_codecs::ordering::OhwiWeights;
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{DType, OpNode};
@@ -108,29 +108,25 @@ impl<'g> Ctx<'g> {
         let zeros = vec![0i16; c as usize];
         let weights = OhwiWeights::from_depthwise_hwc(1, 1, c as usize, &zeros)
             .map_err(|e| unsupported(node, e.to_string()))?;
-        self.push(NpuOp {
-            kernel: Kernel::Depthwise,
-            // The IFM is read but every weight is zero: any 8-bit view of the right shape.
-            ifm: Fm {
-                dtype: DType::Int8,
-                ..v
-            },
-            ifm2: Some(v),
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: Some(weights),
-            requant: Requant::PerChannel(
-                channels
-                    .iter()
-                    .map(|&ch| ChannelScale { bias: 0, ..ch })
-                    .collect(),
-            ),
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-            ..op
-        });
+        // The IFM is read but every weight is zero: any 8-bit view of the right shape.
+        let ifm = Fm {
+            dtype: DType::Int8,
+            ..v
+        };
+        self.push(
+            NpuOp::depthwise(op.name, op.fused, ifm, op.ofm, op.act)
+                .with_ifm2(v)
+                .with_weights(weights)
+                .with_requant(Requant::PerChannel(
+                    channels
+                        .iter()
+                        .map(|&ch| ChannelScale { bias: 0, ..ch })
+                        .collect(),
+                ))
+                .with_round(op.round)
+                .with_ifm_scale(op.ifm_scale)
+                .with_ifm2_scale(op.ifm2_scale),
+        );
         Ok(())
     }
 
@@ -165,26 +161,13 @@ impl<'g> Ctx<'g> {
                 }
             }
         };
-        self.push(NpuOp {
-            name: name.to_string(),
-            fused: Vec::new(),
-            kernel: Kernel::Elementwise(mode),
-            ifm: a,
-            ifm2: Some(ifm2),
-            ofm: out,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::TruncateToLower,
-            ifm_scale: Some(IDENTITY),
-            ifm2_scale: Some(IDENTITY),
-            act: NO_CLIP,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::elementwise(mode, name.to_string(), Vec::new(), a, out, NO_CLIP)
+                .with_ifm2(ifm2)
+                .with_round(RoundModeOfm::TruncateToLower)
+                .with_ifm_scale(IDENTITY)
+                .with_ifm2_scale(IDENTITY),
+        );
         out
     }
 }

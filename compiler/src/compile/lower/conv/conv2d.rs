@@ -15,7 +15,7 @@
 use crate::compile::lower::common::window::Window;
 use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, Kernel, NpuOp, Requant, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, IfmUpscaleMode};
+use npuc_backend::isa::AccFormat;
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{DType, Op, OpId, OpNode, RescaleAttrs, TensorData, TensorId};
@@ -275,26 +275,12 @@ impl<'g> Ctx<'g> {
             self.channel_scales(&rq, &weights, bd, in_dtype, input_zp, oc)?
         };
         let (kh, kw) = (ws.kernel_height, ws.kernel_width);
-        let op = NpuOp {
-            name: self.node(o).name.clone(),
-            fused: names,
-            kernel,
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (kh as u32, kw as u32),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: Some(weights),
-            requant: Requant::PerChannel(channels),
-            round: rescale_round(r),
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: rq.acc,
-            upscale: IfmUpscaleMode::None,
-        };
+        let op = NpuOp::new(kernel, self.node(o).name.clone(), names, ifm, ofm, act)
+            .with_kernel_size((kh as u32, kw as u32))
+            .with_weights(weights)
+            .with_requant(Requant::PerChannel(channels))
+            .with_round(rescale_round(r))
+            .with_acc(rq.acc);
         let window = Window {
             kernel: (kh, kw),
             stride,

@@ -14,9 +14,9 @@
 
 use crate::compile::lower::data_movement::copy::CopyAxis;
 use crate::compile::lower::elementwise::arith::NO_CLIP;
-use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, Kernel, NpuOp, Requant, View};
+use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, NpuOp, Requant, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, IfmUpscaleMode, RoundModeOfm};
+use npuc_backend::isa::AccFormat;
 use npuc_codecs::ordering::OhwiWeights;
 use npuc_ir::{DType, Op, OpId};
 
@@ -129,26 +129,16 @@ impl<'g> Ctx<'g> {
         };
         let acc_shape = (1, rows as u32, oc as u32);
         let acc = self.scratch((rows * oc * 4) as u64);
-        self.push(NpuOp {
-            name: format!("{} (accumulator)", node.name),
-            fused: Vec::new(),
-            kernel: Kernel::Conv,
-            ifm: fm(col, (1, rows as u32, k as u32), DType::Int8, a.input_zp),
-            ifm2: Some(fm(wbuf, (1, oc as u32, k as u32), DType::Int8, a.weight_zp)),
-            ofm: fm(acc, acc_shape, DType::Int32, 0),
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: NO_CLIP,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::conv(
+                format!("{} (accumulator)", node.name),
+                Vec::new(),
+                fm(col, (1, rows as u32, k as u32), DType::Int8, a.input_zp),
+                fm(acc, acc_shape, DType::Int32, 0),
+                NO_CLIP,
+            )
+            .with_ifm2(fm(wbuf, (1, oc as u32, k as u32), DType::Int8, a.weight_zp)),
+        );
 
         // 3. Bias and output rescale on the accumulators.
         let shape = (oh as u32, ow as u32, oc as u32);
@@ -157,30 +147,22 @@ impl<'g> Ctx<'g> {
         let zeros = vec![0i16; oc];
         let weights = OhwiWeights::from_depthwise_hwc(1, 1, oc, &zeros)
             .map_err(|e| unsupported(node, e.to_string()))?;
-        self.push(NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel: Kernel::Depthwise,
-            // Every weight is zero: the IFM is any 8-bit view of the accumulators.
-            ifm: Fm {
-                dtype: DType::Int8,
-                ..v
-            },
-            ifm2: Some(v),
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: Some(weights),
-            requant: Requant::PerChannel(records),
-            round: rescale_round(r),
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::depthwise(
+                node.name.clone(),
+                names,
+                Fm {
+                    dtype: DType::Int8,
+                    ..v
+                },
+                ofm,
+                act,
+            )
+            .with_ifm2(v)
+            .with_weights(weights)
+            .with_requant(Requant::PerChannel(records))
+            .with_round(rescale_round(r)),
+        );
         Ok(())
     }
 }

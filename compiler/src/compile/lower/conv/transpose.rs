@@ -15,9 +15,7 @@
 //! every `sy`-th OFM row from `py` (an OFM window with strides). A phase without taps (kernel
 //! smaller than the stride) or without IFM rows writes the bias alone (zero weights).
 
-use crate::compile::lower::{
-    rescale_round, unsupported, Ctx, Fm, Geometry, Kernel, NpuOp, Requant,
-};
+use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, Geometry, NpuOp, Requant};
 use crate::compile::CompileError;
 use npuc_backend::isa::IfmUpscaleMode;
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
@@ -69,26 +67,12 @@ impl<'g> Ctx<'g> {
         let original =
             OhwiWeights::new(shape, vals).map_err(|e| unsupported(node, e.to_string()))?;
         let channels = self.channel_scales(&rq, &original, bd, in_dtype, a.input_zp, oc)?;
-        let op = NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel: Kernel::Conv,
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (kh as u32, kw as u32),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::PerChannel(channels),
-            round: rescale_round(rq.out),
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: rq.acc,
-            upscale,
-        };
+        let op = NpuOp::conv(node.name.clone(), names, ifm, ofm, act)
+            .with_kernel_size((kh as u32, kw as u32))
+            .with_requant(Requant::PerChannel(channels))
+            .with_round(rescale_round(rq.out))
+            .with_acc(rq.acc)
+            .with_upscale(upscale);
         let image_bytes = |f: &Fm| {
             let (h, wd, c) = f.shape;
             u64::from(h) * u64::from(wd) * u64::from(c) * u64::from(f.elem_bytes())

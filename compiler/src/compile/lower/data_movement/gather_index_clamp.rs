@@ -5,7 +5,7 @@
 //! result equals TOSA's wherever TOSA defines it.
 
 use crate::compile::lower::elementwise::arith::{act_representable, NO_CLIP};
-use crate::compile::lower::{unsupported, Ctx, Fm, InputScale, Kernel, NpuOp, ScalarOperand, View};
+use crate::compile::lower::{unsupported, Ctx, Fm, InputScale, NpuOp, ScalarOperand, View};
 use crate::compile::CompileError;
 use npuc_backend::isa::{ElementwiseMode, RoundModeIfm};
 use npuc_ir::{DType, OpNode};
@@ -56,18 +56,17 @@ impl<'g> Ctx<'g> {
                 dbl_rnd: 0,
                 round: RoundModeIfm::DoubleSymmetric,
             };
-            self.push(NpuOp {
-                kernel: Kernel::Elementwise(mode),
-                ifm2: Some(Fm {
-                    shape: (1, 1, 1),
-                    broadcast: (true, true, true),
-                    ..fm(src)
-                }),
-                ifm_scale: Some(unit),
-                ifm2_scale: Some(unit),
-                act: NO_CLIP,
-                ..pool(fm(src), fm(out), NO_CLIP)
-            });
+            let scalar = Fm {
+                shape: (1, 1, 1),
+                broadcast: (true, true, true),
+                ..fm(src)
+            };
+            self.push(
+                NpuOp::elementwise(mode, name.clone(), Vec::new(), fm(src), fm(out), NO_CLIP)
+                    .with_ifm2(scalar)
+                    .with_ifm_scale(unit)
+                    .with_ifm2_scale(unit),
+            );
             src = out;
         }
         Ok(src)

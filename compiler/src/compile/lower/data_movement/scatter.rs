@@ -9,9 +9,8 @@
 //! indices are checked at compile time). The indices may be constants (region 0) or a
 //! feature map; any element type moves as bytes (decision L14).
 
-use crate::compile::lower::{unsupported, Ctx, Fm, Kernel, NpuOp, Requant, View};
+use crate::compile::lower::{unsupported, Ctx, Fm, NpuOp, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, IfmUpscaleMode, RoundModeOfm};
 use npuc_ir::{DType, OpId, OpNode, TensorData, TensorId};
 
 /// One NPU_OP_DMA_START: `size1` rows of `size0` transfers of `len` bytes each, source and
@@ -70,26 +69,7 @@ impl<'g> Ctx<'g> {
         idx: Option<Fm>,
         copy: DmaCopy,
     ) {
-        self.push(NpuOp {
-            fused: vec![name.clone()],
-            name,
-            kernel: Kernel::Dma(copy),
-            ifm: src,
-            ifm2: idx,
-            ofm: dst,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: (-128, 127),
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(NpuOp::dma(copy, name.clone(), vec![name], src, dst, (-128, 127)).with_ifm2(idx));
     }
 
     /// The buffer of a DMA source: its own, or its constant values stored as `dtype`.

@@ -28,10 +28,10 @@
 
 use crate::compile::lower::elementwise::operand::Folded;
 use crate::compile::lower::{
-    rescale_round, unsupported, Ctx, Fm, InputScale, Kernel, NpuOp, Requant, ScalarOperand, View,
+    rescale_round, unsupported, Ctx, Fm, InputScale, NpuOp, Requant, ScalarOperand, View,
 };
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode, IfmUpscaleMode, RoundModeIfm, RoundModeOfm};
+use npuc_backend::isa::{AccFormat, ElementwiseMode, RoundModeIfm, RoundModeOfm};
 use npuc_ir::{DType, Op, OpId, OpNode, RescaleAttrs, TensorId};
 
 /// The activation bounds meaning "no clamp" (clip range none).
@@ -364,30 +364,19 @@ impl<'g> Ctx<'g> {
         if let Some(s) = scalar {
             self.lowered.scalars.insert(idx, s);
         }
-        self.push(NpuOp {
-            name: out.name,
-            fused: names,
-            kernel: Kernel::Elementwise(spec.mode),
-            ifm,
-            ifm2: ifm2.map(|s| s.0),
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant,
-            round: out.round.unwrap_or(spec.round),
-            ifm_scale: Some(ifm_scale),
-            ifm2_scale: ifm2.map(|s| s.1),
-            act: out.act,
-            acc: if in_dtype == DType::Int16 {
-                AccFormat::I48
-            } else {
-                AccFormat::I32
-            },
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::elementwise(spec.mode, out.name, names, ifm, ofm, out.act)
+                .with_ifm2(ifm2.map(|s| s.0))
+                .with_requant(requant)
+                .with_round(out.round.unwrap_or(spec.round))
+                .with_ifm_scale(ifm_scale)
+                .with_ifm2_scale(ifm2.map(|s| s.1))
+                .with_acc(if in_dtype == DType::Int16 {
+                    AccFormat::I48
+                } else {
+                    AccFormat::I32
+                }),
+        );
         Ok(())
     }
 }
@@ -621,30 +610,24 @@ impl<'g> Ctx<'g> {
                     value: 31,
                 },
             );
-            self.push(NpuOp {
-                name: node.name.clone(),
-                fused: vec![node.name.clone()],
-                kernel: Kernel::Elementwise(ElementwiseMode::Shr),
-                ifm,
-                ifm2: Some(Fm {
+            self.push(
+                NpuOp::elementwise(
+                    ElementwiseMode::Shr,
+                    node.name.clone(),
+                    vec![node.name.clone()],
+                    ifm,
+                    ofm,
+                    NO_CLIP,
+                )
+                .with_ifm2(Fm {
                     shape: (1, 1, 1),
                     broadcast: (true, true, true),
                     ..ofm
-                }),
-                ofm,
-                kernel_size: (1, 1),
-                stride: (1, 1),
-                dilation: (1, 1),
-                pad: [0; 4],
-                weights: None,
-                requant: Requant::Global { scale: 1, shift: 0 },
-                round: RoundModeOfm::TruncateToLower,
-                ifm_scale: Some(IDENTITY),
-                ifm2_scale: Some(IDENTITY),
-                act: NO_CLIP,
-                acc: AccFormat::I32,
-                upscale: IfmUpscaleMode::None,
-            });
+                })
+                .with_round(RoundModeOfm::TruncateToLower)
+                .with_ifm_scale(IDENTITY)
+                .with_ifm2_scale(IDENTITY),
+            );
             (ofm.buffer, 4)
         };
         let idx = self.lowered.ops.len();
@@ -717,13 +700,12 @@ impl<'g> Ctx<'g> {
                 broadcast: (true, true, true),
                 ..ofm
             };
-            self.push(NpuOp {
-                kernel: Kernel::Elementwise(mode),
-                ifm2: Some(scalar_fm),
-                ifm_scale: Some(IDENTITY),
-                ifm2_scale: Some(IDENTITY),
-                ..copy(src, ofm, NO_CLIP)
-            });
+            self.push(
+                NpuOp::elementwise(mode, node.name.clone(), names.clone(), src, ofm, NO_CLIP)
+                    .with_ifm2(scalar_fm)
+                    .with_ifm_scale(IDENTITY)
+                    .with_ifm2_scale(IDENTITY),
+            );
             src = ofm;
         }
         Ok(())

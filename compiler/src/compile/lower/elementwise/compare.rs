@@ -12,9 +12,9 @@
 //!   (see decision L11).
 
 use crate::compile::lower::elementwise::logical::IDENTITY;
-use crate::compile::lower::{unsupported, Ctx, InputScale, Kernel, NpuOp, Requant};
+use crate::compile::lower::{unsupported, Ctx, InputScale, NpuOp};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode, IfmUpscaleMode, RoundModeOfm};
+use npuc_backend::isa::{AccFormat, ElementwiseMode, RoundModeOfm};
 use npuc_ir::{DType, Op, OpId, OpNode, TensorId};
 
 impl<'g> Ctx<'g> {
@@ -140,26 +140,14 @@ impl<'g> Ctx<'g> {
         } else {
             AccFormat::I32
         };
-        self.push(NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel: Kernel::Elementwise(mode),
-            ifm,
-            ifm2: Some(ifm2),
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::DoubleSymmetric,
-            ifm_scale: Some(ascale),
-            ifm2_scale: Some(bscale),
-            act,
-            acc,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::elementwise(mode, node.name.clone(), names, ifm, ofm, act)
+                .with_ifm2(ifm2)
+                .with_round(RoundModeOfm::DoubleSymmetric)
+                .with_ifm_scale(ascale)
+                .with_ifm2_scale(bscale)
+                .with_acc(acc),
+        );
         Ok(())
     }
 }

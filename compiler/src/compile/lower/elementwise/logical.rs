@@ -8,11 +8,9 @@
 //! CAST from bool to i8 only reinterprets the bytes (an alias, no operation); the other casts
 //! are one operation each (see [`Ctx::lower_cast`]).
 
-use crate::compile::lower::{unsupported, Ctx, Fm, InputScale, Kernel, NpuOp, Requant, View};
+use crate::compile::lower::{unsupported, Ctx, Fm, InputScale, NpuOp, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{
-    AccFormat, ElementwiseMode, IfmUpscaleMode, PoolingMode, RoundModeIfm, RoundModeOfm,
-};
+use npuc_backend::isa::{AccFormat, ElementwiseMode, PoolingMode, RoundModeIfm, RoundModeOfm};
 use npuc_ir::{DType, Op, OpId};
 
 /// Unit input scale.
@@ -35,30 +33,25 @@ impl<'g> Ctx<'g> {
         ofm: Fm,
         act: (i64, i64),
     ) {
-        self.push(NpuOp {
-            name: name.to_string(),
-            fused: vec![name.to_string()],
-            kernel: Kernel::Elementwise(mode),
-            ifm,
-            ifm2,
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::DoubleSymmetric,
-            ifm_scale: Some(IDENTITY),
-            ifm2_scale: ifm2.map(|_| IDENTITY),
-            act,
-            acc: if ifm.dtype == DType::Int16 {
+        self.push(
+            NpuOp::elementwise(
+                mode,
+                name.to_string(),
+                vec![name.to_string()],
+                ifm,
+                ofm,
+                act,
+            )
+            .with_ifm2(ifm2)
+            .with_round(RoundModeOfm::DoubleSymmetric)
+            .with_ifm_scale(IDENTITY)
+            .with_ifm2_scale(ifm2.map(|_| IDENTITY))
+            .with_acc(if ifm.dtype == DType::Int16 {
                 AccFormat::I48
             } else {
                 AccFormat::I32
-            },
-            upscale: IfmUpscaleMode::None,
-        });
+            }),
+        );
     }
 
     /// LOGICAL_AND / OR / XOR and BITWISE_AND / OR / XOR: one elementwise operation; constant
@@ -149,26 +142,14 @@ impl<'g> Ctx<'g> {
         }
         let mut ofm = self.ew_ofm(node, out, 0)?;
         self.broadcast_layout(node, out, &mut ofm, &[x], &mut [&mut a])?;
-        self.push(NpuOp {
-            name: name.clone(),
-            fused: vec![name],
-            kernel: Kernel::Pool(PoolingMode::Sum),
-            ifm: a,
-            ifm2: None,
+        self.push(NpuOp::pool(
+            PoolingMode::Sum,
+            name.clone(),
+            vec![name],
+            a,
             ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: (-32768, 32767),
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+            (-32768, 32767),
+        ));
         Ok(())
     }
 }

@@ -12,9 +12,9 @@
 //! 1x1 POOL(SUM) (zero point 1 on the condition). Any of the three inputs may broadcast, and constant
 //! operands are read from read-only buffers (decision L13).
 
-use crate::compile::lower::{unsupported, Buffer, Ctx, Fm, Kernel, NpuOp, Requant, View};
+use crate::compile::lower::{unsupported, Buffer, Ctx, Fm, NpuOp, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode, IfmUpscaleMode, PoolingMode, RoundModeOfm};
+use npuc_backend::isa::{ElementwiseMode, PoolingMode};
 use npuc_ir::{DType, OpId};
 
 impl<'g> Ctx<'g> {
@@ -92,26 +92,14 @@ impl<'g> Ctx<'g> {
                 broadcast: (false, false, false),
                 ..n
             };
-            self.push(NpuOp {
-                name: format!("{name}/mask"),
-                fused: vec![format!("{name}/mask")],
-                kernel: Kernel::Pool(PoolingMode::Sum),
+            self.push(NpuOp::pool(
+                PoolingMode::Sum,
+                format!("{name}/mask"),
+                vec![format!("{name}/mask")],
                 ifm,
-                ifm2: None,
-                ofm: mask,
-                kernel_size: (1, 1),
-                stride: (1, 1),
-                dilation: (1, 1),
-                pad: [0; 4],
-                weights: None,
-                requant: Requant::Global { scale: 1, shift: 0 },
-                round: RoundModeOfm::Natural,
-                ifm_scale: None,
-                ifm2_scale: None,
-                act: (-1, 0),
-                acc: AccFormat::I32,
-                upscale: IfmUpscaleMode::None,
-            });
+                mask,
+                (-1, 0),
+            ));
             cond = n;
         }
         let t1 = Fm {

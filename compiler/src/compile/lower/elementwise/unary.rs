@@ -11,11 +11,9 @@
 //! Both are checked against the reference interpreter for every input value
 //! ([`Ctx::verify_unary`]); an operator whose values differ anywhere is refused.
 
-use crate::compile::lower::{
-    rescale_round, unsupported, Ctx, Fm, InputScale, Kernel, NpuOp, Requant,
-};
+use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, InputScale, NpuOp, Requant};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode, IfmUpscaleMode, RoundModeIfm, RoundModeOfm};
+use npuc_backend::isa::{AccFormat, ElementwiseMode, RoundModeIfm};
 use npuc_ir::{DType, Op, OpId, RescaleAttrs, RescaleRounding, TensorId};
 
 /// An input scale from a per-tensor RESCALE's multiplier and shift.
@@ -114,26 +112,17 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "i16 input with a nonzero zero point"));
         }
         let ofm = self.ofm_flat(node, out, ra.output_zp)?;
-        let op = NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel: Kernel::Elementwise(ElementwiseMode::Lrelu),
+        let op = NpuOp::elementwise(
+            ElementwiseMode::Lrelu,
+            node.name.clone(),
+            names,
             ifm,
-            ifm2: None,
             ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: Some(input_scale(ra)),
-            ifm2_scale: Some(input_scale(rb)),
             act,
-            acc: unary_acc(&ifm),
-            upscale: IfmUpscaleMode::None,
-        };
+        )
+        .with_ifm_scale(input_scale(ra))
+        .with_ifm2_scale(input_scale(rb))
+        .with_acc(unary_acc(&ifm));
         let verified = self.verify_unary(node, l.x, &ops, out, &op, None);
         if let Err(e) = verified {
             self.discard_ofm(out);
@@ -201,34 +190,26 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "i16 input with a nonzero zero point"));
         }
         let ofm = self.ofm_flat(node, out, r.output_zp)?;
-        let op = NpuOp {
-            name: rnode.name.clone(),
-            fused: names,
-            kernel: Kernel::Elementwise(ElementwiseMode::Abs),
+        let op = NpuOp::elementwise(
+            ElementwiseMode::Abs,
+            rnode.name.clone(),
+            names,
             ifm,
-            ifm2: None,
             ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global {
-                scale: r.multiplier[0] as u32,
-                shift: r.shift[0] as u8,
-            },
-            round: rescale_round(r),
-            ifm_scale: Some(InputScale {
-                scale: 1,
-                shift: 0,
-                dbl_rnd: 0,
-                round: RoundModeIfm::DoubleSymmetric,
-            }),
-            ifm2_scale: None,
             act,
-            acc: unary_acc(&ifm),
-            upscale: IfmUpscaleMode::None,
-        };
+        )
+        .with_requant(Requant::Global {
+            scale: r.multiplier[0] as u32,
+            shift: r.shift[0] as u8,
+        })
+        .with_round(rescale_round(r))
+        .with_ifm_scale(InputScale {
+            scale: 1,
+            shift: 0,
+            dbl_rnd: 0,
+            round: RoundModeIfm::DoubleSymmetric,
+        })
+        .with_acc(unary_acc(&ifm));
         let verified = self.verify_unary(node, x, &ops, out, &op, None);
         if let Err(e) = verified {
             self.discard_ofm(out);

@@ -7,9 +7,9 @@
 //! * int16 (values do not fit the 8-bit weights): B is stored transposed in read-only data, so
 //!   the IFM2 of `matmul` needs no transposing copies.
 
-use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, Kernel, NpuOp, Requant, View};
+use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, NpuOp, Requant, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, IfmUpscaleMode};
+use npuc_backend::isa::AccFormat;
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{DType, OpNode, RescaleAttrs, TensorData, TensorId};
@@ -133,33 +133,26 @@ impl<'g> Ctx<'g> {
         };
         let in_dtype = self.dtype(node.inputs()[0]);
         for (k, n) in groups {
-            self.push(NpuOp {
-                name: node.name.clone(),
-                fused: mm.names.clone(),
-                kernel: Kernel::Conv,
-                ifm: fm(mm.abuf, (ma(k) * h * c) as u64, n * h, c, mm.a_zp, in_dtype),
-                ifm2: None,
-                ofm: fm(
-                    obuf,
-                    (k * h * w) as u64 * oe,
-                    n * h,
-                    w,
-                    r.output_zp,
-                    r.output_dtype,
-                ),
-                kernel_size: (1, 1),
-                stride: (1, 1),
-                dilation: (1, 1),
-                pad: [0; 4],
-                weights: Some(weights_of(mb(k))?),
-                requant: Requant::PerChannel(vec![record; w]),
-                round: rescale_round(r),
-                ifm_scale: None,
-                ifm2_scale: None,
-                act: mm.act,
-                acc: mm.acc,
-                upscale: IfmUpscaleMode::None,
-            });
+            self.push(
+                NpuOp::conv(
+                    node.name.clone(),
+                    mm.names.clone(),
+                    fm(mm.abuf, (ma(k) * h * c) as u64, n * h, c, mm.a_zp, in_dtype),
+                    fm(
+                        obuf,
+                        (k * h * w) as u64 * oe,
+                        n * h,
+                        w,
+                        r.output_zp,
+                        r.output_dtype,
+                    ),
+                    mm.act,
+                )
+                .with_weights(weights_of(mb(k))?)
+                .with_requant(Requant::PerChannel(vec![record; w]))
+                .with_round(rescale_round(r))
+                .with_acc(mm.acc),
+            );
         }
         Ok(())
     }

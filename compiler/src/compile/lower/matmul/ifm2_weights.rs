@@ -16,11 +16,9 @@
 use crate::compile::lower::data_movement::copy::CopyAxis;
 use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::matmul::const_weights::{matrix_index, ConstMatMul};
-use crate::compile::lower::{
-    rescale_round, unsupported, Buffer, Ctx, Fm, Kernel, NpuOp, Requant, View,
-};
+use crate::compile::lower::{rescale_round, unsupported, Buffer, Ctx, Fm, NpuOp, Requant, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ActivationTranspose, IfmUpscaleMode, RoundModeOfm};
+use npuc_backend::isa::{AccFormat, ActivationTranspose, RoundModeOfm};
 use npuc_ir::{DType, Op, OpId};
 
 impl<'g> Ctx<'g> {
@@ -235,29 +233,22 @@ impl<'g> Ctx<'g> {
                 }
                 None => (bbuf, b_off),
             };
-            self.push(NpuOp {
-                name: node.name.clone(),
-                fused: names.clone(),
-                kernel: Kernel::Conv,
-                ifm: fm(abuf, (ma * h * c) as i64 * e, (h, c), a.a_zp),
-                ifm2: Some(fm(ifm2_buf, ifm2_off, (w, c), a.b_zp)),
-                ofm: Fm {
-                    dtype: out_dtype,
-                    ..fm(obuf, (k * h * w) as i64 * oe, (h, w), out_zp)
-                },
-                kernel_size: (1, 1),
-                stride: (1, 1),
-                dilation: (1, 1),
-                pad: [0; 4],
-                weights: None,
-                requant: requant.clone(),
-                round,
-                ifm_scale: None,
-                ifm2_scale: None,
-                act,
-                acc,
-                upscale: IfmUpscaleMode::None,
-            });
+            self.push(
+                NpuOp::conv(
+                    node.name.clone(),
+                    names.clone(),
+                    fm(abuf, (ma * h * c) as i64 * e, (h, c), a.a_zp),
+                    Fm {
+                        dtype: out_dtype,
+                        ..fm(obuf, (k * h * w) as i64 * oe, (h, w), out_zp)
+                    },
+                    act,
+                )
+                .with_ifm2(fm(ifm2_buf, ifm2_off, (w, c), a.b_zp))
+                .with_requant(requant.clone())
+                .with_round(round)
+                .with_acc(acc),
+            );
         }
         if batches == 0 {
             return Err(unsupported(node, "an empty batch"));

@@ -18,9 +18,8 @@
 //! windows below 65536 taps), as the int16 fully-connected does (decision L1).
 
 use crate::compile::lower::common::window::Window;
-use crate::compile::lower::{unsupported, Ctx, Fm, Kernel, NpuOp, Requant};
+use crate::compile::lower::{unsupported, Ctx, Fm, NpuOp, Requant};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, IfmUpscaleMode, RoundModeOfm};
 use npuc_codecs::ordering::OhwiWeights;
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::quant::reciprocal_scale;
@@ -97,26 +96,10 @@ impl<'g> Ctx<'g> {
             scale,
             shift,
         };
-        let op = NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel: Kernel::Depthwise,
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: k,
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: Some(weights),
-            requant: Requant::PerChannel(vec![record; c]),
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        };
+        let op = NpuOp::depthwise(node.name.clone(), names, ifm, ofm, act)
+            .with_kernel_size(k)
+            .with_weights(weights)
+            .with_requant(Requant::PerChannel(vec![record; c]));
         let window = Window {
             kernel: (a.kernel[0], a.kernel[1]),
             stride,

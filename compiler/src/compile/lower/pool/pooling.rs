@@ -1,9 +1,9 @@
 //! MAX_POOL2D, AVG_POOL2D and standalone CLAMP as NPU pooling operations.
 
 use crate::compile::lower::common::window::Window;
-use crate::compile::lower::{Ctx, Kernel, NpuOp, Requant};
+use crate::compile::lower::{Ctx, NpuOp, Requant};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, IfmUpscaleMode, PoolingMode, RoundModeOfm};
+use npuc_backend::isa::PoolingMode;
 use npuc_ir::{Op, OpId};
 
 impl<'g> Ctx<'g> {
@@ -47,26 +47,9 @@ impl<'g> Ctx<'g> {
         };
         let stride =
             crate::compile::lower::pool::avg_as_depthwise::unit_stride_if_single(stride, &ofm);
-        let op = NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel: Kernel::Pool(mode),
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (kernel[0] as u32, kernel[1] as u32),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        };
+        let op = NpuOp::pool(mode, node.name.clone(), names, ifm, ofm, act)
+            .with_kernel_size((kernel[0] as u32, kernel[1] as u32))
+            .with_requant(Requant::Global { scale: 1, shift });
         let window = Window {
             kernel: (kernel[0], kernel[1]),
             stride,

@@ -15,7 +15,7 @@ use crate::compile::lower::{
     rescale_round, sole_consumer, unsupported, Ctx, Fm, Kernel, NpuOp, Requant, View,
 };
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, IfmUpscaleMode, PoolingMode, RoundModeOfm};
+use npuc_backend::isa::{PoolingMode, RoundModeOfm};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{DType, Graph, Op, OpId, OpNode, TensorId};
@@ -253,26 +253,9 @@ impl<'g> Ctx<'g> {
         if ifm.shape.0 > 65536 || ifm.shape.1 > 65536 || !pool_window_ok(k.0, k.1) {
             return Err(unsupported(node, "reduction window too large"));
         }
-        self.push(NpuOp {
-            name: self.node(o).name.clone(),
-            fused: names,
-            kernel: Kernel::Pool(mode),
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: k,
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::pool(mode, self.node(o).name.clone(), names, ifm, ofm, act).with_kernel_size(k),
+        );
         Ok(())
     }
 
@@ -316,26 +299,10 @@ impl<'g> Ctx<'g> {
                 f.dtype = dtype;
                 f
             };
-            self.push(NpuOp {
-                name: node.name.clone(),
-                fused: names.clone(),
-                kernel: Kernel::Pool(mode),
-                ifm,
-                ifm2: None,
-                ofm,
-                kernel_size: (1, n),
-                stride: (1, 1),
-                dilation: (1, 1),
-                pad: [0; 4],
-                weights: None,
-                requant: Requant::Global { scale: 1, shift: 0 },
-                round: RoundModeOfm::Natural,
-                ifm_scale: None,
-                ifm2_scale: None,
-                act,
-                acc: AccFormat::I32,
-                upscale: IfmUpscaleMode::None,
-            });
+            self.push(
+                NpuOp::pool(mode, node.name.clone(), names.clone(), ifm, ofm, act)
+                    .with_kernel_size((1, n)),
+            );
             ext[i] = 1;
             src = ofm;
         }
@@ -373,26 +340,11 @@ impl<'g> Ctx<'g> {
         let ifm = self.fm_shaped(node, x, (1, outer as u32, extent as u32), 0)?;
         let ofm = self.ofm_shaped(node, out.t, (1, outer as u32, 1), out.zp)?;
         let (scale, shift) = out.requant.unwrap_or((1, 0));
-        self.push(NpuOp {
-            name: out.name,
-            fused: names,
-            kernel: Kernel::Pool(PoolingMode::ReduceSum),
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale, shift },
-            round: out.round.unwrap_or(RoundModeOfm::Natural),
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: out.act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::pool(PoolingMode::ReduceSum, out.name, names, ifm, ofm, out.act)
+                .with_requant(Requant::Global { scale, shift })
+                .with_round(out.round.unwrap_or(RoundModeOfm::Natural)),
+        );
         Ok(())
     }
 
@@ -475,26 +427,13 @@ impl<'g> Ctx<'g> {
             scale: r.multiplier[0] as u32,
             shift: r.shift[0] as u8,
         };
-        self.push(NpuOp {
-            name: rnode.name.clone(),
-            fused: names,
-            kernel,
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: k,
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: Some(weights),
-            requant: Requant::PerChannel(vec![scale; od as usize]),
-            round: rescale_round(r),
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::new(kernel, rnode.name.clone(), names, ifm, ofm, act)
+                .with_kernel_size(k)
+                .with_weights(weights)
+                .with_requant(Requant::PerChannel(vec![scale; od as usize]))
+                .with_round(rescale_round(r)),
+        );
         Ok(())
     }
 }
@@ -564,29 +503,21 @@ impl<'g> Ctx<'g> {
             broadcast: (false, false, false),
             view: View::default(),
         };
-        self.push(NpuOp {
-            name: node.name.clone(),
-            fused: vec![node.name.clone()],
-            kernel: Kernel::Pool(mode),
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: k,
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global {
+        self.push(
+            NpuOp::pool(
+                mode,
+                node.name.clone(),
+                vec![node.name.clone()],
+                ifm,
+                ofm,
+                (0, 32767),
+            )
+            .with_kernel_size(k)
+            .with_requant(Requant::Global {
                 scale: 1,
                 shift: 16,
-            },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act: (0, 32767),
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+            }),
+        );
         Ok(())
     }
 }

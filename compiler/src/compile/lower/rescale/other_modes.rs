@@ -27,10 +27,10 @@
 use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::elementwise::logical::IDENTITY;
 use crate::compile::lower::{
-    rescale_round, unsupported, Ctx, Fm, Kernel, NpuOp, Requant, ScalarOperand, View,
+    rescale_round, unsupported, Ctx, Fm, NpuOp, Requant, ScalarOperand, View,
 };
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode, IfmUpscaleMode, RoundModeOfm};
+use npuc_backend::isa::{AccFormat, ElementwiseMode};
 use npuc_codecs::ordering::OhwiWeights;
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{DType, Op, OpId, OpNode, TensorId};
@@ -107,31 +107,25 @@ impl<'g> Ctx<'g> {
             },
         );
         let name = format!("{}/widen", node.name);
-        self.push(NpuOp {
-            name: name.clone(),
-            fused: Vec::new(),
-            kernel: Kernel::Elementwise(ElementwiseMode::Add),
-            ifm,
-            ifm2: Some(Fm {
+        self.push(
+            NpuOp::elementwise(
+                ElementwiseMode::Add,
+                name.clone(),
+                Vec::new(),
+                ifm,
+                wide,
+                NO_CLIP,
+            )
+            .with_ifm2(Fm {
                 shape: (1, 1, 1),
                 broadcast: (true, true, true),
                 zero_point: 0,
                 ..ifm
-            }),
-            ofm: wide,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: Some(IDENTITY),
-            ifm2_scale: Some(IDENTITY),
-            act: NO_CLIP,
-            acc: AccFormat::I48,
-            upscale: IfmUpscaleMode::None,
-        });
+            })
+            .with_ifm_scale(IDENTITY)
+            .with_ifm2_scale(IDENTITY)
+            .with_acc(AccFormat::I48),
+        );
         wide
     }
 
@@ -250,30 +244,18 @@ impl<'g> Ctx<'g> {
                 shift: r.shift[k] as u8,
             }
         };
-        self.push(NpuOp {
-            name: node.name.clone(),
-            fused: vec![node.name.clone()],
-            kernel: Kernel::Depthwise,
-            ifm,
-            ifm2,
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: Some(w),
-            requant: Requant::PerChannel((0..c).map(record).collect()),
-            round: rescale_round(r),
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: if din == DType::Int48 {
-                AccFormat::I48
-            } else {
-                AccFormat::I32
-            },
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::depthwise(node.name.clone(), vec![node.name.clone()], ifm, ofm, act)
+                .with_ifm2(ifm2)
+                .with_weights(w)
+                .with_requant(Requant::PerChannel((0..c).map(record).collect()))
+                .with_round(rescale_round(r))
+                .with_acc(if din == DType::Int48 {
+                    AccFormat::I48
+                } else {
+                    AccFormat::I32
+                }),
+        );
         Ok(())
     }
 }

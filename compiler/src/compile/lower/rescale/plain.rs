@@ -18,7 +18,7 @@ use crate::compile::lower::{
     rescale_round, unsupported, Ctx, Fm, InputScale, Kernel, NpuOp, Requant, ScalarOperand, View,
 };
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode, IfmUpscaleMode, PoolingMode, RoundModeIfm};
+use npuc_backend::isa::{ElementwiseMode, PoolingMode, RoundModeIfm};
 use npuc_codecs::ordering::OhwiWeights;
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{DType, Op, OpId, RescaleAttrs};
@@ -124,26 +124,12 @@ impl<'g> Ctx<'g> {
                 .collect();
             (Kernel::Depthwise, Some(w), Requant::PerChannel(scales))
         };
-        self.push(NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel,
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights,
-            requant,
-            round: rescale_round(&r),
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+        self.push(
+            NpuOp::new(kernel, node.name.clone(), names, ifm, ofm, act)
+                .with_weights(weights)
+                .with_requant(requant)
+                .with_round(rescale_round(&r)),
+        );
         Ok(())
     }
 
@@ -201,36 +187,30 @@ impl<'g> Ctx<'g> {
             dbl_rnd: 0,
             round: RoundModeIfm::DoubleSymmetric,
         };
-        self.push(NpuOp {
-            name: node.name.clone(),
-            fused: names,
-            kernel: Kernel::Elementwise(ElementwiseMode::Mul),
-            ifm,
-            // The scalar reads no memory (its feature map only carries the type).
-            ifm2: Some(Fm {
+        self.push(
+            NpuOp::elementwise(
+                ElementwiseMode::Mul,
+                node.name.clone(),
+                names,
+                ifm,
+                ofm,
+                act,
+            )
+            .with_ifm2(Fm {
                 buffer: ofm.buffer,
                 shape: (1, 1, 1),
                 broadcast: (true, true, true),
                 view: View::default(),
                 ..ifm
-            }),
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global {
+            })
+            .with_requant(Requant::Global {
                 scale: 1,
                 shift: r.shift[0] as u8,
-            },
-            round: rescale_round(r),
-            ifm_scale: Some(unit),
-            ifm2_scale: Some(unit),
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        });
+            })
+            .with_round(rescale_round(r))
+            .with_ifm_scale(unit)
+            .with_ifm2_scale(unit),
+        );
         Ok(())
     }
 }

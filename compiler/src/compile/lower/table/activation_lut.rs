@@ -15,34 +15,22 @@
 //! before the operation (see `emit::lut`).
 
 use crate::compile::lower::table::lut16::table513;
-use crate::compile::lower::{unsupported, Ctx, Fm, Kernel, NpuOp, Requant, View};
+use crate::compile::lower::{unsupported, Ctx, Fm, NpuOp, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ActivationFunction, IfmUpscaleMode, PoolingMode, RoundModeOfm};
+use npuc_backend::isa::{ActivationFunction, PoolingMode};
 use npuc_ir::{DType, Op, OpId, OpNode, TableData, TensorId};
 
 /// A pass-through 1x1 POOL(SUM) from `ifm` to `ofm`: unit scale, zero points as given, the
 /// activation clamp `act` (the LUT input range).
 pub(crate) fn pass_through(node: &OpNode, ifm: Fm, ofm: Fm, act: (i64, i64)) -> NpuOp {
-    NpuOp {
-        name: node.name.clone(),
-        fused: vec![node.name.clone()],
-        kernel: Kernel::Pool(PoolingMode::Sum),
+    NpuOp::pool(
+        PoolingMode::Sum,
+        node.name.clone(),
+        vec![node.name.clone()],
         ifm,
-        ifm2: None,
         ofm,
-        kernel_size: (1, 1),
-        stride: (1, 1),
-        dilation: (1, 1),
-        pad: [0; 4],
-        weights: None,
-        requant: Requant::Global { scale: 1, shift: 0 },
-        round: RoundModeOfm::Natural,
-        ifm_scale: None,
-        ifm2_scale: None,
         act,
-        acc: AccFormat::I32,
-        upscale: IfmUpscaleMode::None,
-    }
+    )
 }
 
 /// A lookup table applied by the activation unit of one NPU operation.
