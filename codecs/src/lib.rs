@@ -8,10 +8,17 @@
 //! size-optimised SWD streams, [`fwd`] encodes and decodes fast weight decoder
 //! streams (TRM §3.9.11), and [`scale`] the scale and bias stream (TRM §3.7)
 //! together with the quantized multiplier rule.
+//!
+//! [`isa_fields`] holds the ISA field enums these formats are parameterised by
+//! (`acc_format_t`, `microblock_t`, `weight_order_t`, ...), generated from the
+//! ISA table by `tools/isa-gen`; the backend's ISA module re-exports them.
 
 pub mod bitreader;
 pub mod bitwriter;
 pub mod fwd;
+#[rustfmt::skip]
+#[allow(clippy::all, missing_docs)]
+pub mod isa_fields;
 pub mod ordering;
 pub mod scale;
 pub mod swd;

@@ -23,14 +23,8 @@ use thiserror::Error;
 pub const RECORD_BYTES: usize = 10;
 
 /// Accumulator format (`NPU_SET_ACC_FORMAT.acc_format`), which selects the
-/// record layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AccFormat {
-    /// 32-bit accumulator: 32-bit bias, 31-bit scale.
-    I32,
-    /// 48-bit accumulator: 48-bit bias, 15-bit scale.
-    I48,
-}
+/// record layout; defined with the other ISA field enums in [`crate::isa_fields`].
+pub use crate::isa_fields::AccFormat;
 
 impl AccFormat {
     /// Width of the bias field in bits.

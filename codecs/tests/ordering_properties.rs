@@ -65,7 +65,7 @@ fn case_strategy() -> impl Strategy<Value = (OrderingParams, WeightShape)> {
                         IfmPrecision::B8
                     },
                     weight_sparsity: if sparse && !depthwise {
-                        WeightSparsity::Sparse2x4
+                        WeightSparsity::Sparse24
                     } else {
                         WeightSparsity::None
                     },

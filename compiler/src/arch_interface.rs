@@ -223,17 +223,6 @@ impl U85Target {
     }
 }
 
-fn codec_microblock(mb: Microblock) -> ordering::Microblock {
-    match mb {
-        Microblock::U1x1 => ordering::Microblock::U1x1,
-        Microblock::U1x2 => ordering::Microblock::U1x2,
-        Microblock::U1x4 => ordering::Microblock::U1x4,
-        Microblock::U2x2 => ordering::Microblock::U2x2,
-        Microblock::U2x4 => ordering::Microblock::U2x4,
-        Microblock::U4x4 => ordering::Microblock::U4x4,
-    }
-}
-
 fn round_up(v: u32, m: u32) -> u32 {
     v.div_ceil(m) * m
 }
@@ -402,9 +391,7 @@ impl Target for U85Target {
             weight_order: order,
             ifm_precision,
             weight_sparsity: match block.weight_sparsity {
-                npuc_backend::isa::WeightSparsity::Sparse24 if kind == KernelKind::Conv => {
-                    WeightSparsity::Sparse2x4
-                }
+                WeightSparsity::Sparse24 if kind == KernelKind::Conv => WeightSparsity::Sparse24,
                 _ => WeightSparsity::None,
             },
             stride_x: stride.1,
@@ -413,7 +400,7 @@ impl Target for U85Target {
             dilation_y: dil(dilation.0),
             decomposition: KernelDecomposition::D8x8,
             ofm_block_depth: block.ofm_block.2,
-            microblock: codec_microblock(block.microblock.encoding),
+            microblock: block.microblock.encoding,
             macs_per_cc: macs,
         };
         let ordering = WeightOrdering::new(&params, weights.shape())?;

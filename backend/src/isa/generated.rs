@@ -3,6 +3,9 @@
 
 use super::table::{CmdKind, CommandSpec, EnumSpec, EnumValueSpec, FieldError, FieldKind, FieldSpec};
 
+/// The field enums the weight and scale/bias codecs read too, defined once in `npuc_codecs`.
+pub use npuc_codecs::isa_fields::{AccFormat, Microblock, WeightOrder, KernelDilation, KernelDecomposition, WeightSparsity};
+
 /// Every Ethos-U85 instruction (TRM 3.10 cmd0, 3.11 cmd1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
@@ -659,44 +662,6 @@ impl ResizeMode {
     }
 }
 
-/// `acc_format_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum AccFormat {
-    /// 32-bit integer
-    #[default]
-    I32 = 0,
-    /// 48-bit integer
-    I48 = 1,
-}
-
-impl AccFormat {
-    /// The enum's table entry.
-    pub const ID: EnumId = EnumId::AccFormat;
-
-    /// The encoded value.
-    pub const fn raw(self) -> u32 {
-        self as u32
-    }
-
-    /// Decodes a value; `None` for reserved encodings.
-    pub fn from_raw(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::I32),
-            1 => Some(Self::I48),
-            _ => None,
-        }
-    }
-
-    /// The TRM name of the value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::I32 => "i32",
-            Self::I48 => "i48",
-        }
-    }
-}
-
 /// `acc_input_t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[repr(u8)]
@@ -773,60 +738,6 @@ impl AccOutput {
         match self {
             Self::Enable => "enable",
             Self::Disable => "disable",
-        }
-    }
-}
-
-/// `microblock_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum Microblock {
-    /// Microblock H=1 W=1 C=macs_per_cc/8, macs_per_cc=128 only
-    #[default]
-    U1x1 = 0,
-    /// Microblock H=1 W=2 C=macs_per_cc/16, macs_per_cc=128 or 256
-    U1x2 = 1,
-    /// Microblock H=1 W=4 C=macs_per_cc/32, macs_per_cc>=256
-    U1x4 = 2,
-    /// Microblock H=2 W=2 C=macs_per_cc/32, macs_per_cc>=256
-    U2x2 = 3,
-    /// Microblock H=2 W=4 C=macs_per_cc/64, macs_per_cc=1024 only
-    U2x4 = 4,
-    /// Microblock H=4 W=4 C=macs_per_cc/128, macs_per_cc=2048 only
-    U4x4 = 5,
-}
-
-impl Microblock {
-    /// The enum's table entry.
-    pub const ID: EnumId = EnumId::Microblock;
-
-    /// The encoded value.
-    pub const fn raw(self) -> u32 {
-        self as u32
-    }
-
-    /// Decodes a value; `None` for reserved encodings.
-    pub fn from_raw(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::U1x1),
-            1 => Some(Self::U1x2),
-            2 => Some(Self::U1x4),
-            3 => Some(Self::U2x2),
-            4 => Some(Self::U2x4),
-            5 => Some(Self::U4x4),
-            _ => None,
-        }
-    }
-
-    /// The TRM name of the value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::U1x1 => "u1x1",
-            Self::U1x2 => "u1x2",
-            Self::U1x4 => "u1x4",
-            Self::U2x2 => "u2x2",
-            Self::U2x4 => "u2x4",
-            Self::U4x4 => "u4x4",
         }
     }
 }
@@ -1329,120 +1240,6 @@ impl IfmUpscaleMode {
     }
 }
 
-/// `weight_order_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum WeightOrder {
-    /// Depth first weight order
-    #[default]
-    DepthFirst = 0,
-    /// Part kernel first weight order
-    PartKernelFirst = 1,
-}
-
-impl WeightOrder {
-    /// The enum's table entry.
-    pub const ID: EnumId = EnumId::WeightOrder;
-
-    /// The encoded value.
-    pub const fn raw(self) -> u32 {
-        self as u32
-    }
-
-    /// Decodes a value; `None` for reserved encodings.
-    pub fn from_raw(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::DepthFirst),
-            1 => Some(Self::PartKernelFirst),
-            _ => None,
-        }
-    }
-
-    /// The TRM name of the value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::DepthFirst => "depth_first",
-            Self::PartKernelFirst => "part_kernel_first",
-        }
-    }
-}
-
-/// `kernel_dilation_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum KernelDilation {
-    /// No dilation
-    #[default]
-    None = 0,
-    /// Dilation of x2
-    X2 = 1,
-}
-
-impl KernelDilation {
-    /// The enum's table entry.
-    pub const ID: EnumId = EnumId::KernelDilation;
-
-    /// The encoded value.
-    pub const fn raw(self) -> u32 {
-        self as u32
-    }
-
-    /// Decodes a value; `None` for reserved encodings.
-    pub fn from_raw(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::None),
-            1 => Some(Self::X2),
-            _ => None,
-        }
-    }
-
-    /// The TRM name of the value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::X2 => "x2",
-        }
-    }
-}
-
-/// `kernel_decomposition_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum KernelDecomposition {
-    /// 8x8 decomposition mode
-    #[default]
-    D8x8 = 0,
-    /// 4x4 decomposition mode
-    D4x4 = 1,
-}
-
-impl KernelDecomposition {
-    /// The enum's table entry.
-    pub const ID: EnumId = EnumId::KernelDecomposition;
-
-    /// The encoded value.
-    pub const fn raw(self) -> u32 {
-        self as u32
-    }
-
-    /// Decodes a value; `None` for reserved encodings.
-    pub fn from_raw(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::D8x8),
-            1 => Some(Self::D4x4),
-            _ => None,
-        }
-    }
-
-    /// The TRM name of the value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::D8x8 => "d8x8",
-            Self::D4x4 => "d4x4",
-        }
-    }
-}
-
 /// `ofm_scale_mode_t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[repr(u8)]
@@ -1615,44 +1412,6 @@ impl WeightFormat {
         match self {
             Self::Swd => "swd",
             Self::Fwd => "fwd",
-        }
-    }
-}
-
-/// `weight_sparsity_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum WeightSparsity {
-    /// No sparsity assumed The weight stream values must be in the range -255 to +255.
-    #[default]
-    None = 0,
-    /// 2 weights zero out of each 4 in input channel direction The weight stream values must be in the range -127 to +127. In the input channel dimension, 2 out of each group of 4 weights must be zero.
-    Sparse24 = 1,
-}
-
-impl WeightSparsity {
-    /// The enum's table entry.
-    pub const ID: EnumId = EnumId::WeightSparsity;
-
-    /// The encoded value.
-    pub const fn raw(self) -> u32 {
-        self as u32
-    }
-
-    /// Decodes a value; `None` for reserved encodings.
-    pub fn from_raw(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::None),
-            1 => Some(Self::Sparse24),
-            _ => None,
-        }
-    }
-
-    /// The TRM name of the value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Sparse24 => "sparse_2_4",
         }
     }
 }

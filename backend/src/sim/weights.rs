@@ -8,29 +8,16 @@ use crate::arch::ArchConfig;
 use crate::isa::{self, RegisterFile};
 use npuc_codecs::fwd::{decode_fwd, FwdHeader};
 use npuc_codecs::ordering::{
-    IfmPrecision, KernelDecomposition, KernelDilation, MacsPerCc, Microblock, Operation,
-    OrderingParams, WeightOrder, WeightOrdering, WeightShape, WeightSparsity,
+    IfmPrecision, MacsPerCc, Operation, OrderingParams, WeightOrdering, WeightShape,
 };
-use npuc_codecs::scale::{decode_scale_stream, AccFormat, ScaleStreamParams};
+use npuc_codecs::scale::{decode_scale_stream, ScaleStreamParams};
 use npuc_codecs::swd;
-
-/// The codecs' microblock for the ISA's.
-pub fn microblock(m: isa::Microblock) -> Microblock {
-    match m {
-        isa::Microblock::U1x1 => Microblock::U1x1,
-        isa::Microblock::U1x2 => Microblock::U1x2,
-        isa::Microblock::U1x4 => Microblock::U1x4,
-        isa::Microblock::U2x2 => Microblock::U2x2,
-        isa::Microblock::U2x4 => Microblock::U2x4,
-        isa::Microblock::U4x4 => Microblock::U4x4,
-    }
-}
 
 /// `microblock_depth()` (TRM 3.6.4) for the current ACC_FORMAT.
 pub fn microblock_depth(arch: &ArchConfig, regs: &RegisterFile) -> Result<u32, Fault> {
     let macs = MacsPerCc::from_macs(arch.macs_per_cc).ok_or(Fault::Unsupported("macs_per_cc"))?;
     let mb = regs.acc_format.microblock;
-    macs.microblock_depth(microblock(mb)).ok_or_else(|| {
+    macs.microblock_depth(mb).ok_or_else(|| {
         Fault::assert(
             "3.10.13",
             "microblock permitted for CONFIG.macs_per_cc",
@@ -57,12 +44,8 @@ pub fn read_scales(
     mem: &mut Memory,
     ofm_depth: usize,
 ) -> Result<Scales, Fault> {
-    let acc = match regs.acc_format.acc_format {
-        isa::AccFormat::I32 => AccFormat::I32,
-        isa::AccFormat::I48 => AccFormat::I48,
-    };
     let params = ScaleStreamParams {
-        acc,
+        acc: regs.acc_format.acc_format,
         microblock_depth: microblock_depth(arch, regs)?,
         reverse_c: regs.ofm_precision.activation_reverse == isa::ActivationReverse::C,
     };
@@ -116,38 +99,25 @@ pub fn ordering_params(
 ) -> Result<OrderingParams, Fault> {
     let ks = regs.kernel_stride;
     let stride = |lsb: u8, msb: u8| 2 * u32::from(msb) + u32::from(lsb) + 1;
-    let dil = |d: isa::KernelDilation| match d {
-        isa::KernelDilation::None => KernelDilation::None,
-        isa::KernelDilation::X2 => KernelDilation::X2,
-    };
     Ok(OrderingParams {
         operation: if depthwise {
             Operation::Depthwise
         } else {
             Operation::Conv
         },
-        weight_order: match ks.weight_order {
-            isa::WeightOrder::DepthFirst => WeightOrder::DepthFirst,
-            isa::WeightOrder::PartKernelFirst => WeightOrder::PartKernelFirst,
-        },
+        weight_order: ks.weight_order,
         ifm_precision: match regs.ifm_precision.activation_precision {
             isa::ActivationPrecision::B16 => IfmPrecision::B16,
             _ => IfmPrecision::B8,
         },
-        weight_sparsity: match regs.weight_format.weight_sparsity {
-            isa::WeightSparsity::None => WeightSparsity::None,
-            isa::WeightSparsity::Sparse24 => WeightSparsity::Sparse2x4,
-        },
+        weight_sparsity: regs.weight_format.weight_sparsity,
         stride_x: stride(ks.stride_x_lsb, ks.stride_x_msb),
         stride_y: stride(ks.stride_y_lsb, ks.stride_y_msb),
-        dilation_x: dil(ks.dilation_x),
-        dilation_y: dil(ks.dilation_y),
-        decomposition: match ks.decomposition {
-            isa::KernelDecomposition::D8x8 => KernelDecomposition::D8x8,
-            isa::KernelDecomposition::D4x4 => KernelDecomposition::D4x4,
-        },
+        dilation_x: ks.dilation_x,
+        dilation_y: ks.dilation_y,
+        decomposition: ks.decomposition,
         ofm_block_depth: u32::from(regs.ofm_blk_depth_m1.depth_m1) + 1,
-        microblock: microblock(regs.acc_format.microblock),
+        microblock: regs.acc_format.microblock,
         macs_per_cc: MacsPerCc::from_macs(arch.macs_per_cc)
             .ok_or(Fault::Unsupported("macs_per_cc"))?,
     })

@@ -2,6 +2,9 @@
 //! derived from them.
 
 use super::OrderingError;
+pub use crate::isa_fields::{
+    KernelDecomposition, KernelDilation, Microblock, WeightOrder, WeightSparsity,
+};
 
 /// The kernel operation reading the weights (`NPU_OP_CONV` / `NPU_OP_DEPTHWISE`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -10,15 +13,6 @@ pub enum Operation {
     Conv,
     /// `NPU_OP_DEPTHWISE`: always ordered part-kernel first.
     Depthwise,
-}
-
-/// `NPU_SET_KERNEL_STRIDE.weight_order`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WeightOrder {
-    /// `depth_first`.
-    DepthFirst,
-    /// `part_kernel_first`.
-    PartKernelFirst,
 }
 
 /// `NPU_SET_IFM_PRECISION.activation_precision` for convolutions (8 or 16 bit).
@@ -30,41 +24,11 @@ pub enum IfmPrecision {
     B16,
 }
 
-/// `NPU_SET_WEIGHT_FORMAT.weight_sparsity`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WeightSparsity {
-    /// `none`.
-    None,
-    /// `sparse_2_4`: two of every four weights along the input channels are zero.
-    Sparse2x4,
-}
-
-/// `NPU_SET_KERNEL_STRIDE.dilation_x` / `dilation_y`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KernelDilation {
-    /// No dilation (flag 0).
-    None,
-    /// Dilation 2 (flag 1).
-    X2,
-}
-
 impl KernelDilation {
     /// The register flag, 0 or 1 (`decomp_w = decomp_size >> dilation_x`).
     pub fn flag(self) -> u32 {
-        match self {
-            Self::None => 0,
-            Self::X2 => 1,
-        }
+        self.raw()
     }
-}
-
-/// `NPU_SET_KERNEL_STRIDE.decomposition`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum KernelDecomposition {
-    /// `d8x8`: sub-kernels of up to 8x8.
-    D8x8,
-    /// `d4x4`: sub-kernels of up to 4x4.
-    D4x4,
 }
 
 impl KernelDecomposition {
@@ -75,23 +39,6 @@ impl KernelDecomposition {
             Self::D4x4 => 4,
         }
     }
-}
-
-/// `NPU_SET_ACC_FORMAT.microblock`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Microblock {
-    /// `u1x1`: depth `macs_per_cc / 8`, 128 MACs only.
-    U1x1,
-    /// `u1x2`: depth `macs_per_cc / 16`, 128 or 256 MACs.
-    U1x2,
-    /// `u1x4`: depth `macs_per_cc / 32`, 256 MACs and above.
-    U1x4,
-    /// `u2x2`: depth `macs_per_cc / 32`, 256 MACs and above.
-    U2x2,
-    /// `u2x4`: depth `macs_per_cc / 64`, 1024 MACs only.
-    U2x4,
-    /// `u4x4`: depth `macs_per_cc / 128`, 2048 MACs only.
-    U4x4,
 }
 
 /// `CONFIG.macs_per_cc`: the NPU configuration.
@@ -254,7 +201,7 @@ impl OrderingParams {
             return bad("ofm_block_depth must be a nonzero multiple of microblock_depth()");
         }
         let depthwise = self.operation == Operation::Depthwise;
-        let sparse = self.weight_sparsity == WeightSparsity::Sparse2x4;
+        let sparse = self.weight_sparsity == WeightSparsity::Sparse24;
         let ifm16bit = self.ifm_precision == IfmPrecision::B16;
         if depthwise && sparse {
             return bad("depthwise requires weight_sparsity == none");

@@ -108,7 +108,7 @@ pub fn load_case(name: &str) -> GoldenCase {
             other => panic!("{name}: ifm_bits {other}"),
         },
         weight_sparsity: if get(op_params, "sparse").as_bool().unwrap() {
-            WeightSparsity::Sparse2x4
+            WeightSparsity::Sparse24
         } else {
             WeightSparsity::None
         },

@@ -14,7 +14,6 @@ use crate::compile::schedule::{
     Staging, Streams, Transfer,
 };
 use npuc_backend::isa::IfmUpscaleMode;
-use npuc_codecs::ordering::WeightOrder as CodecOrder;
 
 /// Adds up (memory, read, written) triples into `acc`, keeping the memories' first-seen order.
 fn add_bytes(acc: &mut Vec<MemoryBytes>, bytes: &[(String, u64, u64)]) {
@@ -112,10 +111,7 @@ pub(crate) fn describe(
             _ => plan.block,
         };
         let weighted = op.weights.is_some();
-        let order = match block.weight_order {
-            CodecOrder::DepthFirst => "depth_first",
-            CodecOrder::PartKernelFirst => "part_kernel_first",
-        };
+        let order = block.weight_order.name();
         let streams = plan.enc.as_ref().map(|e| Streams {
             weights: e.weight_count,
             weight_bytes: e.streams.iter().map(|s| s.len() as u64).collect(),

@@ -13,9 +13,8 @@ use npuc_backend::isa::{
     Command, ElementwiseMode, OpConv, OpDepthwise, OpDmaStart, OpElementwise, OpPool, OpResize,
     SetAccFormat, SetActivation, SetActivationMax, SetActivationMin, SetIfm2Broadcast,
     SetIfm2Scale, SetIfmBroadcast, SetIfmScale, SetOfmBlkDepthM1, SetOfmBlkHeightM1,
-    SetOfmBlkWidthM1, SetOfmScale, WeightOrder,
+    SetOfmBlkWidthM1, SetOfmScale,
 };
-use npuc_codecs::ordering::WeightOrder as CodecOrder;
 use std::collections::BTreeMap;
 
 /// A byte range of one region: (region, start, end).
@@ -156,10 +155,7 @@ pub(super) fn op_commands(
     if let Some((layout, region, base)) = streams {
         weights::weight_registers(w, layout, region, base);
     }
-    let order = match block.weight_order {
-        CodecOrder::DepthFirst => WeightOrder::DepthFirst,
-        CodecOrder::PartKernelFirst => WeightOrder::PartKernelFirst,
-    };
+    let order = block.weight_order;
     // OFM_SCALE carries the round mode (always) and the global scale.
     let (scale, shift) = match &op.requant {
         Requant::Global { scale, shift } => (*scale, *shift),

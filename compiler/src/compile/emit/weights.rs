@@ -7,14 +7,13 @@ use crate::arch_interface::{BlockConfig, OpGeometry, Target};
 use crate::compile::lower::{NpuOp, Requant};
 use crate::compile::{CompileError, REGION_READ_ONLY};
 use npuc_backend::isa::{
-    AccFormat, Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, SetDma0Dst,
-    SetDma0DstRegion, SetDma0Len, SetDma0Src, SetDma0SrcRegion, SetScaleBase, SetScaleLength,
-    SetScaleRegion, SetWeight1Base, SetWeight1Length, SetWeight2Base, SetWeight2Length,
-    SetWeight3Base, SetWeight3Length, SetWeightBase, SetWeightFormat, SetWeightLength,
-    SetWeightRegion, WeightFormat, WeightSparsity,
+    Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, SetDma0Dst, SetDma0DstRegion,
+    SetDma0Len, SetDma0Src, SetDma0SrcRegion, SetScaleBase, SetScaleLength, SetScaleRegion,
+    SetWeight1Base, SetWeight1Length, SetWeight2Base, SetWeight2Length, SetWeight3Base,
+    SetWeight3Length, SetWeightBase, SetWeightFormat, SetWeightLength, SetWeightRegion,
+    WeightFormat, WeightSparsity,
 };
 use npuc_codecs::ordering::IfmPrecision;
-use npuc_codecs::scale::AccFormat as CodecAcc;
 
 /// The encoded scale stream and weight streams (one per weight decoder, or one FWD stream)
 /// of one operation.
@@ -113,12 +112,8 @@ pub(super) fn encode(
             op.name
         )));
     };
-    let acc = match op.acc {
-        AccFormat::I32 => CodecAcc::I32,
-        AccFormat::I48 => CodecAcc::I48,
-    };
     let scales = target
-        .encode_scales(channels, acc, block)
+        .encode_scales(channels, op.acc, block)
         .map_err(enc_err)?;
     let ifm_precision = if op.ifm.elem_bytes() == 2 {
         IfmPrecision::B16

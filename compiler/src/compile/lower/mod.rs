@@ -1,65 +1,38 @@
 //! Operator groups of the IR to NPU kernel operations.
 //!
-//! One module per operator family (`conv`, `pool`, `elementwise`); this module holds the
-//! shared types, the lowering context and the dispatch over the IR operators.
+//! One directory per operator family (`conv`, `matmul`, `pool`, `elementwise`, `rescale`,
+//! `table`, `reduce`, `data_movement`; `resize` is one file), `common` for what several
+//! families share, and `rewrite` for the named IR-to-IR passes that run first
+//! (`rewrite::PASSES`). This module holds the shared types, the lowering context and the
+//! dispatch over the IR operators.
 
-mod argmax16;
-mod avgpool;
-mod broadcast;
-mod broadcast_tile;
-mod compare;
-mod constant;
+mod common;
 mod conv;
-mod conv3d;
-mod conv_bias;
-mod conv_dynamic;
-mod conv_dynamic_prep;
-mod conv_raw;
-mod conv_repeat;
-mod conv_sat;
+mod data_movement;
 mod elementwise;
-mod float;
-mod gather;
-mod gather_clamp;
-mod gather_dma;
-mod irfn;
-mod logical;
-mod lookup;
-mod lut16;
 mod matmul;
-mod matmul_const;
-mod movement;
-mod negate;
-mod operand;
+mod npu_op;
 mod pool;
-mod range;
-mod rdbpot;
 mod reduce;
-mod reduce_axis;
 mod rescale;
-mod rescale_modes;
 mod resize;
-mod scatter;
-mod select;
+mod rewrite;
 mod table;
-mod tconv;
-mod unary;
-mod window;
 
-pub use table::Lut;
+pub use table::activation_lut::Lut;
 
 use super::CompileError;
+pub use data_movement::scatter::{DmaCopy, DmaIndex};
 use npuc_backend::isa::{
     AccFormat, ActivationReverse, ActivationTranspose, ElementwiseMode, IfmUpscaleMode,
     PoolingMode, RoundModeIfm, RoundModeOfm,
 };
-use npuc_codecs::ordering::{OhwiWeights, WeightShape};
+use npuc_codecs::ordering::OhwiWeights;
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{
     DType, Graph, Op, OpId, OpNode, RescaleAttrs, RescaleRounding, TensorData, TensorId,
 };
 pub use resize::{ResizeAxis, ResizeParams};
-pub use scatter::{DmaCopy, DmaIndex};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A feature-map buffer: one per graph input and per NPU operation output (RESHAPE aliases).
@@ -221,33 +194,6 @@ pub struct NpuOp {
     /// IFM_UPSCALE mode (`None` except for TRANSPOSE_CONV2D, which reads a zero-inserted IFM).
     pub upscale: IfmUpscaleMode,
 }
-impl NpuOp {
-    /// A 1x1 max pool of `ifm` into `ofm` with unit scale and no padding: an exact copy (any
-    /// views, strides, transposes or reverses of the two), clamped to `act`.
-    pub fn copy(name: String, fused: Vec<String>, ifm: Fm, ofm: Fm, act: (i64, i64)) -> NpuOp {
-        NpuOp {
-            name,
-            fused,
-            kernel: Kernel::Pool(PoolingMode::Max),
-            ifm,
-            ifm2: None,
-            ofm,
-            kernel_size: (1, 1),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global { scale: 1, shift: 0 },
-            round: RoundModeOfm::Natural,
-            ifm_scale: None,
-            ifm2_scale: None,
-            act,
-            acc: AccFormat::I32,
-            upscale: IfmUpscaleMode::None,
-        }
-    }
-}
-
 /// An elementwise operand that is one value for every element: NPU_SET_OP_SCALAR with
 /// IFM_BROADCAST or IFM2_BROADCAST `scalar` (TRM 3.10.6). The operation's `ifm` / `ifm2`
 /// then only carries the operand's element type and zero point; no memory is read.
@@ -273,6 +219,8 @@ pub struct Lowered {
     /// the arena.
     pub constants: BTreeMap<usize, Vec<u8>>,
     tensor_buffer: BTreeMap<TensorId, usize>,
+    /// The IR rewrites that ran before lowering (`rewrite::PASSES` names, in order).
+    pub rewrites: Vec<&'static str>,
 }
 
 impl Lowered {
@@ -626,20 +574,8 @@ impl Geometry {
 
 /// Lowers a validated graph into NPU operations.
 pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
-    let biased = conv_bias::rewrite(g)?;
-    let g = biased.as_ref().unwrap_or(g);
-    let rewritten = conv3d::rewrite(g)?;
+    let (rewritten, rewrites) = rewrite::run(g)?;
     let g = rewritten.as_ref().unwrap_or(g);
-    let dynamic = conv_dynamic_prep::rewrite(g)?;
-    let g = dynamic.as_ref().unwrap_or(g);
-    let negated = negate::rewrite(g)?;
-    let g = negated.as_ref().unwrap_or(g);
-    let argmax = argmax16::rewrite(g)?;
-    let g = argmax.as_ref().unwrap_or(g);
-    let summed = reduce_axis::rewrite(g)?;
-    let g = summed.as_ref().unwrap_or(g);
-    let tiled = broadcast_tile::rewrite(g)?;
-    let g = tiled.as_ref().unwrap_or(g);
     let mut cx = Ctx {
         g,
         lowered: Lowered {
@@ -649,6 +585,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             scalars: BTreeMap::new(),
             constants: BTreeMap::new(),
             tensor_buffer: BTreeMap::new(),
+            rewrites,
         },
         fused: BTreeSet::new(),
         deferred: BTreeSet::new(),
@@ -659,7 +596,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     let mut order = g
         .topo_order()
         .map_err(|e| CompileError::Graph(e.to_string()))?;
-    float::reject(g, &order)?;
+    common::float::reject(g, &order)?;
     // A graph whose every output is computed from constants alone folds whole: no operator
     // is lowered, each output is evaluated and copied from a read-only buffer
     // (`constant_output`).

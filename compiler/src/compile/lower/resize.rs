@@ -24,9 +24,11 @@
 //! 16-bit inputs sum in i48 (TFLite's int16 form narrows the sum to i32 with an identity
 //! RESCALE before the same tail; it is fused) and run with ACC_FORMAT i48.
 
-use super::elementwise::NO_CLIP;
-use super::*;
-use npuc_ir::ResizeMode;
+use crate::compile::lower::elementwise::arith::NO_CLIP;
+use crate::compile::lower::{unsupported, Ctx, Fm, NpuOp, Requant};
+use crate::compile::CompileError;
+use npuc_backend::isa::{AccFormat, RoundModeOfm};
+use npuc_ir::{DType, Op, OpId, RescaleAttrs, RescaleRounding, ResizeMode, TensorId};
 
 /// One axis of a resize: position `i * d + offset` in units of `1 / n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,29 +310,21 @@ impl<'g> Ctx<'g> {
                 "bilinear RESIZE sums beyond the 48-bit accumulator",
             ));
         }
-        let op = NpuOp {
-            name: self.node(o).name.clone(),
-            fused: names,
-            kernel: Kernel::Resize(ResizeParams { mode, y, x: xa }),
+        let op = NpuOp::resize(
+            ResizeParams { mode, y, x: xa },
+            self.node(o).name.clone(),
+            names,
             ifm,
-            ifm2: None,
             ofm,
-            kernel_size: (kh, kw),
-            stride: (1, 1),
-            dilation: (1, 1),
-            pad: [0; 4],
-            weights: None,
-            requant: Requant::Global {
-                scale: 1,
-                shift: shift as u8,
-            },
-            round,
-            ifm_scale: None,
-            ifm2_scale: None,
             act,
-            acc,
-            upscale: IfmUpscaleMode::None,
-        };
+        )
+        .with_kernel_size((kh, kw))
+        .with_requant(Requant::Global {
+            scale: 1,
+            shift: shift as u8,
+        })
+        .with_round(round)
+        .with_acc(acc);
         let (n, (istep, ostep)) = match batch {
             None => (1, (0, 0)),
             Some((n, _)) => {

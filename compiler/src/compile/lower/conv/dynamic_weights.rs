@@ -1,0 +1,184 @@
+//! CONV2D of i8 data whose weights are not a constant (a graph input or a computed tensor):
+//! the weight decoder takes constants only, so the convolution runs as a matrix product with
+//! the weights from IFM2 (decision L34):
+//! 1. im2col: every output position's receptive field (`KH x KW x IC` bytes, in the weights'
+//!    OHWI order) copied into one row of a scratch matrix `[OH * OW, KH * KW * IC]`;
+//! 2. NPU_OP_CONV with `weights_ifm2` (as MATMUL): the matrix as IFM `1 x rows x K` (input
+//!    zero point), the weights `[OC, KH, KW, IC]` read in place as IFM2 `1 x OC x K` (weight
+//!    zero point), the raw i32 accumulators written as b32 (scale 1, shift 0, no clamp);
+//! 3. a 1x1 DEPTHWISE with zero weights whose initial accumulator is that b32 map
+//!    (`acc_input = ifm2`, as decision L27's last step), per-channel records holding the
+//!    bias and the output RESCALE's multipliers and shifts, its rounding, clamp and zero point.
+//!
+//! Batch 1, no padding: `conv_dynamic_prep` pads the input and splits batches before.
+
+use crate::compile::lower::data_movement::copy::CopyAxis;
+use crate::compile::lower::elementwise::arith::NO_CLIP;
+use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, NpuOp, Requant, View};
+use crate::compile::CompileError;
+use npuc_backend::isa::AccFormat;
+use npuc_codecs::ordering::OhwiWeights;
+use npuc_ir::{DType, Op, OpId};
+
+impl<'g> Ctx<'g> {
+    /// CONV2D `o` whose weights are not a constant (see the module documentation).
+    pub(crate) fn lower_conv_dynamic(&mut self, o: OpId) -> Result<(), CompileError> {
+        let node = self.node(o);
+        let Op::Conv2d(a) = &node.op else {
+            return Err(unsupported(node, "weights and bias must be constants"));
+        };
+        let ins = node.inputs();
+        let (x, w, b) = (ins[0], ins[1], ins[2]);
+        if self.dtype(x) != DType::Int8 || self.dtype(w) != DType::Int8 {
+            return Err(unsupported(
+                node,
+                "non-constant weights on i8 x i8 convolutions only",
+            ));
+        }
+        let Some(bd) = self.folded_const(b) else {
+            return Err(unsupported(node, "a non-constant bias"));
+        };
+        if a.pad.iter().any(|&p| p != 0) {
+            return Err(unsupported(node, "padding with non-constant weights"));
+        }
+        let zp_ok = |z: i64| (-128..=127).contains(&z);
+        if !zp_ok(a.input_zp) || !zp_ok(a.weight_zp) {
+            return Err(unsupported(node, "zero points out of range"));
+        }
+        let (xd, wd, od) = (
+            self.dims(x).to_vec(),
+            self.dims(w).to_vec(),
+            self.dims(node.outputs()[0]).to_vec(),
+        );
+        let ([1, ih, iw, ic], [oc, kh, kw, wic], [1, oh, ow, occ]) = (&xd[..], &wd[..], &od[..])
+        else {
+            return Err(unsupported(node, "batch sizes other than 1"));
+        };
+        let (ih, iw, ic, oc, kh, kw, oh, ow) = (*ih, *iw, *ic, *oc, *kh, *kw, *oh, *ow);
+        if *wic != ic || *occ != oc {
+            return Err(CompileError::Graph(format!("{}: CONV2D shapes", node.name)));
+        }
+        let [sy, sx] = a.stride;
+        let [dy, dx] = a.dilation;
+        let rows = oh * ow;
+        let k = kh * kw * ic;
+        if rows == 0 || k == 0 || oc == 0 {
+            return Err(unsupported(node, "an empty convolution"));
+        }
+        let fits = (oh - 1) * sy + (kh - 1) * dy < ih && (ow - 1) * sx + (kw - 1) * dx < iw;
+        // More than 65536 rows run as several matrix products of at most 65536 rows each.
+        if !fits || [k, oc, oh, ow].iter().any(|&v| v > 65536) {
+            return Err(unsupported(node, "a matrix dimension above 65536"));
+        }
+        let rq = self.conv_rescale(node, node.outputs()[0])?;
+        // One 32-bit-multiplier RESCALE, or none (the raw accumulator, decision L36).
+        if rq.acc != AccFormat::I32 || rq.ops.len() > 1 {
+            return Err(unsupported(
+                rq.out_node,
+                "a 32-bit multiplier RESCALE of the accumulator",
+            ));
+        }
+        let r = rq.out;
+        for &f in &rq.ops {
+            self.fused.insert(f);
+        }
+        let mut names = vec![node.name.clone()];
+        names.extend(rq.ops.iter().map(|&f| self.node(f).name.clone()));
+        let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
+        let records = self.channel_records(&rq, bd, oc);
+        let (xbuf, wbuf) = (self.input_buffer(node, x)?, self.input_buffer(node, w)?);
+
+        // 1. im2col.
+        let col = self.scratch((rows * k) as u64);
+        let row = (iw * ic) as i64;
+        let axes = [
+            CopyAxis {
+                n: oh,
+                src: sy as i64 * row,
+                dst: (ow * k) as i64,
+            },
+            CopyAxis {
+                n: ow,
+                src: (sx * ic) as i64,
+                dst: k as i64,
+            },
+            CopyAxis {
+                n: kh,
+                src: dy as i64 * row,
+                dst: (kw * ic) as i64,
+            },
+            CopyAxis {
+                n: kw,
+                src: (dx * ic) as i64,
+                dst: ic as i64,
+            },
+            CopyAxis {
+                n: ic,
+                src: 1,
+                dst: 1,
+            },
+        ];
+        self.strided_copy(node, (xbuf, 0), (col, 0), &axes)?;
+
+        // 2. The raw accumulators.
+        let fm = |buffer: usize, shape: (u32, u32, u32), dtype: DType, zp: i64| Fm {
+            buffer,
+            shape,
+            zero_point: zp,
+            dtype,
+            broadcast: (false, false, false),
+            view: View::default(),
+        };
+        let acc = self.scratch((rows * oc * 4) as u64);
+        for first in (0..rows).step_by(65536) {
+            let n = (rows - first).min(65536) as u32;
+            let at = |f: Fm, bytes: usize| Fm {
+                view: View {
+                    offset: (first * bytes) as u64,
+                    ..View::default()
+                },
+                ..f
+            };
+            self.push(
+                NpuOp::conv(
+                    format!("{} (accumulator)", node.name),
+                    Vec::new(),
+                    at(fm(col, (1, n, k as u32), DType::Int8, a.input_zp), k),
+                    at(fm(acc, (1, n, oc as u32), DType::Int32, 0), oc * 4),
+                    NO_CLIP,
+                )
+                .with_ifm2(fm(
+                    wbuf,
+                    (1, oc as u32, k as u32),
+                    DType::Int8,
+                    a.weight_zp,
+                )),
+            );
+        }
+
+        // 3. Bias and output rescale on the accumulators.
+        let shape = (oh as u32, ow as u32, oc as u32);
+        let v = fm(acc, shape, DType::Int32, 0);
+        let ofm = self.ofm(node, out_t, true, r.output_zp)?;
+        let zeros = vec![0i16; oc];
+        let weights = OhwiWeights::from_depthwise_hwc(1, 1, oc, &zeros)
+            .map_err(|e| unsupported(node, e.to_string()))?;
+        self.push(
+            NpuOp::depthwise(
+                node.name.clone(),
+                names,
+                Fm {
+                    dtype: DType::Int8,
+                    ..v
+                },
+                ofm,
+                act,
+            )
+            .with_ifm2(v)
+            .with_weights(weights)
+            .with_requant(Requant::PerChannel(records))
+            .with_round(rescale_round(r)),
+        );
+        Ok(())
+    }
+}

@@ -1,0 +1,3 @@
+//! Reductions: MEAN, REDUCE_SUM / MAX / MIN and REDUCE_ANY / ALL (`reduction`).
+
+pub(super) mod reduction;

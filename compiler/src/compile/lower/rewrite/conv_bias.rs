@@ -1,0 +1,113 @@
+//! A convolution whose bias is not a constant (a graph input or a computed tensor), as the
+//! same convolution with a zero bias followed by an ADD of the bias (a graph rewrite before
+//! lowering, decision L37).
+//!
+//! The NPU reads biases from the scale/bias stream, which is built at compile time. TOSA
+//! §2.3: `acc = bias[oc] + Σ (in - input_zp) * (w - weight_zp)`, on i32 for i8 inputs; the
+//! same terms with the bias added last:
+//!
+//! ```text
+//! acc = ADD(CONV(x, w, 0), RESHAPE(bias, [1, .., 1, OC or 1]))
+//! ```
+//!
+//! The convolution's raw i32 accumulator is then a tensor of its own (decision L36) and the
+//! ADD a plain i32 elementwise ADD with broadcast; a RESCALE that read the accumulator now
+//! reads the ADD. Only i32 accumulators (i8 inputs): a 48-bit bias (i16 inputs) stays
+//! refused, as no i48 ADD exists on the NPU.
+
+use crate::compile::CompileError;
+use npuc_ir::{DType, Graph, Op, OpId, ReshapeAttrs, TensorData, TensorId};
+
+/// `g` with every convolution-family operator whose bias is not a constant rewritten, or
+/// `None` if it has none.
+pub(super) fn rewrite(g: &Graph) -> Result<Option<Graph>, CompileError> {
+    let convs: Vec<OpId> = g
+        .op_ids()
+        .filter(|&o| {
+            let Some(n) = g.op(o) else { return false };
+            let conv = matches!(
+                n.op,
+                Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) | Op::Conv3d(_)
+            );
+            conv && n.inputs().len() >= 3
+                && !is_constant(g, n.inputs()[2])
+                && dtype(g, n.inputs()[2]) == Some(DType::Int32)
+                && dtype(g, n.outputs()[0]) == Some(DType::Int32)
+        })
+        .collect();
+    if convs.is_empty() {
+        return Ok(None);
+    }
+    let mut g = g.clone();
+    for o in convs {
+        one(&mut g, o)?;
+    }
+    Ok(Some(g))
+}
+
+fn graph_err(e: impl std::fmt::Display) -> CompileError {
+    CompileError::Graph(e.to_string())
+}
+
+fn dtype(g: &Graph, t: TensorId) -> Option<DType> {
+    g.tensor(t).map(|x| x.ty.dtype)
+}
+
+/// A constant, also through RESHAPE/IDENTITY chains.
+fn is_constant(g: &Graph, mut t: TensorId) -> bool {
+    loop {
+        let Some(x) = g.tensor(t) else { return false };
+        if x.data.is_some() {
+            return true;
+        }
+        let Some(p) = g.producer(t).and_then(|p| g.op(p)) else {
+            return false;
+        };
+        match p.op {
+            Op::Reshape(_) | Op::Identity => t = p.inputs()[0],
+            _ => return false,
+        }
+    }
+}
+
+fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
+    let node = g
+        .op(o)
+        .ok_or_else(|| graph_err("convolution vanished"))?
+        .clone();
+    let name = node.name.clone();
+    let (b, acc) = (node.inputs()[2], node.outputs()[0]);
+    let bias_dims = g
+        .tensor(b)
+        .map(|t| t.ty.shape.dims().to_vec())
+        .ok_or_else(|| graph_err("bias"))?;
+    let rank = g
+        .tensor(acc)
+        .map(|t| t.ty.shape.dims().len())
+        .ok_or_else(|| graph_err("accumulator"))?;
+    let n: usize = bias_dims.iter().product();
+    let zeros = TensorData::from_i64(DType::Int32, &vec![0; n]).map_err(graph_err)?;
+    let zero = g
+        .add_const(format!("{name}/zero_bias"), bias_dims, zeros)
+        .map_err(graph_err)?;
+    g.remove_op(o).map_err(graph_err)?;
+    let mut inputs = node.inputs().to_vec();
+    inputs[2] = zero;
+    let (_, sum) = g
+        .add_op_inferred(name.clone(), node.op.clone(), &inputs)
+        .map_err(graph_err)?;
+    let mut shape = vec![1; rank];
+    shape[rank - 1] = n;
+    let (_, bias) = g
+        .add_op_inferred(
+            format!("{name}/bias_shape"),
+            Op::Reshape(ReshapeAttrs {
+                shape: shape.into(),
+            }),
+            &[b],
+        )
+        .map_err(graph_err)?;
+    g.add_op(format!("{name}/bias"), Op::Add, &[sum, bias], &[acc])
+        .map_err(graph_err)?;
+    Ok(())
+}
