@@ -21,11 +21,12 @@
 
 use super::plan::{estimate, OpPlan};
 use super::regs::{locs, Consts};
-use super::{cascade, chain, const_operands, lut, slice, weights, Writer};
+use super::{cascade, chain, const_operands, lut, slice, weights};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::alloc::{self, Item, Placement};
 use crate::compile::lower::{Kernel, Lowered};
 use crate::compile::REGION_READ_ONLY;
+use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// How an operation's streams are read.
@@ -133,12 +134,12 @@ pub(super) fn stage(
     };
     let none = BTreeMap::new();
     let dma_cycles = |size: u64| {
-        let mut w = Writer::default();
+        let mut w = CommandWriter::default();
         weights::dma_commands(&mut w, 0, region, 0, size);
         target.estimate(&w.commands)
     };
     let copy_cycles = |from: u8, size: u64| {
-        let mut w = Writer::default();
+        let mut w = CommandWriter::default();
         weights::copy_commands(&mut w, (from, 0), (region, 0), size);
         target.estimate(&w.commands)
     };
