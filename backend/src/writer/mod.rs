@@ -9,6 +9,7 @@
 //!   state.
 //! - [`fm`]: one routine, driven by the ISA table, writes the IFM, IFM2 or OFM register group.
 //! - [`kernel`], [`resize`]: kernel size/stride/dilation/padding, and the resize registers.
+//! - [`output`]: activation clamp and table, OFM block and accumulator format.
 //! - [`dma`]: DMA sequences (memory-to-memory copies, gathers and scatters, LUT loads).
 //! - [`streams`]: the weight and scale stream registers.
 //!
@@ -22,6 +23,7 @@ use std::collections::BTreeMap;
 pub mod dma;
 pub mod fm;
 pub mod kernel;
+pub mod output;
 pub mod resize;
 pub mod streams;
 

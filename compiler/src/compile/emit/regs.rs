@@ -7,19 +7,18 @@ use crate::compile::alloc::Placement;
 use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
 use crate::compile::REGION_READ_ONLY;
 use npuc_backend::isa::{
-    AccInput, AccOutput, ActivationClipRange, ActivationFunction, ActivationStorage, BroadcastMode,
-    Command, ElementwiseMode, IfmUpscaleMode, OfmScaleMode, OpConv, OpDepthwise, OpDmaStart,
-    OpElementwise, OpPool, OpResize, SetAccFormat, SetActivation, SetActivationMax,
-    SetActivationMin, SetIfm2Broadcast, SetIfm2Scale, SetIfmBroadcast, SetIfmScale,
-    SetOfmBlkDepthM1, SetOfmBlkHeightM1, SetOfmBlkWidthM1, SetOfmScale, WeightOrder,
+    AccInput, ActivationFunction, ActivationStorage, BroadcastMode, Command, ElementwiseMode,
+    IfmUpscaleMode, OfmScaleMode, OpConv, OpDepthwise, OpDmaStart, OpElementwise, OpPool, OpResize,
+    SetIfm2Broadcast, SetIfm2Scale, SetIfmBroadcast, SetIfmScale, SetOfmScale, WeightOrder,
 };
 use npuc_backend::writer::fm::{
     broadcast, write_feature_map, write_precision, write_scalar, FeatureMapRegs, FmGroup,
     FmPrecision,
 };
 use npuc_backend::writer::kernel::{write_kernel, KernelRegs};
+use npuc_backend::writer::output::{write_activation, write_block};
 use npuc_backend::writer::resize::{write_resize, ResizeAxisRegs};
-use npuc_backend::writer::{zp16, CommandWriter};
+use npuc_backend::writer::CommandWriter;
 use npuc_codecs::ordering::WeightOrder as CodecOrder;
 use std::collections::BTreeMap;
 
@@ -72,21 +71,6 @@ pub(super) struct Locs {
 /// Rows of a feature map that continue at another address: (rows at the base address, the
 /// address of the following rows).
 pub(super) type Wrap = Option<(u32, u64)>;
-
-/// CLIP range and ACTIVATION_MIN/MAX of activation bounds: 16-bit bounds clamp (`b16`);
-/// bounds at or beyond the i32 range mean no clamp (`none`).
-/// `unsigned`: the OFM is unsigned, whose bounds are read as u16 (TRM 3.6.7).
-pub(super) fn clip(act: (i64, i64), unsigned: bool) -> Option<(ActivationClipRange, i64, i64)> {
-    let b16 = |v: i64| (-32768..=32767).contains(&v);
-    let u16 = |v: i64| unsigned && (0..=65535).contains(&v);
-    if (b16(act.0) || u16(act.0)) && (b16(act.1) || u16(act.1)) {
-        Some((ActivationClipRange::B16, act.0, act.1))
-    } else if act.0 <= i64::from(i32::MIN) && act.1 >= i64::from(i32::MAX) {
-        Some((ActivationClipRange::None, -32768, 32767))
-    } else {
-        None
-    }
-}
 
 /// The locations of `op`, an element of `l.ops`.
 pub(super) fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &Consts) -> Locs {
@@ -279,39 +263,25 @@ pub(super) fn op_commands(
         }));
     }
     // Bounds are checked by `emit` before any command is written.
-    let (clip_range, lo, hi) =
-        clip(op.act, op.ofm.dtype.is_unsigned()).unwrap_or((ActivationClipRange::B16, 0, 0));
-    w.set(Command::SetActivation(SetActivation {
+    write_activation(
+        w,
         activation_function,
         table,
-        activation_clip_range: clip_range,
-    }));
-    w.set(Command::SetActivationMin(SetActivationMin {
-        clip_boundary: zp16(lo),
-    }));
-    w.set(Command::SetActivationMax(SetActivationMax {
-        clip_boundary: zp16(hi),
-    }));
-    let (bh, bw, bd) = block.ofm_block;
-    w.set(Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 {
-        height_m1: (bh - 1) as u8,
-    }));
-    w.set(Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 {
-        width_m1: (bw - 1) as u8,
-    }));
-    w.set(Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 {
-        depth_m1: (bd - 1) as u16,
-    }));
-    w.set(Command::SetAccFormat(SetAccFormat {
-        acc_format: op.acc,
-        acc_input: if op.acc_from_ifm2() {
-            AccInput::Ifm2
-        } else {
-            AccInput::Reset
-        },
-        acc_output: AccOutput::Enable,
-        microblock: block.microblock.encoding,
-    }));
+        op.act,
+        op.ofm.dtype.is_unsigned(),
+    );
+    let acc_input = if op.acc_from_ifm2() {
+        AccInput::Ifm2
+    } else {
+        AccInput::Reset
+    };
+    write_block(
+        w,
+        block.ofm_block,
+        op.acc,
+        acc_input,
+        block.microblock.encoding,
+    );
     match op.kernel {
         // A CONV without weights takes them from IFM2 (matrix multiplication).
         Kernel::Conv => (
