@@ -7,6 +7,8 @@
 //!   (COP1 and COP2 headers).
 //! - [`perf`]: cycle and traffic model of a command stream (TRM chapter 4), without data.
 //! - [`system`]: system configurations and memory modes (Vela's `vela.ini` presets and parser).
+//! - [`writer`]: the cmd0/cmd1 writer — register programming with redundant-write elision,
+//!   the feature-map register groups, kernel, resize and DMA sequences, fences.
 
 pub mod arch;
 pub mod cop;
@@ -14,3 +16,4 @@ pub mod isa;
 pub mod perf;
 pub mod sim;
 pub mod system;
+pub mod writer;

@@ -7,8 +7,9 @@
 //!   raw command streams).
 //! - [`disasm`]: disassembly of their command streams as text or JSON.
 //! - [`compile`](mod@compile): TFLite/TOSA graph to command stream ([`container`] is the
-//!   output format, [`arch_interface`] what the passes see of the hardware,
-//!   [`compile::summary`] the summary of a compilation).
+//!   output format, [`arch_interface`] what the passes see of the hardware, [`targets`] the
+//!   registry of targets that implement it, [`compile::summary`] the summary of a
+//!   compilation).
 //! - [`run`]: Vela-compiled models on the reference simulator; [`reference`](mod@reference):
 //!   plain models on the IR's reference interpreter.
 //! - [`report`]: cycles, MACs and memory traffic of an artifact (the backend's performance
@@ -66,6 +67,7 @@ pub mod reference;
 pub mod report;
 pub mod run;
 pub mod supported_ops;
+pub mod targets;
 pub mod tflite_out;
 pub mod vela_output;
 pub mod verify;

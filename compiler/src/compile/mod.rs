@@ -35,7 +35,7 @@ pub mod lower;
 pub mod schedule;
 pub mod summary;
 
-use crate::arch_interface::{Target, U85Target};
+use crate::targets::{self, TargetFamily};
 use npuc_backend::arch::Accelerator;
 use npuc_backend::system::ini::{ConfigSource, IniFile, LookupError};
 use npuc_backend::system::{presets, MemoryMap, MemoryMode, SystemConfig, SystemError};
@@ -93,6 +93,12 @@ pub struct Options {
 }
 
 impl Options {
+    /// The NPU family these options compile for (every `Accelerator` is an Ethos-U85
+    /// configuration).
+    pub fn family(&self) -> TargetFamily {
+        TargetFamily::EthosU85
+    }
+
     /// The default options for one configuration.
     pub fn new(accelerator: Accelerator) -> Options {
         Options {
@@ -311,9 +317,9 @@ pub const REGION_FAST: u8 = 2;
 pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, CompileError> {
     npuc_ir::validate(graph).map_err(|e| CompileError::Graph(e.to_string()))?;
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
-    let target = U85Target::with_memory(options.accelerator, map).with_goal(options.optimise);
+    let target = targets::select(options, map);
     let lowered = lower::lower(graph)?;
-    let mut emitted = emit::emit(&target, &lowered)?;
+    let mut emitted = emit::emit(target.as_ref(), &lowered)?;
     let mut schedule = std::mem::take(&mut emitted.schedule);
     schedule.accelerator = options.accelerator.to_string();
     schedule.system_config = options.system_config.name.clone();

@@ -26,12 +26,13 @@
 use super::objective;
 use super::plan::{estimate, OpPlan};
 use super::regs::{locs_with, Consts, Locs, Wrap};
-use super::{chain, weights, Writer};
+use super::{chain, weights};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, View};
 use crate::compile::{alloc, REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 use npuc_backend::isa::{ActivationReverse, ActivationTranspose, IfmUpscaleMode};
+use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// Band heights (rows of the last operation's OFM) tried.
@@ -483,7 +484,7 @@ fn evaluate(
         Some(region) => (a..=b)
             .filter_map(|j| plans[j].enc.as_ref())
             .map(|e| {
-                let mut w = Writer::default();
+                let mut w = CommandWriter::default();
                 weights::dma_commands(&mut w, 0, region, 0, e.size());
                 target.estimate(&w.commands)
             })

@@ -5,12 +5,12 @@
 use super::cascade::{self, Cascade};
 use super::chain::{self, Operand};
 use super::plan::{self, OpPlan};
-use super::regs::clip;
 use super::staging::{self, ConstCopy, IfmCopy, Staged};
 use crate::arch_interface::Target;
 use crate::compile::alloc::{self, Placement};
 use crate::compile::lower::Lowered;
 use crate::compile::{CompileError, REGION_ARENA, REGION_FAST};
+use npuc_backend::writer::output::clip;
 use std::borrow::Cow;
 
 /// What the scheduling passes decided for a lowered graph.

@@ -192,7 +192,7 @@ pub(crate) fn describe(
             }
         });
         let own_cycles = match &op.kernel {
-            Kernel::Dma(x) => super::dma::estimate_cycles(x),
+            Kernel::Dma(x) => npuc_backend::writer::dma::estimate_cycles(x.bytes()),
             _ => cycles[k],
         };
         ops.push(ScheduledOp {

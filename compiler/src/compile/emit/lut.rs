@@ -17,14 +17,12 @@
 //! only by the one before it NPU_OP_KERNEL_WAIT 1.
 
 use super::regs::align16;
-use super::{addr, Writer};
 use crate::arch_interface::Target;
 use crate::compile::lower::{Lowered, Lut};
 use crate::compile::REGION_READ_ONLY;
-use npuc_backend::isa::{
-    Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, OpKernelWait, SetDma0Dst,
-    SetDma0DstRegion, SetDma0Len, SetDma0Src, SetDma0SrcRegion,
-};
+use npuc_backend::isa::DmaRegionMode;
+use npuc_backend::writer::dma::write_copy;
+use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// Bytes of one slot (one `lut_s8_s8` table).
@@ -59,7 +57,7 @@ pub(super) fn tables(l: &Lowered) -> Vec<&[u8]> {
 
 /// Estimated cycles of loading a table of `bytes` from `region` into the LUT RAM.
 pub(super) fn load_cycles(target: &dyn Target, region: u8, bytes: u64) -> u64 {
-    let mut w = Writer::default();
+    let mut w = CommandWriter::default();
     dma_commands(&mut w, (region, 0), 0, bytes);
     target.estimate(&w.commands)
 }
@@ -78,7 +76,7 @@ impl LutSlots {
     /// caller waits for it before the kernel command).
     pub(super) fn next_op(
         &mut self,
-        w: &mut Writer,
+        w: &mut CommandWriter,
         ro: &mut Vec<u8>,
         lut: Option<&Lut>,
     ) -> (u8, bool) {
@@ -90,7 +88,7 @@ impl LutSlots {
         (table, dma)
     }
 
-    fn load(&mut self, w: &mut Writer, ro: &mut Vec<u8>, lut: &Lut) -> (u8, u8, bool) {
+    fn load(&mut self, w: &mut CommandWriter, ro: &mut Vec<u8>, lut: &Lut) -> (u8, u8, bool) {
         self.clock += 1;
         let n = lut.data.len().div_ceil(SLOT_BYTES).clamp(1, SLOTS);
         let resident = (0..=SLOTS - n).step_by(n).find(|&first| {
@@ -114,9 +112,9 @@ impl LutSlots {
                     .expect("at least one group");
                 let mask = group_mask(first, n);
                 if self.recent[0] & mask != 0 {
-                    w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+                    w.kernel_wait(0);
                 } else if self.recent[1] & mask != 0 {
-                    w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+                    w.kernel_wait(1);
                 }
                 self.dma(w, ro, lut, first);
                 first
@@ -129,7 +127,7 @@ impl LutSlots {
         ((first / n) as u8, group_mask(first, n), resident.is_none())
     }
 
-    fn dma(&mut self, w: &mut Writer, ro: &mut Vec<u8>, lut: &Lut, first: usize) {
+    fn dma(&mut self, w: &mut CommandWriter, ro: &mut Vec<u8>, lut: &Lut, first: usize) {
         let src = *self.stored.entry(lut.data.clone()).or_insert_with(|| {
             align16(ro);
             let at = ro.len() as u64;
@@ -141,34 +139,9 @@ impl LutSlots {
 }
 
 /// The DMA of `len` table bytes from `(region, offset)` into the LUT RAM from slot `first`.
-fn dma_commands(w: &mut Writer, (region, src): (u8, u64), first: usize, len: u64) {
-    let (shi, slo) = addr(src);
-    let (dhi, dlo) = addr((first * SLOT_BYTES) as u64);
-    let (lhi, llo) = addr(len);
-    w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
-        region,
-        region_mode: DmaRegionMode::External,
-        stride_mode: DmaStrideMode::D1,
-        idx_mode: DmaIdxMode::Disabled,
-    }));
-    w.set(Command::SetDma0Src(SetDma0Src {
-        addr_hi: shi,
-        addr_lo: slo,
-    }));
-    w.set(Command::SetDma0DstRegion(SetDma0DstRegion {
-        region: 0,
-        region_mode: DmaRegionMode::Internal,
-        idx_mode: DmaIdxMode::Disabled,
-    }));
-    w.set(Command::SetDma0Dst(SetDma0Dst {
-        addr_hi: dhi,
-        addr_lo: dlo,
-    }));
-    w.set(Command::SetDma0Len(SetDma0Len {
-        addr_hi: lhi,
-        addr_lo: llo,
-    }));
-    w.op(Command::OpDmaStart(OpDmaStart {}));
+fn dma_commands(w: &mut CommandWriter, src: (u8, u64), first: usize, len: u64) {
+    let dst = (0, (first * SLOT_BYTES) as u64);
+    write_copy(w, src, dst, DmaRegionMode::Internal, len);
 }
 
 /// The slots `first..first + n` as a bit mask.

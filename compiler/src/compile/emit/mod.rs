@@ -20,21 +20,16 @@ use super::lower::{Fm, Kernel, Lowered, NpuOp};
 use super::schedule::Schedule;
 use super::{CompileError, OperatorInfo, WeightFigures};
 use crate::arch_interface::{KernelKind, OpGeometry, Target};
-use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType, Command, Opcode};
-use std::collections::BTreeMap;
+use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};
 
 mod cascade;
 mod chain;
 mod decide;
 mod describe;
-mod dma;
-mod fm;
-mod kernel;
 mod lut;
 mod objective;
 mod plan;
 mod regs;
-mod resize;
 mod slice;
 mod staging;
 mod weights;
@@ -54,49 +49,6 @@ pub struct Emitted {
     pub weights: WeightFigures,
     /// The schedule (sources and configuration names not filled in).
     pub schedule: Schedule,
-}
-
-/// Emits commands, skipping register writes that do not change the value.
-#[derive(Default)]
-struct Writer {
-    commands: Vec<Command>,
-    state: BTreeMap<Opcode, Command>,
-    /// The operation the DMAs issued now are for.
-    owner: Option<usize>,
-    /// The owner of each DMA command issued, in order.
-    dma_owners: Vec<Option<usize>>,
-}
-
-impl Writer {
-    fn set(&mut self, c: Command) {
-        let op = c.opcode();
-        if self.state.get(&op) != Some(&c) {
-            self.state.insert(op, c);
-            self.commands.push(c);
-        }
-    }
-
-    fn op(&mut self, c: Command) {
-        if matches!(c, Command::OpDmaStart(_)) {
-            self.dma_owners.push(self.owner);
-        }
-        self.commands.push(c);
-    }
-
-    /// Forgets the last value of these registers, so the next `set` writes them again.
-    fn forget(&mut self, opcodes: &[Opcode]) {
-        for o in opcodes {
-            self.state.remove(o);
-        }
-    }
-}
-
-fn addr(v: u64) -> (u8, u32) {
-    ((v >> 32) as u8, v as u32)
-}
-
-fn zp16(v: i64) -> u16 {
-    v as i16 as u16
 }
 
 fn kind_of(k: Kernel) -> KernelKind {

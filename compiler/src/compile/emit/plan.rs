@@ -11,15 +11,16 @@
 //! real: an FWD winner is kept only if, encoded, it still beats the cheapest SWD candidate; an
 //! encoding that fails falls back to the preferred candidate.
 
+use super::geometry;
 use super::objective;
 use super::regs::{locs, op_commands, Locs};
 use super::weights::{encode, Encoded, Layout};
-use super::{geometry, Writer};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Kernel, Lowered, NpuOp};
 use crate::compile::{CompileError, REGION_READ_ONLY};
 use npuc_backend::isa::{ActivationFunction, WeightFormat, WeightSparsity};
+use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// What is decided about one operation before emission.
@@ -55,7 +56,7 @@ pub(super) fn estimate_traffic(
     region: u8,
     at: &Locs,
 ) -> (u64, u64) {
-    let mut w = Writer::default();
+    let mut w = CommandWriter::default();
     let (cmd, _) = op_commands(
         &mut w,
         op,

@@ -1,20 +1,24 @@
 //! The register state of one kernel operation: where its feature maps are, and the commands
 //! that set every register it reads.
 
-use super::fm::{broadcast, ifm2_commands, ifm_commands, ofm_commands};
-use super::kernel::kernel_commands;
-use super::{fm, resize, weights, zp16, Writer};
+use super::{activation_type, precision, weights};
 use crate::arch_interface::BlockConfig;
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
 use crate::compile::REGION_READ_ONLY;
 use npuc_backend::isa::{
-    AccInput, AccOutput, ActivationClipRange, ActivationFunction, ActivationStorage, BroadcastMode,
-    Command, ElementwiseMode, OpConv, OpDepthwise, OpDmaStart, OpElementwise, OpPool, OpResize,
-    SetAccFormat, SetActivation, SetActivationMax, SetActivationMin, SetIfm2Broadcast,
-    SetIfm2Scale, SetIfmBroadcast, SetIfmScale, SetOfmBlkDepthM1, SetOfmBlkHeightM1,
-    SetOfmBlkWidthM1, SetOfmScale,
+    AccInput, ActivationFunction, ActivationStorage, BroadcastMode, Command, ElementwiseMode,
+    IfmUpscaleMode, OfmScaleMode, OpConv, OpDepthwise, OpDmaStart, OpElementwise, OpPool, OpResize,
+    SetIfm2Broadcast, SetIfm2Scale, SetIfmBroadcast, SetIfmScale, SetOfmScale,
 };
+use npuc_backend::writer::fm::{
+    broadcast, write_feature_map, write_precision, write_scalar, FeatureMapRegs, FmGroup,
+    FmPrecision,
+};
+use npuc_backend::writer::kernel::{write_kernel, KernelRegs};
+use npuc_backend::writer::output::{write_activation, write_block};
+use npuc_backend::writer::resize::{write_resize, ResizeAxisRegs};
+use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// A byte range of one region: (region, start, end).
@@ -66,21 +70,6 @@ pub(super) struct Locs {
 /// Rows of a feature map that continue at another address: (rows at the base address, the
 /// address of the following rows).
 pub(super) type Wrap = Option<(u32, u64)>;
-
-/// CLIP range and ACTIVATION_MIN/MAX of activation bounds: 16-bit bounds clamp (`b16`);
-/// bounds at or beyond the i32 range mean no clamp (`none`).
-/// `unsigned`: the OFM is unsigned, whose bounds are read as u16 (TRM 3.6.7).
-pub(super) fn clip(act: (i64, i64), unsigned: bool) -> Option<(ActivationClipRange, i64, i64)> {
-    let b16 = |v: i64| (-32768..=32767).contains(&v);
-    let u16 = |v: i64| unsigned && (0..=65535).contains(&v);
-    if (b16(act.0) || u16(act.0)) && (b16(act.1) || u16(act.1)) {
-        Some((ActivationClipRange::B16, act.0, act.1))
-    } else if act.0 <= i64::from(i32::MIN) && act.1 >= i64::from(i32::MAX) {
-        Some((ActivationClipRange::None, -32768, 32767))
-    } else {
-        None
-    }
-}
 
 /// The locations of `op`, an element of `l.ops`.
 pub(super) fn locs(op: &NpuOp, p: &Placement, l: &Lowered, consts: &Consts) -> Locs {
@@ -145,7 +134,7 @@ pub(super) type StreamsAt<'a> = (&'a weights::Layout, u8, u64);
 /// Writes every register `op` reads (skipping unchanged ones) and returns its kernel command
 /// and kernel name; the caller issues the command.
 pub(super) fn op_commands(
-    w: &mut Writer,
+    w: &mut CommandWriter,
     op: &NpuOp,
     block: &BlockConfig,
     streams: Option<StreamsAt>,
@@ -169,14 +158,47 @@ pub(super) fn op_commands(
     }));
     let scalar = at.scalar;
     match scalar {
-        Some(s) if !s.ifm2 => fm::ifm_scalar_commands(w, &op.ifm, s.value),
-        _ => ifm_commands(w, &op.ifm, at.ifm, op.upscale, at.storage[0], at.wrap[0]),
+        Some(s) if !s.ifm2 => write_scalar(
+            w,
+            FmGroup::Ifm,
+            &fm_precision(&op.ifm, at.storage[0]),
+            op.ifm.zero_point,
+            s.value,
+        ),
+        _ => write_feature_map(
+            w,
+            FmGroup::Ifm,
+            &ifm_regs(&op.ifm, at.ifm, at.storage[0], at.wrap[0], op.upscale),
+        ),
     }
-    kernel_commands(w, op, order);
+    write_kernel(
+        w,
+        &KernelRegs {
+            size: op.kernel_size,
+            stride: op.stride,
+            dilation: op.dilation,
+            pad: op.pad,
+            weight_order: order,
+        },
+    );
     if let Kernel::Resize(rp) = &op.kernel {
-        resize::resize_commands(w, rp, (block.ofm_block.0, block.ofm_block.1));
+        let axis = |a: &crate::compile::lower::ResizeAxis| ResizeAxisRegs {
+            n: a.n,
+            d: a.d,
+            offset: a.offset,
+        };
+        write_resize(
+            w,
+            &axis(&rp.y),
+            &axis(&rp.x),
+            (block.ofm_block.0, block.ofm_block.1),
+        );
     }
-    ofm_commands(w, op, at.ofm, at.storage[2], at.wrap[2]);
+    write_feature_map(
+        w,
+        FmGroup::Ofm,
+        &ofm_regs(op, at.ofm, at.storage[2], at.wrap[2]),
+    );
     // A scalar operand: OP_SCALAR with broadcast mode scalar.
     let mode = |fm: &Fm, is_scalar: bool| {
         if is_scalar {
@@ -187,8 +209,18 @@ pub(super) fn op_commands(
     };
     if let (Some(ifm2), Some(loc2)) = (&op.ifm2, at.ifm2) {
         match scalar {
-            Some(s) if s.ifm2 => fm::ifm2_scalar_commands(w, ifm2, s.value),
-            _ => ifm2_commands(w, ifm2, loc2, at.storage[1], at.wrap[1]),
+            Some(s) if s.ifm2 => write_scalar(
+                w,
+                FmGroup::Ifm2,
+                &fm_precision(ifm2, at.storage[1]),
+                ifm2.zero_point,
+                s.value,
+            ),
+            _ => write_feature_map(
+                w,
+                FmGroup::Ifm2,
+                &ifm_regs(ifm2, loc2, at.storage[1], at.wrap[1], IfmUpscaleMode::None),
+            ),
         }
         w.set(Command::SetIfmBroadcast(SetIfmBroadcast {
             broadcast_mode: mode(&op.ifm, scalar.is_some_and(|s| !s.ifm2)),
@@ -203,7 +235,11 @@ pub(super) fn op_commands(
         }));
         if op.kernel == Kernel::Elementwise(ElementwiseMode::Lrelu) {
             // scale_b (lrelu's negative half) acts per IFM2_PRECISION (TRM 3.6.6).
-            fm::ifm2_precision(w, &op.ifm);
+            write_precision(
+                w,
+                FmGroup::Ifm2,
+                &fm_precision(&op.ifm, ActivationStorage::Tile2x2),
+            );
         }
     }
     if let Some(s) = op.ifm_scale {
@@ -223,39 +259,25 @@ pub(super) fn op_commands(
         }));
     }
     // Bounds are checked by `emit` before any command is written.
-    let (clip_range, lo, hi) =
-        clip(op.act, op.ofm.dtype.is_unsigned()).unwrap_or((ActivationClipRange::B16, 0, 0));
-    w.set(Command::SetActivation(SetActivation {
+    write_activation(
+        w,
         activation_function,
         table,
-        activation_clip_range: clip_range,
-    }));
-    w.set(Command::SetActivationMin(SetActivationMin {
-        clip_boundary: zp16(lo),
-    }));
-    w.set(Command::SetActivationMax(SetActivationMax {
-        clip_boundary: zp16(hi),
-    }));
-    let (bh, bw, bd) = block.ofm_block;
-    w.set(Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 {
-        height_m1: (bh - 1) as u8,
-    }));
-    w.set(Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 {
-        width_m1: (bw - 1) as u8,
-    }));
-    w.set(Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 {
-        depth_m1: (bd - 1) as u16,
-    }));
-    w.set(Command::SetAccFormat(SetAccFormat {
-        acc_format: op.acc,
-        acc_input: if op.acc_from_ifm2() {
-            AccInput::Ifm2
-        } else {
-            AccInput::Reset
-        },
-        acc_output: AccOutput::Enable,
-        microblock: block.microblock.encoding,
-    }));
+        op.act,
+        op.ofm.dtype.is_unsigned(),
+    );
+    let acc_input = if op.acc_from_ifm2() {
+        AccInput::Ifm2
+    } else {
+        AccInput::Reset
+    };
+    write_block(
+        w,
+        block.ofm_block,
+        op.acc,
+        acc_input,
+        block.microblock.encoding,
+    );
     match op.kernel {
         // A CONV without weights takes them from IFM2 (matrix multiplication).
         Kernel::Conv => (
@@ -291,5 +313,67 @@ pub(super) fn kernel_name(k: Kernel) -> &'static str {
         Kernel::Elementwise(_) => "ELEMENTWISE",
         Kernel::Resize(_) => "RESIZE",
         Kernel::Dma(_) => "DMA",
+    }
+}
+
+/// The PRECISION values of a feature map stored as `storage`.
+fn fm_precision(fm: &Fm, storage: ActivationStorage) -> FmPrecision {
+    FmPrecision::nhwc(activation_type(fm), precision(fm), storage)
+}
+
+/// The IFM or IFM2 register values of `fm` at `(region, base)`; a wrapping ring buffer puts
+/// the rows after the wrap in tile 2.
+fn ifm_regs(
+    fm: &Fm,
+    (region, base): (u8, u64),
+    storage: ActivationStorage,
+    wrap: Wrap,
+    upscale: IfmUpscaleMode,
+) -> FeatureMapRegs {
+    let (h, wd, _) = fm.shape;
+    let (h0, base2) = wrap.unwrap_or((h, 0));
+    let (sy, sx) = fm.strides();
+    FeatureMapRegs {
+        precision: fm_precision(fm, storage),
+        region,
+        base,
+        tile2_base: base2,
+        shape: fm.shape,
+        tile: (h0, wd),
+        stride: (sy, sx, u64::from(fm.elem_bytes())),
+        zero_point: fm.zero_point,
+        upscale,
+    }
+}
+
+/// The OFM register values of `op` at `(region, base)`. Tile sizes are in the stored
+/// (post-transpose) axes (TRM 3.10.46-55).
+fn ofm_regs(
+    op: &NpuOp,
+    (region, base): (u8, u64),
+    storage: ActivationStorage,
+    wrap: Wrap,
+) -> FeatureMapRegs {
+    let fm = &op.ofm;
+    let (th, tw, _) = fm.stored_shape();
+    let (sy, sx) = fm.strides();
+    FeatureMapRegs {
+        precision: FmPrecision {
+            scale_mode: match op.requant {
+                Requant::PerChannel(_) => OfmScaleMode::PerChannel,
+                Requant::Global { .. } => OfmScaleMode::Global,
+            },
+            activation_reverse: fm.view.reverse,
+            activation_transpose: fm.view.transpose,
+            ..fm_precision(fm, storage)
+        },
+        region,
+        base,
+        tile2_base: wrap.map_or(0, |t| t.1),
+        shape: fm.shape,
+        tile: (wrap.map_or(th, |t| t.0), tw),
+        stride: (sy, sx, u64::from(fm.elem_bytes())),
+        zero_point: fm.zero_point,
+        upscale: IfmUpscaleMode::None,
     }
 }

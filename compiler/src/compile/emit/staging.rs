@@ -22,11 +22,12 @@
 use super::objective;
 use super::plan::{estimate_traffic, par_map, OpPlan};
 use super::regs::{locs, Consts};
-use super::{cascade, chain, const_operands, lut, slice, weights, Writer};
+use super::{cascade, chain, const_operands, lut, slice, weights};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::alloc::{self, Item, Placement};
 use crate::compile::lower::{Kernel, Lowered, NpuOp};
 use crate::compile::REGION_READ_ONLY;
+use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// How an operation's streams are read.
@@ -159,12 +160,12 @@ pub(super) fn stage(
     let none = BTreeMap::new();
     // A stream block's DMA from region 0: (cycles, off-chip bytes).
     let dma_traffic = |size: u64| {
-        let mut w = Writer::default();
+        let mut w = CommandWriter::default();
         weights::dma_commands(&mut w, 0, region, 0, size);
         target.estimate_traffic(&w.commands)
     };
     let copy_traffic = |from: u8, size: u64| {
-        let mut w = Writer::default();
+        let mut w = CommandWriter::default();
         weights::copy_commands(&mut w, (from, 0), (region, 0), size);
         target.estimate_traffic(&w.commands)
     };

@@ -2,17 +2,13 @@
 //! (the unit a staging DMA copies) and their region/base/length registers.
 
 use super::regs::align16;
-use super::{addr, Writer};
 use crate::arch_interface::{BlockConfig, OpGeometry, Target};
 use crate::compile::lower::{NpuOp, Requant};
 use crate::compile::{CompileError, REGION_READ_ONLY};
-use npuc_backend::isa::{
-    Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, SetDma0Dst, SetDma0DstRegion,
-    SetDma0Len, SetDma0Src, SetDma0SrcRegion, SetScaleBase, SetScaleLength, SetScaleRegion,
-    SetWeight1Base, SetWeight1Length, SetWeight2Base, SetWeight2Length, SetWeight3Base,
-    SetWeight3Length, SetWeightBase, SetWeightFormat, SetWeightLength, SetWeightRegion,
-    WeightFormat, WeightSparsity,
-};
+use npuc_backend::isa::{DmaRegionMode, WeightFormat, WeightSparsity};
+use npuc_backend::writer::dma::write_copy;
+use npuc_backend::writer::streams::write_streams;
+use npuc_backend::writer::CommandWriter;
 use npuc_codecs::ordering::IfmPrecision;
 
 /// The encoded scale stream and weight streams (one per weight decoder, or one FWD stream)
@@ -141,98 +137,24 @@ pub(super) fn encode(
 
 /// Emits the scale and weight registers for a stream block laid out as `layout` at `base` in
 /// `region`.
-pub(super) fn weight_registers(w: &mut Writer, layout: &Layout, region: u8, base: u64) {
-    let parts = &layout.parts;
-    let (shi, slo) = addr(base + parts[0].0);
-    w.set(Command::SetScaleRegion(SetScaleRegion { region }));
-    w.set(Command::SetScaleBase(SetScaleBase {
-        addr_hi: shi,
-        addr_lo: slo,
-    }));
-    w.set(Command::SetScaleLength(SetScaleLength {
-        length: parts[0].1,
-    }));
-    w.set(Command::SetWeightFormat(SetWeightFormat {
-        weight_format: layout.format,
-        weight_sparsity: layout.sparsity,
-    }));
-    w.set(Command::SetWeightRegion(SetWeightRegion { region }));
-    for (k, &(off, len)) in parts[1..].iter().enumerate() {
-        let (hi, lo) = addr(base + off);
-        let (b, l) = match k {
-            0 => (
-                Command::SetWeightBase(SetWeightBase {
-                    addr_hi: hi,
-                    addr_lo: lo,
-                }),
-                Command::SetWeightLength(SetWeightLength { length: len }),
-            ),
-            1 => (
-                Command::SetWeight1Base(SetWeight1Base {
-                    addr_hi: hi,
-                    addr_lo: lo,
-                }),
-                Command::SetWeight1Length(SetWeight1Length { length: len }),
-            ),
-            2 => (
-                Command::SetWeight2Base(SetWeight2Base {
-                    addr_hi: hi,
-                    addr_lo: lo,
-                }),
-                Command::SetWeight2Length(SetWeight2Length { length: len }),
-            ),
-            _ => (
-                Command::SetWeight3Base(SetWeight3Base {
-                    addr_hi: hi,
-                    addr_lo: lo,
-                }),
-                Command::SetWeight3Length(SetWeight3Length { length: len }),
-            ),
-        };
-        w.set(b);
-        w.set(l);
-    }
+pub(super) fn weight_registers(w: &mut CommandWriter, layout: &Layout, region: u8, base: u64) {
+    write_streams(
+        w,
+        (region, base),
+        &layout.parts,
+        layout.format,
+        layout.sparsity,
+    );
 }
 
 /// Emits a DMA copying `len` bytes from region 0 at `src` to `region` at `dst`
 /// (mem2mem, 1D, external destination).
-pub(super) fn dma_commands(w: &mut Writer, src: u64, region: u8, dst: u64, len: u64) {
+pub(super) fn dma_commands(w: &mut CommandWriter, src: u64, region: u8, dst: u64, len: u64) {
     copy_commands(w, (REGION_READ_ONLY, src), (region, dst), len);
 }
 
 /// Emits a DMA copying `len` bytes from `(region, address)` `src` to `dst` (mem2mem, 1D,
 /// external destination).
-pub(super) fn copy_commands(
-    w: &mut Writer,
-    (sr, src): (u8, u64),
-    (region, dst): (u8, u64),
-    len: u64,
-) {
-    let (shi, slo) = addr(src);
-    let (dhi, dlo) = addr(dst);
-    let (lhi, llo) = addr(len);
-    w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
-        region: sr,
-        region_mode: DmaRegionMode::External,
-        stride_mode: DmaStrideMode::D1,
-        idx_mode: DmaIdxMode::Disabled,
-    }));
-    w.set(Command::SetDma0Src(SetDma0Src {
-        addr_hi: shi,
-        addr_lo: slo,
-    }));
-    w.set(Command::SetDma0DstRegion(SetDma0DstRegion {
-        region,
-        region_mode: DmaRegionMode::External,
-        idx_mode: DmaIdxMode::Disabled,
-    }));
-    w.set(Command::SetDma0Dst(SetDma0Dst {
-        addr_hi: dhi,
-        addr_lo: dlo,
-    }));
-    w.set(Command::SetDma0Len(SetDma0Len {
-        addr_hi: lhi,
-        addr_lo: llo,
-    }));
-    w.op(Command::OpDmaStart(OpDmaStart {}));
+pub(super) fn copy_commands(w: &mut CommandWriter, src: (u8, u64), dst: (u8, u64), len: u64) {
+    write_copy(w, src, dst, DmaRegionMode::External, len);
 }

@@ -14,14 +14,14 @@ use super::decide::Decisions;
 use super::regs::{
     align16, kernel_name, locs, op_commands, overlaps, range, Access, Consts, Range,
 };
-use super::{cascade, chain, const_operands, dma, lut, staging, weights, Writer};
+use super::{cascade, chain, const_operands, lut, staging, weights};
+use crate::compile::lower::DmaCopy;
 use crate::compile::lower::{Kernel, NpuOp};
 use crate::compile::schedule::Transfer;
 use crate::compile::{CompileError, OperatorInfo, WeightFigures, REGION_READ_ONLY};
-use npuc_backend::isa::{
-    encode_stream, ActivationFunction, CmdKind, Command, OpDmaWait, OpKernelWait, OpStop,
-    SetBlockdep,
-};
+use npuc_backend::isa::{encode_stream, ActivationFunction, CmdKind, Command, SetBlockdep};
+use npuc_backend::writer::dma::{self as dma, DmaIndex, DmaTransfer};
+use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// The written stream and read-only region of a scheduled graph, and which operation each
@@ -54,7 +54,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
     let l = &d.lowered;
     let p = &d.placement;
     let (ops, cascades) = (&d.ops, &d.cascades);
-    let mut w = Writer::default();
+    let mut w = CommandWriter::default();
     // Region 0: each operation's stream block, then constants and LUTs as first used.
     let mut ro: Vec<u8> = Vec::new();
     let mut weight_figures = WeightFigures::default();
@@ -115,11 +115,11 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         .into_iter()
         .map(|(t, at)| (t, place(at, copy.is_some_and(|c| c.0.tables))))
         .collect();
-    let stage_streams = |w: &mut Writer, k: usize| match &ops[k].staged {
+    let stage_streams = |w: &mut CommandWriter, k: usize| match &ops[k].staged {
         staging::Staged::Whole { region, at, wait } => {
             if let Some(enc) = ops[k].plan.enc.as_ref() {
                 if *wait {
-                    w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+                    w.kernel_wait(1);
                 }
                 weights::dma_commands(w, blocks[k][0], *region, *at, enc.size());
             }
@@ -132,7 +132,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             ..
         } => {
             if *wait {
-                w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+                w.kernel_wait(1);
             }
             weights::dma_commands(w, blocks[k][0], *region, bufs[0], slices[0].enc.size())
         }
@@ -142,7 +142,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             wait,
         } => {
             if *wait {
-                w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+                w.kernel_wait(1);
             }
             for &(j, dst) in at {
                 if let Some(enc) = ops[j].plan.enc.as_ref() {
@@ -154,11 +154,11 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
     };
     // The DMAs bringing operation k's IFM copy and (first) stream block into the staging
     // memory.
-    let stage_dma = |w: &mut Writer, k: usize| {
+    let stage_dma = |w: &mut CommandWriter, k: usize| {
         w.owner = Some(k);
         if let Some(c) = &ops[k].copy {
             if c.wait {
-                w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+                w.kernel_wait(1);
             }
             weights::copy_commands(w, c.src, c.dst, c.size);
         }
@@ -227,13 +227,13 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                     let raw = reads.iter().any(|&r| overlaps(r, *pwrite));
                     let war = preads.iter().any(|&r| overlaps(r, write));
                     if raw || war || overlaps(write, *pwrite) {
-                        w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+                        w.kernel_wait(0);
                     }
                 }
                 prev = Some((reads, write));
                 if let (Some(i), false) = (copy, started[j]) {
                     let after = (cascade_copies.len() - 1 - i) as u8;
-                    w.op(Command::OpDmaWait(OpDmaWait { k: after.min(3) }));
+                    w.dma_wait(after.min(3));
                 }
                 started[j] = true;
                 w.op(cmd);
@@ -262,10 +262,10 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         }
         if let Kernel::Dma(d) = &op.kernel {
             if prev.is_some() {
-                w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+                w.kernel_wait(0);
             }
             let at = locs(op, p, l, &consts);
-            dma::dma_commands(&mut w, d, at.ifm, at.ofm, at.ifm2);
+            dma::write_dma(&mut w, &dma_transfer(d), at.ifm, at.ofm, at.ifm2);
             prev = None;
             if index + 1 < l.ops.len() {
                 stage_dma(&mut w, index + 1);
@@ -275,7 +275,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                 name: op.name.clone(),
                 kernel: "DMA".to_string(),
                 fused: op.fused.clone(),
-                cycles: dma::estimate_cycles(d),
+                cycles: dma::estimate_cycles(d.bytes()),
                 ofm: (
                     p.regions[op.ofm.buffer],
                     p.offsets[op.ofm.buffer],
@@ -347,7 +347,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                 let war = preads.iter().any(|&r| overlaps(r, write));
                 let waw = overlaps(write, *pwrite);
                 if raw || war || waw {
-                    w.op(Command::OpKernelWait(OpKernelWait { n: 0 }));
+                    w.kernel_wait(0);
                 }
             }
             prev = Some((reads, write));
@@ -360,7 +360,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         let staged_here =
             !matches!(ops[index].staged, staging::Staged::Direct) || ops[index].copy.is_some();
         if lut_dma || staged_here || const_wait {
-            w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
+            w.dma_wait(0);
         }
         w.op(cmd);
         owners.push(index);
@@ -372,7 +372,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                 staging::Staged::Sliced { slices, .. } => slices[j].enc.size(),
                 _ => 0,
             };
-            w.op(Command::OpKernelWait(OpKernelWait { n: 1 }));
+            w.kernel_wait(1);
             weights::dma_commands(&mut w, blocks[index][j], *region, *base, size);
             let streams = layout.as_ref().map(|l| (l, *region, *base));
             let mut at = locs(piece, p, l, &consts);
@@ -380,7 +380,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                 at.ifm = (c.dst.0, c.dst.1 + piece.ifm.view.offset);
             }
             let (cmd, _) = op_commands(&mut w, piece, &block, streams, &at, act);
-            w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
+            w.dma_wait(0);
             w.op(cmd);
             owners.push(index);
         }
@@ -407,7 +407,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             done_at: None,
         });
     }
-    w.op(Command::OpStop(OpStop { mask: 0xffff }));
+    w.stop();
     align16(&mut ro);
     let words = encode_stream(&w.commands).map_err(|e| CompileError::Stream(e.to_string()))?;
     // Word offsets of the commands.
@@ -439,4 +439,19 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             bytes: len,
         }),
     })
+}
+
+/// The DMA registers' values of a lowered DMA operation.
+fn dma_transfer(d: &DmaCopy) -> DmaTransfer {
+    DmaTransfer {
+        len: d.len,
+        size0: d.size0,
+        size1: d.size1,
+        src_stride: d.src_stride,
+        dst_stride: d.dst_stride,
+        index: d.index.map(|i| match i {
+            crate::compile::lower::DmaIndex::Scatter(max) => DmaIndex::Scatter(max),
+            crate::compile::lower::DmaIndex::Gather(max) => DmaIndex::Gather(max),
+        }),
+    }
 }

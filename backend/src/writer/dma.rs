@@ -6,22 +6,50 @@
 //! no kernel can be outstanding, and NPU_OP_DMA_WAIT 0 right after it (the next operation sees
 //! its result, and no later DMA reorders against it).
 
-use super::{addr, Writer};
-use crate::compile::lower::{DmaCopy, DmaIndex};
-use npuc_backend::isa::{
-    Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, OpDmaWait, SetDma0Dst,
-    SetDma0DstRegion, SetDma0DstStride0, SetDma0DstStride1, SetDma0Idx, SetDma0IdxMax,
-    SetDma0IdxRegion, SetDma0IdxSkip1, SetDma0Len, SetDma0Size0, SetDma0Size1, SetDma0Src,
-    SetDma0SrcRegion, SetDma0SrcStride0, SetDma0SrcStride1,
+//!
+//! [`write_copy`] is the plain 1-D copy (weight and scale blocks into the staging memory,
+//! lookup tables into the LUT RAM).
+
+use super::{addr, CommandWriter};
+use crate::isa::{
+    Command, DmaIdxMode, DmaRegionMode, DmaStrideMode, OpDmaStart, SetDma0Dst, SetDma0DstRegion,
+    SetDma0DstStride0, SetDma0DstStride1, SetDma0Idx, SetDma0IdxMax, SetDma0IdxRegion,
+    SetDma0IdxSkip1, SetDma0Len, SetDma0Size0, SetDma0Size1, SetDma0Src, SetDma0SrcRegion,
+    SetDma0SrcStride0, SetDma0SrcStride1,
 };
 
 /// Bytes per cycle assumed by the compile-time estimate of a DMA.
 const BYTES_PER_CYCLE: u64 = 16;
 
+/// One DMA: `size1` rows of `size0` transfers of `len` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DmaTransfer {
+    /// Bytes per transfer (DMA0_LEN).
+    pub len: u64,
+    /// Transfers per row (DMA0_SIZE0) and rows (DMA0_SIZE1).
+    pub size0: u32,
+    pub size1: u32,
+    /// Source byte steps per transfer and per row.
+    pub src_stride: (i64, i64),
+    /// Destination byte steps per transfer and per row.
+    pub dst_stride: (i64, i64),
+    /// Index mode, with the largest valid index (IDX_MAX).
+    pub index: Option<DmaIndex>,
+}
+
+/// Which end of a DMA an index table addresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DmaIndex {
+    /// Destination index mode: transfer `x` goes to `dst + idx[x] * dst_stride.0`.
+    Scatter(u32),
+    /// Source index mode: transfer `x` comes from `src + idx[x] * src_stride.0`.
+    Gather(u32),
+}
+
 /// The register commands of one DMA; `src`, `dst`, `idx` are (region, byte address).
-pub(super) fn dma_commands(
-    w: &mut Writer,
-    d: &DmaCopy,
+pub fn write_dma(
+    w: &mut CommandWriter,
+    d: &DmaTransfer,
     src: (u8, u64),
     dst: (u8, u64),
     idx: Option<(u8, u64)>,
@@ -117,10 +145,48 @@ pub(super) fn dma_commands(
         }));
     }
     w.op(Command::OpDmaStart(OpDmaStart {}));
-    w.op(Command::OpDmaWait(OpDmaWait { k: 0 }));
+    w.dma_wait(0);
 }
 
-/// Compile-time cycle estimate of a DMA.
-pub(super) fn estimate_cycles(d: &DmaCopy) -> u64 {
-    d.bytes().div_ceil(BYTES_PER_CYCLE).max(1)
+/// Compile-time cycle estimate of a DMA moving `bytes`.
+pub fn estimate_cycles(bytes: u64) -> u64 {
+    bytes.div_ceil(BYTES_PER_CYCLE).max(1)
+}
+
+/// Starts a 1-D DMA of `len` bytes from `(region, address)` `src` to `dst`; `dst_mode`
+/// internal addresses the LUT RAM (region ignored). No wait follows.
+pub fn write_copy(
+    w: &mut CommandWriter,
+    (sr, src): (u8, u64),
+    (region, dst): (u8, u64),
+    dst_mode: DmaRegionMode,
+    len: u64,
+) {
+    let (shi, slo) = addr(src);
+    let (dhi, dlo) = addr(dst);
+    let (lhi, llo) = addr(len);
+    w.set(Command::SetDma0SrcRegion(SetDma0SrcRegion {
+        region: sr,
+        region_mode: DmaRegionMode::External,
+        stride_mode: DmaStrideMode::D1,
+        idx_mode: DmaIdxMode::Disabled,
+    }));
+    w.set(Command::SetDma0Src(SetDma0Src {
+        addr_hi: shi,
+        addr_lo: slo,
+    }));
+    w.set(Command::SetDma0DstRegion(SetDma0DstRegion {
+        region,
+        region_mode: dst_mode,
+        idx_mode: DmaIdxMode::Disabled,
+    }));
+    w.set(Command::SetDma0Dst(SetDma0Dst {
+        addr_hi: dhi,
+        addr_lo: dlo,
+    }));
+    w.set(Command::SetDma0Len(SetDma0Len {
+        addr_hi: lhi,
+        addr_lo: llo,
+    }));
+    w.op(Command::OpDmaStart(OpDmaStart {}));
 }

@@ -1,0 +1,44 @@
+//! The registry of NPU targets the driver knows: the one place of the driver that names a
+//! target's implementation.
+//!
+//! [`compile`](crate::compile::compile) asks [`select`] for the [`Target`] its options
+//! describe and passes only `&dyn Target` on. Adding an NPU adds a [`TargetFamily`] variant,
+//! an arm in [`select`] and a module here (or a crate under `backend/`); no pass and no file
+//! of another target changes. `compiler/tests/seam.rs` checks that no other file of the driver
+//! names a target's implementation type.
+
+use crate::arch_interface::Target;
+use crate::compile::Options;
+use npuc_backend::system::MemoryMap;
+
+mod u85;
+
+pub use u85::U85Target;
+
+/// The NPU families npuc compiles for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetFamily {
+    /// Arm Ethos-U85, five configurations (128..2048 MACs per cycle).
+    EthosU85,
+}
+
+impl TargetFamily {
+    /// Every family, in the order `npuc` lists them.
+    pub const ALL: [TargetFamily; 1] = [TargetFamily::EthosU85];
+
+    /// Its name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TargetFamily::EthosU85 => "ethos-u85",
+        }
+    }
+}
+
+/// The target `options` ask for, in the memory system `map`.
+pub fn select(options: &Options, map: MemoryMap) -> Box<dyn Target> {
+    match options.family() {
+        TargetFamily::EthosU85 => {
+            Box::new(U85Target::with_memory(options.accelerator, map).with_goal(options.optimise))
+        }
+    }
+}

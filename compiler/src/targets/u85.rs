@@ -1,0 +1,353 @@
+//! The Ethos-U85 target: the five configurations in a memory system, behind [`Target`].
+//!
+//! Block candidates (microblock, OFM block, weight order, sparsity) within the internal RAM
+//! limits, weight and scale stream encoding ([`npuc_codecs`]) and the TRM chapter 4 cost
+//! model ([`npuc_backend::perf`]).
+
+use crate::arch_interface::{
+    BlockConfig, EncodedWeights, KernelKind, OpEstimate, OpGeometry, StreamEstimate, Target,
+    TargetError,
+};
+use crate::compile::Optimise;
+use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
+use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
+use npuc_backend::perf::op::op_cost;
+use npuc_backend::perf::PerfModel;
+use npuc_backend::system::{MemoryKind, MemoryMap};
+use npuc_codecs::ordering::{
+    IfmPrecision, KernelDecomposition, KernelDilation, MacsPerCc, OhwiWeights, Operation,
+    OrderingParams, WeightOrder, WeightOrdering, WeightSparsity,
+};
+use npuc_codecs::scale::{encode_scale_stream, AccFormat, ChannelScale, ScaleStreamParams};
+
+/// The Ethos-U85 in one of its five configurations, in a memory system.
+#[derive(Debug, Clone)]
+pub struct U85Target {
+    arch: ArchConfig,
+    perf: PerfModel,
+    goal: Optimise,
+}
+
+impl U85Target {
+    /// The target for a configuration in the default memory system
+    /// ([`MemoryMap::default_u85`]).
+    pub fn new(accelerator: Accelerator) -> U85Target {
+        U85Target::with_memory(accelerator, MemoryMap::default_u85())
+    }
+
+    /// The target for a configuration in a memory system.
+    pub fn with_memory(accelerator: Accelerator, map: MemoryMap) -> U85Target {
+        let arch = accelerator.config();
+        U85Target {
+            arch,
+            perf: PerfModel::new(arch, map),
+            goal: Optimise::Performance,
+        }
+    }
+
+    /// The same target optimising for `goal`: [`Optimise::Size`] offers no FWD weight streams
+    /// (larger than SWD) and stages nothing (staging buffers take SRAM).
+    pub fn with_goal(mut self, goal: Optimise) -> U85Target {
+        self.goal = goal;
+        self
+    }
+
+    /// The performance model (TRM chapter 4) of this target.
+    pub fn perf_model(&self) -> &PerfModel {
+        &self.perf
+    }
+}
+
+fn round_up(v: u32, m: u32) -> u32 {
+    v.div_ceil(m) * m
+}
+
+impl Target for U85Target {
+    fn config(&self) -> &ArchConfig {
+        &self.arch
+    }
+
+    /// Candidates: per microblock (convolutions with weights: every microblock the
+    /// configuration has, except the 16-deep u1x1/u1x2 unless 16-bit IFM with a 1x1 kernel,
+    /// TRM 3.9.2; other kernels: the first, which only sets the scale-stream grouping) and
+    /// sparsity (2:4 sparse weights: dense, then sparse), weight order (convolutions with
+    /// weights: depth-first and part-kernel-first; depthwise:
+    /// part-kernel-first; others: depth-first), one OFM block per block depth (multiples of
+    /// the microblock depth up to the OFM depth rounded up): the largest-volume block, in
+    /// multiples of the microblock, whose accumulators, IFM footprint (IFM block depth 16
+    /// part-kernel-first, at most 64 depth-first) and output bytes fit half of the
+    /// accumulator and IFM RAMs and the output RAM (double buffering; the TRM gives no limits,
+    /// these are conservative against Vela's). First: the largest volume of the preferred
+    /// microblock and order.
+    fn block_candidates(&self, g: &OpGeometry) -> Vec<BlockConfig> {
+        let conv_weights = g.kind == KernelKind::Conv && g.weights;
+
+        let mbs: Vec<MicroblockShape> = self
+            .arch
+            .microblocks()
+            .into_iter()
+            .filter(|mb| {
+                g.kind != KernelKind::Conv
+                    || !(mb.depth == 16
+                        && matches!(mb.encoding, Microblock::U1x1 | Microblock::U1x2))
+                    || (g.weights && g.ifm_elem_bytes == 2 && g.kernel == (1, 1))
+            })
+            .collect();
+        // Every kind tries every microblock (decision S12): an OFM shallower than the first
+        // microblock's depth (64 on U85-2048) would waste most of each block.
+        let orders: &[WeightOrder] = match g.kind {
+            KernelKind::Conv if g.weights => {
+                &[WeightOrder::DepthFirst, WeightOrder::PartKernelFirst]
+            }
+            KernelKind::Depthwise => &[WeightOrder::PartKernelFirst],
+            _ => &[WeightOrder::DepthFirst],
+        };
+        let (max_h, max_w, max_d) = self.arch.ofm_block_max;
+        let ram = self.arch.ram;
+        let mut out = Vec::new();
+        use npuc_backend::isa::WeightSparsity as Sp;
+        // 2:4 sparse weights may also run sparse (after the dense candidates).
+        let sparsities: &[Sp] = if conv_weights && g.sparse_2_4 {
+            &[Sp::None, Sp::Sparse24]
+        } else {
+            &[Sp::None]
+        };
+        for &sparsity in sparsities {
+            for mb in &mbs {
+                let mb = *mb;
+                for &order in orders {
+                    let lim_h = round_up(g.ofm.0, mb.height).min(max_h);
+                    let lim_w = round_up(g.ofm.1, mb.width).min(max_w);
+                    let lim_d = round_up(g.ofm.2, mb.depth).min(max_d);
+                    let fits = |h: u32, w: u32, d: u32| -> bool {
+                        let acc = u64::from(h * w * d) * u64::from(g.acc_bytes);
+                        let ih = u64::from((h - 1) * g.stride.0 + g.kernel.0);
+                        let iw = u64::from((w - 1) * g.stride.1 + g.kernel.1);
+                        let id = match (g.kind, order) {
+                            (KernelKind::Conv, WeightOrder::PartKernelFirst) => 16,
+                            (KernelKind::Conv, _) if sparsity == Sp::Sparse24 => {
+                                u64::from(round_up(g.ifm_depth.min(128), 16))
+                            }
+                            (KernelKind::Conv, _) => u64::from(round_up(g.ifm_depth.min(64), 16)),
+                            _ => u64::from(round_up(d, 16)),
+                        };
+                        let inputs = if g.kind == KernelKind::Elementwise {
+                            2
+                        } else {
+                            1
+                        };
+                        let ifm = ih * iw * id * u64::from(g.ifm_elem_bytes) * inputs;
+                        let ob = u64::from(h * w * d * g.ofm_elem_bytes);
+                        acc <= u64::from(ram.accumulator) / 2
+                            && ifm <= u64::from(ram.ifm) / 2
+                            && ob <= u64::from(ram.output)
+                    };
+                    let mut per_depth = Vec::new();
+                    let mut d = mb.depth;
+                    while d <= lim_d {
+                        let mut best = None;
+                        let mut best_vol = 0u64;
+                        let mut h = mb.height;
+                        while h <= lim_h {
+                            let mut w = mb.width;
+                            while w <= lim_w {
+                                let vol = u64::from(h * w * d);
+                                if vol > best_vol && fits(h, w, d) {
+                                    best_vol = vol;
+                                    best = Some((h, w, d));
+                                }
+                                w += mb.width;
+                            }
+                            h += mb.height;
+                        }
+                        if let Some(b) = best {
+                            per_depth.push((best_vol, b));
+                        }
+                        d += mb.depth;
+                    }
+                    // Largest volume first (ties: the shallower block, as before).
+                    per_depth.sort_by_key(|&(vol, (_, _, d))| (std::cmp::Reverse(vol), d));
+                    if per_depth.is_empty() {
+                        per_depth.push((0, (mb.height, mb.width, mb.depth)));
+                    }
+                    out.extend(per_depth.into_iter().map(|(_, b)| BlockConfig {
+                        microblock: mb,
+                        ofm_block: b,
+                        weight_order: order,
+                        weight_format: WeightFormat::Swd,
+                        weight_sparsity: sparsity,
+                    }));
+                }
+            }
+        }
+        // Convolutions may also read one FWD stream (after every SWD candidate: ties keep SWD).
+        if conv_weights && self.goal == Optimise::Performance {
+            let fwd: Vec<BlockConfig> = out
+                .iter()
+                .map(|b| BlockConfig {
+                    weight_format: WeightFormat::Fwd,
+                    ..*b
+                })
+                .collect();
+            out.extend(fwd);
+        }
+        out
+    }
+
+    fn encode_weights(
+        &self,
+        kind: KernelKind,
+        weights: &OhwiWeights,
+        ifm_precision: IfmPrecision,
+        stride: (u32, u32),
+        dilation: (u32, u32),
+        block: &BlockConfig,
+    ) -> Result<EncodedWeights, TargetError> {
+        let (operation, order) = match kind {
+            KernelKind::Conv => (Operation::Conv, block.weight_order),
+            KernelKind::Depthwise => (Operation::Depthwise, WeightOrder::PartKernelFirst),
+            _ => {
+                return Err(TargetError::Unsupported(
+                    "weights for a weightless op".into(),
+                ))
+            }
+        };
+        let dil = |d: u32| {
+            if d == 2 {
+                KernelDilation::X2
+            } else {
+                KernelDilation::None
+            }
+        };
+        let macs = MacsPerCc::from_macs(self.arch.macs_per_cc)
+            .ok_or_else(|| TargetError::Unsupported("MAC count".into()))?;
+        let params = OrderingParams {
+            operation,
+            weight_order: order,
+            ifm_precision,
+            weight_sparsity: match block.weight_sparsity {
+                WeightSparsity::Sparse24 if kind == KernelKind::Conv => WeightSparsity::Sparse24,
+                _ => WeightSparsity::None,
+            },
+            stride_x: stride.1,
+            stride_y: stride.0,
+            dilation_x: dil(dilation.1),
+            dilation_y: dil(dilation.0),
+            decomposition: KernelDecomposition::D8x8,
+            ofm_block_depth: block.ofm_block.2,
+            microblock: block.microblock.encoding,
+            macs_per_cc: macs,
+        };
+        let ordering = WeightOrdering::new(&params, weights.shape())?;
+        if block.weight_format == WeightFormat::Fwd {
+            if kind != KernelKind::Conv {
+                return Err(TargetError::Unsupported(
+                    "FWD weights are for convolutions only".into(),
+                ));
+            }
+            let merged = ordering.order_fwd(weights)?;
+            let stream = npuc_codecs::fwd::encode_fwd(&merged)
+                .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
+            return Ok(EncodedWeights {
+                streams: vec![stream],
+            });
+        }
+        let streams = ordering.order(weights)?;
+        let streams = npuc_codecs::swd::encode::encode_streams(&streams)
+            .map_err(|e| TargetError::Swd(e.to_string()))?;
+        Ok(EncodedWeights { streams })
+    }
+
+    fn encode_scales(
+        &self,
+        channels: &[ChannelScale],
+        acc: AccFormat,
+        block: &BlockConfig,
+    ) -> Result<Vec<u8>, TargetError> {
+        let params = ScaleStreamParams {
+            acc,
+            microblock_depth: block.microblock.depth,
+            reverse_c: false,
+        };
+        Ok(encode_scale_stream(channels, &params)?)
+    }
+
+    /// A 32-byte header and the weights packed at the mode's width (ordering padding ignored).
+    fn fwd_length_estimate(&self, weights: &OhwiWeights) -> Option<u64> {
+        let mode = npuc_codecs::fwd::choose_fwd_mode(weights.values()).ok()?;
+        let words = weights.values().len().div_ceil(mode.weights_per_word()) as u64;
+        Some(32 * (1 + words))
+    }
+
+    fn estimate_traffic(&self, commands: &[Command]) -> (u64, u64) {
+        let mut regs = RegisterFile::default();
+        let mut last = None;
+        for c in commands {
+            if !regs.apply(c) {
+                last = Some(c);
+            }
+        }
+        last.and_then(|c| op_cost(&self.arch, &regs, c))
+            .map_or((0, 0), |cost| {
+                let p = self.perf.op(0, "", cost);
+                let offchip = MemoryKind::ALL
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(_, k)| *k != MemoryKind::Sram)
+                    .map(|(i, _)| p.memory_read[i] + p.memory_written[i])
+                    .sum();
+                (p.cycles, offchip)
+            })
+    }
+
+    fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate> {
+        let perf = self.perf.stream(words).ok()?;
+        Some(StreamEstimate {
+            ops: perf
+                .ops
+                .iter()
+                .map(|o| OpEstimate {
+                    dma: o.instruction == "NPU_OP_DMA_START",
+                    cycles: o.cycles,
+                    memory: MemoryKind::ALL
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, k)| (k.name().to_string(), o.memory_read[i], o.memory_written[i]))
+                        .collect(),
+                })
+                .collect(),
+            total: perf.total_cycles,
+        })
+    }
+
+    fn region_memory(&self, region: u8) -> String {
+        self.perf
+            .map
+            .region_memory(u32::from(region))
+            .name()
+            .to_string()
+    }
+
+    /// Region 2 is a memory of its own when the arena is not in SRAM but the staging area is
+    /// (the `Dedicated_Sram` modes); its capacity is `arena_cache_size` (no limit when the mode
+    /// does not give one).
+    fn fast_storage(&self) -> Option<u64> {
+        let map = &self.perf.map;
+        (map.arena != MemoryKind::Sram && map.cache == MemoryKind::Sram)
+            .then(|| map.mode.arena_cache_size.unwrap_or(u64::MAX))
+    }
+
+    /// Region 2 with its capacity where it is a memory of its own, else the arena (region 1)
+    /// when it is SRAM (no limit); never when the constants are in SRAM themselves.
+    fn staging(&self) -> Option<(u8, u64)> {
+        let map = &self.perf.map;
+        if map.constants == MemoryKind::Sram || self.goal == Optimise::Size {
+            return None;
+        }
+        match self.fast_storage() {
+            Some(cap) => Some((2, cap)),
+            None if map.arena == MemoryKind::Sram => Some((1, u64::MAX)),
+            None => None,
+        }
+    }
+}

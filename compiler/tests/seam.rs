@@ -1,0 +1,134 @@
+//! The target seam (ARCHITECTURE.md, "The target seam"): which files of the driver
+//! (`compiler/src`) may name the Ethos-U85 backend.
+//!
+//! Only the target registry (`targets/`) names a target's implementation (`U85Target`);
+//! `compile()` gets its target from `targets::select`. The other files that still use
+//! `npuc_backend` are the U85 parts not yet moved below the driver, listed with the reason;
+//! a new file of the driver that names the backend fails here, and the list only shrinks.
+
+use std::path::{Path, PathBuf};
+
+/// The target registry: the one place the driver names a target's implementation.
+const REGISTRY: &str = "targets/";
+
+/// Files and directories of `compiler/src` that still name `npuc_backend`, and why.
+const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
+    (
+        "arch_interface.rs",
+        "the Target trait still names ArchConfig, isa::Command, WeightFormat",
+    ),
+    (
+        "compile/lower/",
+        "U85 lowering recipes (NpuOp holds ISA enums)",
+    ),
+    (
+        "compile/emit/",
+        "U85 candidate planning and stream sequencing",
+    ),
+    (
+        "compile/mod.rs",
+        "Options name the U85 accelerator and vela.ini systems; validation",
+    ),
+    (
+        "lib.rs",
+        "re-exports Accelerator and the system configurations",
+    ),
+    (
+        "cli/",
+        "U85 options (--accelerator-config, vela.ini) and Vela's command line",
+    ),
+    (
+        "artifact.rs",
+        "opens U85 streams: containers, COP payloads, Vela .tflite",
+    ),
+    ("disasm.rs", "U85 disassembly"),
+    ("report.rs", "the U85 cost model over a stream"),
+    ("run.rs", "the U85 simulator"),
+    ("verify.rs", "the U85 simulator"),
+    ("counts.rs", "counts U85 kernel and DMA commands"),
+    ("vela_output.rs", "Vela's output files"),
+    ("tflite_out/", "Vela's ethos-u operator (COP1 payload)"),
+];
+
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("compiler/src is readable") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every source file of the driver: (path relative to `compiler/src`, with `/`, contents).
+fn driver_files() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    sources(&root, &mut paths);
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let rel = p
+                .strip_prefix(&root)
+                .expect("under src")
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            let text = std::fs::read_to_string(&p).expect("source is UTF-8");
+            (rel, text)
+        })
+        .collect()
+}
+
+#[test]
+fn only_the_registry_names_a_target_implementation() {
+    let files = driver_files();
+    assert!(files.iter().any(|(p, _)| p.starts_with(REGISTRY)));
+    let offenders: Vec<&str> = files
+        .iter()
+        .filter(|(p, text)| !p.starts_with(REGISTRY) && text.contains("U85Target"))
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "outside {REGISTRY}, these files name U85Target: {offenders:?}"
+    );
+}
+
+#[test]
+fn files_naming_the_backend_are_the_known_u85_parts() {
+    let known = |p: &str| {
+        p.starts_with(REGISTRY) || U85_PARTS_IN_DRIVER.iter().any(|(k, _)| p.starts_with(k))
+    };
+    let offenders: Vec<String> = driver_files()
+        .into_iter()
+        .filter(|(p, text)| text.contains("npuc_backend") && !known(p))
+        .map(|(p, _)| p)
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "these files of the driver name the U85 backend but are not known U85 parts \
+         (go through arch_interface::Target, or move the code into backend/): {offenders:?}"
+    );
+}
+
+#[test]
+fn the_shared_parts_of_the_driver_name_no_backend() {
+    // The schedule framework, allocation and the container are what any NPU target shares.
+    let files = driver_files();
+    for shared in [
+        "compile/alloc.rs",
+        "compile/schedule.rs",
+        "compile/summary.rs",
+        "container.rs",
+    ] {
+        let (_, text) = files
+            .iter()
+            .find(|(p, _)| p == shared)
+            .unwrap_or_else(|| panic!("{shared} exists"));
+        assert!(!text.contains("npuc_backend"), "{shared} names the backend");
+    }
+}
