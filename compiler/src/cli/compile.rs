@@ -38,6 +38,11 @@ pub struct TargetArgs {
     /// Size of the arena cache in bytes: overrides the memory mode's `arena_cache_size`.
     #[arg(long)]
     pub arena_cache_size: Option<u64>,
+    /// A hard cap on the SRAM the model may use, in bytes (the fast memory, and the arena
+    /// when the memory mode puts it in SRAM); a model that needs more is refused, naming the
+    /// operation that needs the most.
+    #[arg(long, value_name = "BYTES")]
+    pub sram_budget: Option<u64>,
 }
 
 impl TargetArgs {
@@ -54,6 +59,10 @@ impl TargetArgs {
         if let Some(n) = self.arena_cache_size {
             options.memory_mode.arena_cache_size = Some(n);
             // Reject combinations the memory map cannot serve before compiling.
+            MemoryMap::new(&options.system_config, &options.memory_mode)?;
+        }
+        if let Some(n) = self.sram_budget {
+            options = options.with_sram_budget(n);
             MemoryMap::new(&options.system_config, &options.memory_mode)?;
         }
         Ok(options)

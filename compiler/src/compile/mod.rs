@@ -90,9 +90,28 @@ pub struct Options {
     pub memory_mode: MemoryMode,
     /// Optimisation goal.
     pub optimise: Optimise,
+    /// A hard cap on the SRAM the compiled model uses (`--sram-budget`): the fast memory
+    /// (region 2), plus the arena where the memory mode puts it in SRAM. It also caps the
+    /// fast memory the scheduler may fill (the memory mode's `arena_cache_size`, see
+    /// [`Options::with_sram_budget`]); a model that still needs more is refused.
+    pub sram_budget: Option<u64>,
 }
 
 impl Options {
+    /// These options with a hard SRAM budget of `bytes`: the memory mode's `arena_cache_size`
+    /// (the fast memory the scheduler fills, in the `Dedicated_Sram` modes) becomes at most
+    /// `bytes`, and [`compile`] refuses a model whose SRAM use exceeds it, naming the
+    /// operation that needs the most.
+    pub fn with_sram_budget(mut self, bytes: u64) -> Options {
+        self.sram_budget = Some(bytes);
+        let cache = self
+            .memory_mode
+            .arena_cache_size
+            .map_or(bytes, |c| c.min(bytes));
+        self.memory_mode.arena_cache_size = Some(cache);
+        self
+    }
+
     /// The NPU family these options compile for (every `Accelerator` is an Ethos-U85
     /// configuration).
     pub fn family(&self) -> TargetFamily {
@@ -155,6 +174,7 @@ impl Options {
             system_config,
             memory_mode,
             optimise,
+            sram_budget: None,
         })
     }
 }
@@ -168,6 +188,7 @@ impl Default for Options {
             memory_mode: presets::memory_mode(presets::DEFAULT_MEMORY_MODE)
                 .expect("the default memory mode is a preset"),
             optimise: Optimise::default(),
+            sram_budget: None,
         }
     }
 }
@@ -207,6 +228,17 @@ pub enum CompileError {
     /// The system configuration and memory mode do not fit together.
     #[error("{0}")]
     System(#[from] npuc_backend::system::SystemError),
+    /// The model needs more SRAM than `--sram-budget` allows.
+    #[error(
+        "the model needs {needed} bytes of SRAM, over the budget of {budget} bytes; operation {operator} needs the most ({live} bytes of feature maps live in SRAM while it runs)"
+    )]
+    SramBudget {
+        needed: u64,
+        budget: u64,
+        /// The NPU operation with the most SRAM-resident bytes live.
+        operator: String,
+        live: u64,
+    },
 }
 
 /// A graph input or output as placed in memory.
@@ -317,9 +349,13 @@ pub const REGION_FAST: u8 = 2;
 pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, CompileError> {
     npuc_ir::validate(graph).map_err(|e| CompileError::Graph(e.to_string()))?;
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
+    let arena = map.arena;
     let target = targets::select(options, map);
     let lowered = lower::lower(graph)?;
     let mut emitted = emit::emit(target.as_ref(), &lowered)?;
+    if let Some(budget) = options.sram_budget {
+        check_sram_budget(&lowered, &emitted.placement, arena, budget)?;
+    }
     let mut schedule = std::mem::take(&mut emitted.schedule);
     schedule.accelerator = options.accelerator.to_string();
     schedule.system_config = options.system_config.name.clone();
@@ -380,6 +416,41 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     };
     validate_model(&model)?;
     Ok(model)
+}
+
+/// Refuses a placement whose SRAM (region 2, and region 1 when the arena is in SRAM) exceeds
+/// `budget`, naming the operation with the most SRAM-resident feature-map bytes live.
+fn check_sram_budget(
+    l: &lower::Lowered,
+    p: &alloc::Placement,
+    arena: npuc_backend::system::MemoryKind,
+    budget: u64,
+) -> Result<(), CompileError> {
+    let arena_in_sram = arena == npuc_backend::system::MemoryKind::Sram;
+    let needed = p.fast_size + if arena_in_sram { p.arena_size } else { 0 };
+    if needed <= budget {
+        return Ok(());
+    }
+    let in_sram =
+        |i: usize| p.regions[i] == REGION_FAST || (arena_in_sram && p.regions[i] == REGION_ARENA);
+    let live = |k: usize| -> u64 {
+        (0..l.buffers.len().min(p.regions.len()))
+            .filter(|&i| in_sram(i))
+            .map(|i| alloc::buffer_item(l, i))
+            .filter(|it| it.start <= k && k <= it.end)
+            .map(|it| it.size)
+            .sum()
+    };
+    let (k, most) = (0..l.ops.len())
+        .map(|k| (k, live(k)))
+        .max_by_key(|&(k, b)| (b, std::cmp::Reverse(k)))
+        .unwrap_or((0, 0));
+    Err(CompileError::SramBudget {
+        needed,
+        budget,
+        operator: l.ops.get(k).map_or_else(|| "-".into(), |o| o.name.clone()),
+        live: most,
+    })
 }
 
 /// The region sizes a compiled model's stream runs with (as `npuc run` and `npuc verify` map
