@@ -436,6 +436,9 @@ pub struct LayerRow {
     pub fused_into: Option<SourceOp>,
     /// NPU operations attributed to it.
     pub npu_operations: usize,
+    /// Their kernels (`CONV`, `ELEMENTWISE`, ..., `DMA`; a command group: its instruction),
+    /// each once, in order.
+    pub kernels: Vec<String>,
     /// Byte offsets of its kernel and DMA commands.
     pub commands: Vec<usize>,
     /// Its share of the stream's cycles: how far its commands move the end of the stream on
@@ -445,6 +448,10 @@ pub struct LayerRow {
     pub op_cycles: u64,
     /// Its kernel commands' own cycles (what the MAC utilisation is measured against).
     pub kernel_cycles: u64,
+    /// Its commands' compute cycles (the slowest unit of each), added up.
+    pub npu_cycles: u64,
+    /// Its commands' cycles on each memory ([`npuc_backend::perf::memory_index`]), added up.
+    pub memory_cycles: [u64; 4],
     /// MACs, bytes per memory, weight and scale bytes (`cycles` as above, `peak_sram` the
     /// highest of its commands').
     pub figures: Figures,
@@ -537,10 +544,13 @@ impl Report {
                 fused: Vec::new(),
                 fused_into: None,
                 npu_operations: 0,
+                kernels: Vec::new(),
                 commands: Vec::new(),
                 cycles: 0,
                 op_cycles: 0,
                 kernel_cycles: 0,
+                npu_cycles: 0,
+                memory_cycles: [0; 4],
                 figures: Figures::default(),
                 mac_utilisation: 0.0,
             };
@@ -570,6 +580,9 @@ impl Report {
                             }
                         };
                         stream_rows[r].npu_operations += 1;
+                        if !stream_rows[r].kernels.contains(&op.kernel) {
+                            stream_rows[r].kernels.push(op.kernel.clone());
+                        }
                         for (i, other) in op.sources.iter().enumerate() {
                             if Some(i) == p {
                                 continue;
@@ -627,6 +640,7 @@ impl Report {
                             output: String::new(),
                         }));
                         let r = stream_rows.len() - 1;
+                        stream_rows[r].kernels.push(o.perf.instruction.to_string());
                         for j in pending.drain(..).chain([i]) {
                             keys[j] = Some(r);
                         }
@@ -652,6 +666,10 @@ impl Report {
                 row.commands.push(o.perf.offset);
                 row.cycles += share[i];
                 row.op_cycles = row.op_cycles.saturating_add(o.figures.cycles);
+                row.npu_cycles = row.npu_cycles.saturating_add(o.perf.cost.compute_cycles);
+                for (m, c) in row.memory_cycles.iter_mut().zip(&o.perf.memory_cycles) {
+                    *m = m.saturating_add(*c);
+                }
                 if o.perf.instruction != DMA_INSTRUCTION {
                     row.kernel_cycles = row.kernel_cycles.saturating_add(o.figures.cycles);
                 }
