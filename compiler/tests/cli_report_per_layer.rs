@@ -222,3 +222,73 @@ fn a_vela_stream_gets_one_row_per_command_group() {
     assert!(text.contains("per command group"), "{text}");
     assert!(text.contains("no layer map"), "{text}");
 }
+
+fn backticked(s: &str) -> std::collections::BTreeSet<String> {
+    s.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn the_per_layer_json_keys_in_the_readme_are_all_the_keys() {
+    let readme = std::fs::read_to_string(models().join("../README.md")).unwrap();
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| `npuc report ARTIFACT --per-layer"))
+        .expect("a README row for --per-layer");
+    let keys = &row[row.find("`--json` keys:").unwrap() + "`--json` keys:".len()..];
+    let (top, rows) = keys.split_at(keys.find("`layers`").unwrap());
+    let mut top = backticked(top);
+    top.insert("layers".into());
+    top.remove("source_operators");
+    top.remove("command_groups");
+    let rows = backticked(&rows["`layers`".len()..]);
+    let bin = tmp("readme.bin");
+    compile(&models().join("tflite/conv2d_3x3_relu.tflite"), &bin, &[]);
+    let v = per_layer(&bin);
+    let actual: std::collections::BTreeSet<String> =
+        v.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(top, actual);
+    let actual: std::collections::BTreeSet<String> = v["layers"][0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(rows, actual);
+    let _ = std::fs::remove_file(bin);
+}
+
+#[test]
+fn a_container_without_a_layer_map_still_reads_and_is_grouped_by_command() {
+    use prost::Message;
+    // A container as npuc wrote it before layer maps: the manifest without sources, commands
+    // and layers_version (fields an older reader skips, and an older writer never wrote).
+    let bin = tmp("old.bin");
+    compile(&models().join("tflite/ds_cnn.tflite"), &bin, &[]);
+    let mut bytes = std::fs::read(&bin).unwrap();
+    let c = npuc::container::from_bytes(&bytes).unwrap();
+    assert_eq!(c.manifest.layers_version, 1);
+    let mut manifest = c.manifest.clone();
+    manifest.layers_version = 0;
+    for o in &mut manifest.operators {
+        o.sources.clear();
+        o.commands.clear();
+    }
+    let encoded = manifest.encode_to_vec();
+    let at = bytes.len() as u32;
+    bytes.extend_from_slice(&encoded);
+    bytes.resize(bytes.len().next_multiple_of(16), 0);
+    bytes[32..36].copy_from_slice(&at.to_le_bytes());
+    bytes[36..40].copy_from_slice(&(encoded.len() as u32).to_le_bytes());
+    std::fs::write(&bin, &bytes).unwrap();
+    assert_eq!(
+        npuc::container::from_bytes(&bytes).unwrap().manifest,
+        manifest
+    );
+    let layers = per_layer(&bin);
+    assert_eq!(layers["attribution"], "command_groups");
+    let _ = std::fs::remove_file(bin);
+}
