@@ -92,6 +92,50 @@ pub struct OperatorEntry {
     pub fused: Vec<String>,
     #[prost(uint64, tag = "4")]
     pub estimated_cycles: u64,
+    /// The source model's operators it computes, in order (layer map version 1; empty in
+    /// older containers).
+    #[prost(message, repeated, tag = "5")]
+    pub sources: Vec<SourceEntry>,
+    /// Byte offsets in the command stream of the kernel and DMA commands attributed to it
+    /// ([`crate::layers::attribute`]; layer map version 1).
+    #[prost(uint32, repeated, tag = "6")]
+    pub commands: Vec<u32>,
+}
+
+/// A source model operator of an NPU operation.
+#[derive(Clone, PartialEq, Eq, Message)]
+pub struct SourceEntry {
+    /// The TFLite operator index (main subgraph); absent for a TOSA operator.
+    #[prost(uint32, optional, tag = "1")]
+    pub index: Option<u32>,
+    /// The TFLite builtin (`CONV_2D`) or TOSA operator (`CONV2D`).
+    #[prost(string, tag = "2")]
+    pub op: String,
+    /// Name of its (first) output tensor.
+    #[prost(string, tag = "3")]
+    pub output: String,
+}
+
+/// The NPU operations of one command stream (one `ethos-u` operator of a `.tflite`).
+#[derive(Clone, PartialEq, Message)]
+pub struct StreamLayers {
+    #[prost(message, repeated, tag = "1")]
+    pub operators: Vec<OperatorEntry>,
+}
+
+/// The `npuc_layers` metadata of a `.tflite` output ([`crate::layers::TFLITE_METADATA_NAME`]):
+/// the layer map of each `ethos-u` operator, in the order of the operators, and the source
+/// operators left on the CPU.
+#[derive(Clone, PartialEq, Message)]
+pub struct LayerMaps {
+    /// The layer map version ([`crate::layers::LAYERS_VERSION`]).
+    #[prost(uint32, tag = "1")]
+    pub version: u32,
+    #[prost(message, repeated, tag = "2")]
+    pub streams: Vec<StreamLayers>,
+    /// The source operators left on the CPU (the reasons are in `npuc compile`'s summary).
+    #[prost(message, repeated, tag = "3")]
+    pub cpu_operators: Vec<SourceEntry>,
 }
 
 /// The configuration the model was compiled for.
@@ -130,6 +174,10 @@ pub struct Manifest {
     /// memory system).
     #[prost(uint64, tag = "7")]
     pub estimated_cycles: u64,
+    /// The layer map version the operators' `sources` and `commands` follow (0: none, as in
+    /// containers of older npuc versions).
+    #[prost(uint32, tag = "8")]
+    pub layers_version: u32,
 }
 
 /// A parsed container.
@@ -177,6 +225,7 @@ fn tensor_info(t: &TensorPlacement) -> TensorInfo {
 
 /// The manifest of a compiled model.
 pub fn manifest(m: &CompiledModel) -> Manifest {
+    let (operators, attributed) = crate::layers::operator_entries(m);
     Manifest {
         configuration: Some(Configuration {
             accelerator: m.accelerator.name().to_string(),
@@ -206,17 +255,13 @@ pub fn manifest(m: &CompiledModel) -> Manifest {
         .collect(),
         inputs: m.inputs.iter().map(tensor_info).collect(),
         outputs: m.outputs.iter().map(tensor_info).collect(),
-        operators: m
-            .operators
-            .iter()
-            .map(|o| OperatorEntry {
-                name: o.name.clone(),
-                kernel: o.kernel.clone(),
-                fused: o.fused.clone(),
-                estimated_cycles: o.cycles,
-            })
-            .collect(),
+        operators,
         estimated_cycles: m.estimated_cycles(),
+        layers_version: if attributed {
+            crate::layers::LAYERS_VERSION
+        } else {
+            0
+        },
     }
 }
 

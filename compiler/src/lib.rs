@@ -62,6 +62,7 @@ pub mod compile;
 pub mod container;
 pub mod counts;
 pub mod disasm;
+pub mod layers;
 pub mod npz;
 pub mod reference;
 pub mod report;
@@ -232,7 +233,7 @@ pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Er
 /// Names each scheduled operation's sources by TFLite operator: the IR operators the TFLite
 /// frontend makes of operator `N` are named `opN/...`; they become operator `N` with its
 /// builtin name and first output tensor, once per operator.
-fn tflite_sources(model: &npuc_frontend_tflite::TfliteModel, m: &mut CompiledModel) {
+pub(crate) fn tflite_sources(model: &npuc_frontend_tflite::TfliteModel, m: &mut CompiledModel) {
     let sg = model.main_subgraph();
     let index_of = |name: &str| -> Option<usize> {
         let rest = name.strip_prefix("op")?;

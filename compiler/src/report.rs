@@ -367,3 +367,516 @@ impl Report {
         s
     }
 }
+
+/// How `--per-layer` grouped the commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attribution {
+    /// By source operator, from the layer map npuc records in its outputs.
+    SourceOperators,
+    /// By command group (a kernel command with the DMAs issued before it): a stream with no
+    /// layer map (Vela's, a raw stream, an older npuc's output).
+    CommandGroups,
+}
+
+impl Attribution {
+    /// The name in `--per-layer --json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Attribution::SourceOperators => "source_operators",
+            Attribution::CommandGroups => "command_groups",
+        }
+    }
+}
+
+/// A source operator (or, with [`Attribution::CommandGroups`], a command group).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceOp {
+    /// TFLite operator index (main subgraph); `None` for a TOSA operator or a command group.
+    pub index: Option<u32>,
+    /// TFLite builtin or TOSA operator (a command group: its kernel command's instruction).
+    pub operator: String,
+    /// Name of its output tensor (empty for a command group).
+    pub output: String,
+}
+
+impl SourceOp {
+    fn json(&self) -> Value {
+        json!({"index": self.index, "operator": self.operator, "output": self.output})
+    }
+
+    fn label(&self) -> String {
+        match self.index {
+            Some(i) => format!("#{i} {}", self.operator),
+            None => self.operator.clone(),
+        }
+    }
+}
+
+impl From<&crate::container::SourceEntry> for SourceOp {
+    fn from(s: &crate::container::SourceEntry) -> SourceOp {
+        SourceOp {
+            index: s.index,
+            operator: s.op.clone(),
+            output: s.output.clone(),
+        }
+    }
+}
+
+/// One row of `npuc report --per-layer`.
+#[derive(Debug, Clone)]
+pub struct LayerRow {
+    /// Index of its stream in the artifact.
+    pub stream: usize,
+    /// The source operator.
+    pub source: SourceOp,
+    /// The other source operators computed by the same NPU operations (fused into it).
+    pub fused: Vec<SourceOp>,
+    /// For a source operator whose work is all done by another's NPU operations (a fused
+    /// activation, a padding): that operator; its row has no commands and no cost.
+    pub fused_into: Option<SourceOp>,
+    /// NPU operations attributed to it.
+    pub npu_operations: usize,
+    /// Their kernels (`CONV`, `ELEMENTWISE`, ..., `DMA`; a command group: its instruction),
+    /// each once, in order.
+    pub kernels: Vec<String>,
+    /// Byte offsets of its kernel and DMA commands.
+    pub commands: Vec<usize>,
+    /// Its share of the stream's cycles: how far its commands move the end of the stream on
+    /// the report's timeline (the rows of a stream add up to its total).
+    pub cycles: u64,
+    /// Its commands' own cycles, added up (DMAs overlapping kernels counted in full).
+    pub op_cycles: u64,
+    /// Its kernel commands' own cycles (what the MAC utilisation is measured against).
+    pub kernel_cycles: u64,
+    /// Its commands' compute cycles (the slowest unit of each), added up.
+    pub npu_cycles: u64,
+    /// Its commands' cycles on each memory ([`npuc_backend::perf::memory_index`]), added up.
+    pub memory_cycles: [u64; 4],
+    /// MACs, bytes per memory, weight and scale bytes (`cycles` as above, `peak_sram` the
+    /// highest of its commands').
+    pub figures: Figures,
+    /// MACs over the MACs the configuration could do in `kernel_cycles`, in %.
+    pub mac_utilisation: f64,
+}
+
+/// `npuc report --per-layer`: the report's commands grouped by source operator.
+#[derive(Debug, Clone)]
+pub struct PerLayer {
+    /// How the commands were grouped.
+    pub attribution: Attribution,
+    /// The rows, stream by stream, in execution order (a fused operator's row right after
+    /// the row of the operator it is fused into).
+    pub rows: Vec<LayerRow>,
+    /// Source operators left on the CPU (a `.tflite` output): not estimated.
+    pub cpu_operators: Vec<SourceOp>,
+    /// What the reader should know about the rows.
+    pub notes: Vec<String>,
+}
+
+/// Operators whose work, fused with another operator's, is attributed to that operator
+/// (decision P22): activations, padding, reshapes, requantization.
+const FOLLOWERS: &[&str] = &[
+    "RELU",
+    "RELU6",
+    "RELU_N1_TO_1",
+    "RELU_0_TO_1",
+    "PAD",
+    "PADV2",
+    "RESHAPE",
+    "QUANTIZE",
+    "CLAMP",
+    "RESCALE",
+];
+
+/// The source operator an NPU operation's cost goes to: the first of its sources that is not
+/// an activation, padding, reshape or requantization fused with it; else its first source.
+fn primary(sources: &[crate::container::SourceEntry]) -> Option<usize> {
+    sources
+        .iter()
+        .position(|s| !FOLLOWERS.contains(&s.op.as_str()))
+        .or((!sources.is_empty()).then_some(0))
+}
+
+fn add_figures(t: &mut Figures, f: &Figures) {
+    t.macs = t.macs.saturating_add(f.macs);
+    t.sram_read = t.sram_read.saturating_add(f.sram_read);
+    t.sram_write = t.sram_write.saturating_add(f.sram_write);
+    t.dram_read = t.dram_read.saturating_add(f.dram_read);
+    t.dram_write = t.dram_write.saturating_add(f.dram_write);
+    t.flash_read = t.flash_read.saturating_add(f.flash_read);
+    t.weight_bytes = t.weight_bytes.saturating_add(f.weight_bytes);
+    t.scale_bytes = t.scale_bytes.saturating_add(f.scale_bytes);
+    t.peak_sram = t.peak_sram.max(f.peak_sram);
+}
+
+impl Report {
+    /// The commands grouped by source operator with the layer maps npuc records in its
+    /// outputs ([`crate::layers::layer_maps`]), else by command group.
+    pub fn per_layer(&self, maps: Option<&crate::container::LayerMaps>) -> PerLayer {
+        let maps = maps.filter(|m| m.streams.len() == self.streams.len());
+        let attribution = if maps.is_some() {
+            Attribution::SourceOperators
+        } else {
+            Attribution::CommandGroups
+        };
+        let macs_per_cc = self.accelerator.macs_per_cc() as u64;
+        let mut rows: Vec<LayerRow> = Vec::new();
+        let mut notes = Vec::new();
+        for s in 0..self.streams.len() {
+            let ops: Vec<&OpRow> = self.ops.iter().filter(|o| o.stream == s).collect();
+            // Each command's share of the stream's cycles: how far it moves the end.
+            let total = self.streams[s].1.total_cycles;
+            let mut share = Vec::with_capacity(ops.len());
+            let mut end = 0u64;
+            for o in &ops {
+                share.push(o.perf.end.saturating_sub(end).min(total - end.min(total)));
+                end = end.max(o.perf.end).min(total);
+            }
+            if let Some(last) = share.last_mut() {
+                *last += total - end;
+            }
+            // The row (key) of each command.
+            let mut keys: Vec<Option<usize>> = vec![None; ops.len()];
+            let mut stream_rows: Vec<LayerRow> = Vec::new();
+            let new_row = |source: SourceOp| LayerRow {
+                stream: s,
+                source,
+                fused: Vec::new(),
+                fused_into: None,
+                npu_operations: 0,
+                kernels: Vec::new(),
+                commands: Vec::new(),
+                cycles: 0,
+                op_cycles: 0,
+                kernel_cycles: 0,
+                npu_cycles: 0,
+                memory_cycles: [0; 4],
+                figures: Figures::default(),
+                mac_utilisation: 0.0,
+            };
+            match maps.map(|m| &m.streams[s].operators) {
+                Some(operators) => {
+                    let at: std::collections::BTreeMap<usize, usize> = ops
+                        .iter()
+                        .enumerate()
+                        .map(|(i, o)| (o.perf.offset, i))
+                        .collect();
+                    let mut fused_rows: Vec<(SourceOp, SourceOp)> = Vec::new();
+                    for op in operators {
+                        let p = primary(&op.sources);
+                        let source = p.map_or_else(
+                            || SourceOp {
+                                index: None,
+                                operator: op.kernel.clone(),
+                                output: op.name.clone(),
+                            },
+                            |p| SourceOp::from(&op.sources[p]),
+                        );
+                        let r = match stream_rows.iter().position(|r| r.source == source) {
+                            Some(r) => r,
+                            None => {
+                                stream_rows.push(new_row(source.clone()));
+                                stream_rows.len() - 1
+                            }
+                        };
+                        stream_rows[r].npu_operations += 1;
+                        if !stream_rows[r].kernels.contains(&op.kernel) {
+                            stream_rows[r].kernels.push(op.kernel.clone());
+                        }
+                        for (i, other) in op.sources.iter().enumerate() {
+                            if Some(i) == p {
+                                continue;
+                            }
+                            let other = SourceOp::from(other);
+                            if !stream_rows[r].fused.contains(&other) {
+                                stream_rows[r].fused.push(other.clone());
+                            }
+                            if !fused_rows.iter().any(|(f, _)| *f == other) {
+                                fused_rows.push((other, source.clone()));
+                            }
+                        }
+                        for &c in &op.commands {
+                            if let Some(&i) = at.get(&(c as usize)) {
+                                keys[i] = Some(r);
+                            }
+                        }
+                    }
+                    if keys.iter().any(Option::is_none) {
+                        let n = keys.iter().filter(|k| k.is_none()).count();
+                        notes.push(format!(
+                            "stream {s}: {n} commands in no operator of the layer map, in the row \"(unattributed)\""
+                        ));
+                        stream_rows.push(new_row(SourceOp {
+                            index: None,
+                            operator: "(unattributed)".into(),
+                            output: String::new(),
+                        }));
+                        let r = stream_rows.len() - 1;
+                        for k in keys.iter_mut().filter(|k| k.is_none()) {
+                            *k = Some(r);
+                        }
+                    }
+                    // Operators only fused into others: a row of their own, without cost.
+                    for (f, into) in fused_rows {
+                        if stream_rows.iter().any(|r| r.source == f) {
+                            continue;
+                        }
+                        let mut row = new_row(f);
+                        row.fused_into = Some(into);
+                        stream_rows.push(row);
+                    }
+                }
+                None => {
+                    // A kernel command with the DMAs before it; trailing DMAs to the last.
+                    let mut pending = Vec::new();
+                    for (i, o) in ops.iter().enumerate() {
+                        if o.perf.instruction == DMA_INSTRUCTION {
+                            pending.push(i);
+                            continue;
+                        }
+                        stream_rows.push(new_row(SourceOp {
+                            index: None,
+                            operator: o.perf.instruction.to_string(),
+                            output: String::new(),
+                        }));
+                        let r = stream_rows.len() - 1;
+                        stream_rows[r].kernels.push(o.perf.instruction.to_string());
+                        for j in pending.drain(..).chain([i]) {
+                            keys[j] = Some(r);
+                        }
+                    }
+                    if !pending.is_empty() {
+                        if stream_rows.is_empty() {
+                            stream_rows.push(new_row(SourceOp {
+                                index: None,
+                                operator: DMA_INSTRUCTION.to_string(),
+                                output: String::new(),
+                            }));
+                        }
+                        let r = stream_rows.len() - 1;
+                        for j in pending {
+                            keys[j] = Some(r);
+                        }
+                    }
+                }
+            }
+            for (i, o) in ops.iter().enumerate() {
+                let Some(r) = keys[i] else { continue };
+                let row = &mut stream_rows[r];
+                row.commands.push(o.perf.offset);
+                row.cycles += share[i];
+                row.op_cycles = row.op_cycles.saturating_add(o.figures.cycles);
+                row.npu_cycles = row.npu_cycles.saturating_add(o.perf.cost.compute_cycles);
+                for (m, c) in row.memory_cycles.iter_mut().zip(&o.perf.memory_cycles) {
+                    *m = m.saturating_add(*c);
+                }
+                if o.perf.instruction != DMA_INSTRUCTION {
+                    row.kernel_cycles = row.kernel_cycles.saturating_add(o.figures.cycles);
+                }
+                add_figures(&mut row.figures, &o.figures);
+            }
+            for row in &mut stream_rows {
+                row.figures.cycles = row.cycles;
+                let max = row.kernel_cycles.saturating_mul(macs_per_cc);
+                row.mac_utilisation = if max == 0 {
+                    0.0
+                } else {
+                    row.figures.macs as f64 * 100.0 / max as f64
+                };
+            }
+            // Execution order: by first command; a fused operator's row after its host's.
+            let first = |r: &LayerRow| r.commands.first().copied();
+            let mut ordered: Vec<LayerRow> = Vec::new();
+            let (mut hosts, fused): (Vec<LayerRow>, Vec<LayerRow>) = stream_rows
+                .into_iter()
+                .partition(|r| r.fused_into.is_none());
+            hosts.sort_by_key(|r| (first(r).is_none(), first(r)));
+            for h in hosts {
+                let source = h.source.clone();
+                ordered.push(h);
+                ordered.extend(
+                    fused
+                        .iter()
+                        .filter(|f| f.fused_into.as_ref() == Some(&source))
+                        .cloned(),
+                );
+            }
+            rows.extend(ordered);
+        }
+        let cpu_operators: Vec<SourceOp> = maps
+            .map(|m| m.cpu_operators.iter().map(SourceOp::from).collect())
+            .unwrap_or_default();
+        match attribution {
+            Attribution::SourceOperators => notes.insert(
+                0,
+                "rows by source operator: an NPU operation's commands go to its first source \
+                 operator that is not a fused activation, padding, reshape or requantization; \
+                 a DMA goes to the operation it prepares (decision P22)"
+                    .into(),
+            ),
+            Attribution::CommandGroups => notes.insert(
+                0,
+                "no layer map in this artifact (not npuc's output, or an older npuc's): one row \
+                 per kernel command with the DMAs issued before it; source operators unknown"
+                    .into(),
+            ),
+        }
+        if !cpu_operators.is_empty() {
+            let list: Vec<String> = cpu_operators.iter().map(SourceOp::label).collect();
+            notes.push(format!(
+                "{} operators run on the CPU and are not estimated: {}",
+                cpu_operators.len(),
+                list.join(", ")
+            ));
+        }
+        PerLayer {
+            attribution,
+            rows,
+            cpu_operators,
+            notes,
+        }
+    }
+}
+
+impl PerLayer {
+    /// The rows' figures added up (cycles: the rows' shares, which add up to the report's
+    /// total; peak SRAM: the highest).
+    pub fn total(&self) -> Figures {
+        let mut t = Figures::default();
+        for r in &self.rows {
+            t.cycles = t.cycles.saturating_add(r.cycles);
+            add_figures(&mut t, &r.figures);
+        }
+        t
+    }
+
+    /// The `--per-layer --json` object (`report`: the report the rows come from).
+    pub fn json(&self, report: &Report) -> Value {
+        let layers: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut j = r.figures.json("cycles");
+                if let Some(o) = j.as_object_mut() {
+                    o.remove("peak_sram_bytes");
+                }
+                j["stream"] = json!(r.stream);
+                j["index"] = json!(r.source.index);
+                j["operator"] = json!(r.source.operator);
+                j["output"] = json!(r.source.output);
+                j["fused"] = Value::Array(r.fused.iter().map(SourceOp::json).collect());
+                j["fused_into"] = r.fused_into.as_ref().map_or(Value::Null, SourceOp::json);
+                j["npu_operations"] = json!(r.npu_operations);
+                j["commands"] = json!(r.commands.len());
+                j["op_cycles"] = json!(r.op_cycles);
+                j["mac_utilisation"] = json!(r.mac_utilisation);
+                j
+            })
+            .collect();
+        let mut v = self.total().json("total_cycles");
+        if let Some(o) = v.as_object_mut() {
+            o.remove("peak_sram_bytes");
+        }
+        v["version"] = json!(crate::layers::LAYERS_VERSION);
+        v["attribution"] = json!(self.attribution.name());
+        v["accelerator"] = json!(report.accelerator.name());
+        v["system_config"] = json!(report.map.system.name);
+        v["memory_mode"] = json!(report.map.mode.name);
+        v["layers"] = Value::Array(layers);
+        v["cpu_operators"] = Value::Array(self.cpu_operators.iter().map(SourceOp::json).collect());
+        v["notes"] = json!(self.notes);
+        v
+    }
+
+    /// The human-readable table.
+    pub fn text(&self, report: &Report) -> String {
+        let mut s = String::new();
+        let m = &report.map;
+        let _ = writeln!(
+            s,
+            "{} | system {} ({} MHz) | memory mode {} | per {}",
+            report.accelerator.name(),
+            m.system.name,
+            m.system.core_clock / 1e6,
+            m.mode.name,
+            match self.attribution {
+                Attribution::SourceOperators => "source operator",
+                Attribution::CommandGroups => "command group",
+            }
+        );
+        let line = |s: &mut String, c: [&str; 13]| {
+            let _ = writeln!(
+                s,
+                "{:>3} {:<26} {:>4} {:>10} {:>10} {:>10} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
+                c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12]
+            );
+        };
+        line(
+            &mut s,
+            [
+                "str",
+                "operator",
+                "ops",
+                "cycles",
+                "op cycles",
+                "MACs",
+                "util%",
+                "SRAM rd",
+                "SRAM wr",
+                "DRAM rd",
+                "DRAM wr",
+                "flash rd",
+                "output",
+            ],
+        );
+        for r in &self.rows {
+            let f = &r.figures;
+            let output = match &r.fused_into {
+                Some(h) => format!("{} (fused into {})", r.source.output, h.label()),
+                None => r.source.output.clone(),
+            };
+            line(
+                &mut s,
+                [
+                    &r.stream.to_string(),
+                    &r.source.label(),
+                    &r.npu_operations.to_string(),
+                    &r.cycles.to_string(),
+                    &r.op_cycles.to_string(),
+                    &f.macs.to_string(),
+                    &format!("{:.1}", r.mac_utilisation),
+                    &f.sram_read.to_string(),
+                    &f.sram_write.to_string(),
+                    &f.dram_read.to_string(),
+                    &f.dram_write.to_string(),
+                    &f.flash_read.to_string(),
+                    &output,
+                ],
+            );
+        }
+        let t = self.total();
+        let op_cycles: u64 = self.rows.iter().map(|r| r.op_cycles).sum();
+        line(
+            &mut s,
+            [
+                "",
+                "total",
+                "",
+                &t.cycles.to_string(),
+                &op_cycles.to_string(),
+                &t.macs.to_string(),
+                "",
+                &t.sram_read.to_string(),
+                &t.sram_write.to_string(),
+                &t.dram_read.to_string(),
+                &t.dram_write.to_string(),
+                &t.flash_read.to_string(),
+                "",
+            ],
+        );
+        for n in &self.notes {
+            let _ = writeln!(s, "note: {n}");
+        }
+        s
+    }
+}

@@ -6,9 +6,9 @@
 //! * with `--verbose-performance`, `<model>_per-layer.csv` ([`per_layer_csv`], Vela's columns).
 //!
 //! The figures in both CSV files are `npuc report`'s ([`crate::report`]): its cycles, MACs and
-//! memory traffic per command of the stream, in the model's system configuration and memory
-//! mode. Column names are Vela's; each row of the per-layer file is one NPU operation (kernel
-//! or DMA command) of the stream.
+//! memory traffic, in the model's system configuration and memory mode. Column names are
+//! Vela's; each row of the per-layer file is one source operator on the NPU
+//! (`npuc report --per-layer`'s rows).
 
 use crate::artifact::{Artifact, NpuStream, StreamOrigin};
 use crate::compile::{CompiledModel, TensorPlacement};
@@ -363,75 +363,77 @@ pub fn summary_csv(
     format!("{}\n{}\n", labels.join(","), v.join(","))
 }
 
-/// The IR operator (name, fused names) each row of the report belongs to, when known: the
-/// operation whose output is complete after the row's command, or the first one after it.
-fn operator_of(m: &CompiledModel, offset: usize) -> Option<&crate::compile::OperatorInfo> {
-    m.operators
-        .iter()
-        .filter_map(|o| o.done_at.map(|w| (w * 4, o)))
-        .filter(|(b, _)| *b >= offset)
-        .min_by_key(|(b, _)| *b)
-        .map(|(_, o)| o)
+/// The layer maps of compiled models (one stream each, in order), as npuc records them in
+/// its outputs ([`crate::layers`]); `None` when a stream and its schedule do not match.
+pub fn layer_maps(models: &[&CompiledModel]) -> Option<crate::container::LayerMaps> {
+    let mut streams = Vec::new();
+    for m in models {
+        let (operators, attributed) = crate::layers::operator_entries(m);
+        if !attributed {
+            return None;
+        }
+        streams.push(crate::container::StreamLayers { operators });
+    }
+    Some(crate::container::LayerMaps {
+        version: crate::layers::LAYERS_VERSION,
+        streams,
+        cpu_operators: Vec::new(),
+    })
 }
 
-/// Vela's `<model>_per-layer.csv`: one row per NPU operation of the streams (kernel commands
-/// and DMAs, in execution order). `original` names the source operator of an IR operator name
-/// (e.g. the TFLite opcode of `op3/...`); "Staging Usage" is the operation's extent in the
-/// regions held in SRAM (its "Peak%" against the largest such extent of any operation).
-pub fn per_layer_csv(
-    models: &[&CompiledModel],
-    report: &Report,
-    original: &dyn Fn(&str) -> Option<String>,
-) -> String {
+/// Vela's `<model>_per-layer.csv`: one row per source operator on the NPU
+/// ([`Report::per_layer`], in execution order; a fused operator's row, without cost, after
+/// the row of the operator it is fused into, as Vela lists a fused activation). "Original
+/// Operator" is the source operator (TFLite builtin or TOSA operator), "NNG Operator" the
+/// kernels of its NPU operations, "Op Cycles" its share of the total (the rows add up to it),
+/// "NPU" its compute cycles, "* AC" its cycles on each memory, "Util% (MAC)" its MACs over
+/// what its kernel commands' cycles allow, "Staging Usage" the highest SRAM byte its commands
+/// touch ("Peak%" against the highest of any row), "Name" its output tensor.
+pub fn per_layer_csv(report: &Report, layers: &crate::report::PerLayer) -> String {
     let mut s = String::from(
         "Original Operator,NNG Operator,Target,Staging Usage,Peak% (Staging),Op Cycles,\
          Network% (cycles),NPU,SRAM AC,DRAM AC,OnFlash AC,OffFlash AC,MAC Count,\
          Network% (MAC),Util% (MAC),Name\n",
     );
     let total = &report.total;
-    let map = &report.map;
-    let sram = |extent: &[u64]| -> u64 {
-        (0..extent.len())
-            .filter(|&r| map.region_memory(r as u32) == MemoryKind::Sram)
-            .map(|r| extent[r])
-            .sum()
-    };
-    let staging_peak = report
-        .ops
+    let staging_peak = layers
+        .rows
         .iter()
-        .map(|o| sram(&o.perf.cost.extent))
+        .map(|r| r.figures.peak_sram)
         .max()
         .unwrap_or(0);
-    for o in &report.ops {
-        let p = &o.perf;
-        let model = models.get(o.stream);
-        let info = model.and_then(|m| operator_of(m, p.offset));
-        let name = info.map(|i| i.name.as_str()).unwrap_or("");
-        let orig = info.and_then(|i| original(&i.name)).unwrap_or_default();
-        let staging = sram(&p.cost.extent);
-        let macs_per_cc = model.map_or(256, |m| m.accelerator.macs_per_cc() as u64);
-        let max_macs = p.cycles * macs_per_cc;
+    for r in &layers.rows {
+        let f = &r.figures;
+        let nng = match &r.fused_into {
+            Some(_) => r.source.operator.clone(),
+            None => r.kernels.join(" "),
+        };
+        let util = if r.kernel_cycles == 0 {
+            100.0
+        } else {
+            r.mac_utilisation
+        };
         let _ = write!(
             s,
             "{},{},NPU,{},{},{},{},{},",
-            csv_field(&orig),
-            p.instruction,
-            staging,
-            py(percentage(staging as f64, staging_peak as f64)),
-            p.cycles,
-            py(percentage(p.cycles as f64, total.cycles as f64)),
-            p.cost.compute_cycles
+            csv_field(&r.source.operator),
+            csv_field(&nng),
+            f.peak_sram,
+            py(percentage(f.peak_sram as f64, staging_peak as f64)),
+            r.cycles,
+            py(percentage(r.cycles as f64, total.cycles as f64)),
+            r.npu_cycles
         );
         for k in MemoryKind::ALL {
-            let _ = write!(s, "{},", p.memory_cycles[memory_index(k)]);
+            let _ = write!(s, "{},", r.memory_cycles[memory_index(k)]);
         }
         let _ = writeln!(
             s,
             "{},{},{},{}",
-            p.cost.macs,
-            py(percentage(p.cost.macs as f64, total.macs as f64)),
-            py(percentage(p.cost.macs as f64, max_macs as f64)),
-            csv_field(name)
+            f.macs,
+            py(percentage(f.macs as f64, total.macs as f64)),
+            py(util),
+            csv_field(&r.source.output)
         );
     }
     s

@@ -5,7 +5,6 @@
 //! goldens in the simulator. TOSA input gives both formats too.
 
 use npuc::run::npy;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -326,7 +325,7 @@ fn list_configs_lists_a_files_sections_and_velas_bundled_name_lists_the_presets(
 }
 
 #[test]
-fn the_per_layer_csv_has_one_row_per_command_of_npuc_report() {
+fn the_per_layer_csv_has_the_rows_of_npuc_report_per_layer() {
     let dir = tmp("per-layer");
     std::fs::create_dir_all(&dir).unwrap();
     let model = models().join("tflite/mobilenet_tiny.tflite");
@@ -344,22 +343,28 @@ fn the_per_layer_csv_has_one_row_per_command_of_npuc_report() {
     let rows: Vec<Vec<&str>> = csv
         .lines()
         .skip(1)
-        .map(|l| l.split(',').collect())
+        .map(|l| l.splitn(16, ',').collect())
         .collect();
     let tflite = dir.join("out/mobilenet_tiny_vela.tflite");
-    let report = npuc(&["report", "--json", tflite.to_str().unwrap()], &dir);
+    let report = npuc(
+        &["report", "--per-layer", "--json", tflite.to_str().unwrap()],
+        &dir,
+    );
     ok(&report);
     let v: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
-    let ops = v["ops"].as_array().unwrap();
-    assert_eq!(rows.len(), ops.len());
-    let mut by_kind: BTreeMap<&str, usize> = BTreeMap::new();
-    for (r, o) in rows.iter().zip(ops) {
-        assert_eq!(r[1], o["instruction"].as_str().unwrap());
-        assert_eq!(r[5], o["cycles"].to_string());
-        assert_eq!(r[12], o["macs"].to_string());
-        *by_kind.entry(r[0]).or_default() += 1;
+    let layers = v["layers"].as_array().unwrap();
+    assert_eq!(rows.len(), layers.len());
+    let mut cycles = 0u64;
+    for (r, l) in rows.iter().zip(layers) {
+        assert_eq!(r[0], l["operator"].as_str().unwrap());
+        assert_eq!(r[5], l["cycles"].to_string());
+        assert_eq!(r[12], l["macs"].to_string());
+        assert_eq!(r[15], l["output"].as_str().unwrap());
+        cycles += r[5].parse::<u64>().unwrap();
     }
-    // Kernel commands name the TFLite operator they come from.
-    assert!(by_kind.contains_key("CONV_2D"), "{by_kind:?}");
+    // One row per source operator, which add up to the total.
+    assert_eq!(rows[0][0], "CONV_2D");
+    assert_eq!(rows.last().unwrap()[0], "SOFTMAX");
+    assert_eq!(cycles, v["total_cycles"].as_u64().unwrap());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,7 +4,8 @@
     m = npuc.compile("model.tflite", accelerator="ethos-u85-256")
     m.data            # the Vela-format .tflite (bytes)
     m.summary         # the compile summary (dict; as `npuc compile --json`)
-    m.layers          # per NPU operation: cycles, MACs, memory traffic (as `npuc report --json`)
+    m.layers          # per command: cycles, MACs, memory traffic (as `npuc report --json`)
+    m.per_layer       # per source operator (as `npuc report --per-layer --json`'s layers)
     m.cycles          # estimated cycles
     m.cpu_operators   # the operators left on the CPU, with the reason
     outputs = npuc.run(m.data, [x])  # on the bundled simulator (CPU operators interpreted)
@@ -54,17 +55,21 @@ def _bytes(artifact):
 class CompiledModel:
     """A compiled model: the file (`data`), its summary and its per-operation estimate."""
 
-    def __init__(self, data, summary, layers, cycles, output):
+    def __init__(self, data, summary, layers, cycles, output, per_layer=None):
         #: The compiled file: a Vela-format .tflite, an npuc container, or Vela's raw .npz.
         self.data = data
         #: The compile summary (the JSON of `npuc compile --json`).
         self.summary = summary
-        #: Per NPU operation (kernel or DMA command), as `npuc report --json`'s `ops`.
+        #: Per command (kernel or DMA), as `npuc report --json`'s `ops`.
         self.layers = layers
         #: Estimated cycles of the whole model (npuc report's model).
         self.cycles = cycles
         #: The output format: "tflite", "container" or "raw".
         self.output = output
+        #: Per source operator on the NPU, in execution order (dicts: index, operator,
+        #: output, cycles, macs, mac_utilisation, bytes per memory, ...), as
+        #: `npuc report --per-layer --json`'s `layers`; the rows' cycles add up to `cycles`.
+        self.per_layer = per_layer if per_layer is not None else []
 
     @property
     def cpu_operators(self):
@@ -110,7 +115,7 @@ def compile(
     if output not in OUTPUTS:
         raise NpucError(f"unknown output {output!r} (tflite, container or raw)")
     data, path = _model(model)
-    blob, summary, layers, cycles = _native.compile(
+    blob, summary, layers, cycles, per_layer = _native.compile(
         data,
         path,
         accelerator,
@@ -120,7 +125,9 @@ def compile(
         optimise,
         output,
     )
-    return CompiledModel(blob, json.loads(summary), json.loads(layers), cycles, output)
+    return CompiledModel(
+        blob, json.loads(summary), json.loads(layers), cycles, output, json.loads(per_layer)
+    )
 
 
 def _triple(k, a):

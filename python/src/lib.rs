@@ -66,9 +66,9 @@ fn options(
     )?)
 }
 
-/// What `compile` returns: the file, the summary (JSON), the per-operation report (JSON), the
-/// estimated cycles.
-type Compiled = (Vec<u8>, String, String, u64);
+/// What `compile` returns: the file, the summary (JSON), the per-command report (JSON), the
+/// estimated cycles, the per-source-operator report (JSON).
+type Compiled = (Vec<u8>, String, String, u64, String);
 
 #[allow(clippy::too_many_arguments)]
 fn compile_impl(
@@ -92,11 +92,17 @@ fn compile_impl(
     let out = npuc::compile_artifact(&bytes, format, &options, &mut |_| {})
         .with_context(|| format!("compiling {name} for {}", options.accelerator))?;
     let report = out.report().context("estimating the compiled model")?;
+    // The layer map the output records (a raw .npz records none: from the compiled segments).
+    let segments: Vec<&npuc::CompiledModel> = out.segments.iter().collect();
+    let maps =
+        npuc::layers::layer_maps(&out.bytes).or_else(|| npuc::vela_output::layer_maps(&segments));
+    let per_layer = report.per_layer(maps.as_ref());
     Ok((
         out.bytes.clone(),
         serde_json::to_string(&out.summary)?,
         serde_json::to_string(&report.json()["ops"])?,
         out.cycles(),
+        serde_json::to_string(&per_layer.json(&report)["layers"])?,
     ))
 }
 
@@ -114,8 +120,8 @@ fn compile<'py>(
     config: Option<PathBuf>,
     optimise: &str,
     output: &str,
-) -> PyResult<(Bound<'py, PyBytes>, String, String, u64)> {
-    let (bytes, summary, layers, cycles) = py
+) -> PyResult<(Bound<'py, PyBytes>, String, String, u64, String)> {
+    let (bytes, summary, layers, cycles, per_layer) = py
         .detach(|| {
             compile_impl(
                 data,
@@ -129,7 +135,7 @@ fn compile<'py>(
             )
         })
         .map_err(py_err)?;
-    Ok((PyBytes::new(py, &bytes), summary, layers, cycles))
+    Ok((PyBytes::new(py, &bytes), summary, layers, cycles, per_layer))
 }
 
 const DTYPES: [Dtype; 9] = [

@@ -66,6 +66,27 @@ def test_layers_are_npuc_reports_operations():
     assert sum(l["macs"] for l in m.layers) > 0
 
 
+@pytest.mark.parametrize("output", ["tflite", "container", "raw"])
+def test_per_layer_has_one_row_per_source_operator(output):
+    m = npuc.compile(MODELS / "tflite" / "mobilenet_tiny.tflite", output=output)
+    rows = m.per_layer
+    assert [r["index"] for r in rows] == [o["index"] for o in m.npu_operators]
+    assert rows[0]["operator"] == "CONV_2D" and rows[-1]["operator"] == "SOFTMAX"
+    # The rows add up to the model's cycles and to every command's MACs.
+    assert sum(r["cycles"] for r in rows) == m.cycles
+    assert sum(r["macs"] for r in rows) == sum(l["macs"] for l in m.layers)
+    assert sum(r["commands"] for r in rows) == len(m.layers)
+    assert 0 < rows[0]["mac_utilisation"] <= 100
+
+
+def test_per_layer_has_no_row_for_operators_on_the_cpu():
+    m = npuc.compile(MODELS / "float" / "tflite" / "layernorm.tflite")
+    cpu = {o["index"] for o in m.cpu_operators}
+    rows = m.per_layer
+    assert rows and not cpu & {r["index"] for r in rows}
+    assert sum(r["cycles"] for r in rows) == m.cycles
+
+
 def test_the_configuration_options_reach_the_compiler():
     m = npuc.compile(
         CONV,

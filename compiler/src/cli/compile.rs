@@ -200,8 +200,8 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         vela_output::summary_csv(&stem, &models, &report, npu_operators).into_bytes(),
     ));
     if args.verbose_performance {
-        let original = original_operator(&bytes);
-        let csv = vela_output::per_layer_csv(&models, &report, &original);
+        let maps = vela_output::layer_maps(&models);
+        let csv = vela_output::per_layer_csv(&report, &report.per_layer(maps.as_ref()));
         files.push((vela_output::per_layer_name(&stem), csv.into_bytes()));
     }
     for (name, data) in files {
@@ -243,19 +243,4 @@ fn refuse_overwriting(input: &Path, output: &Path) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// The source operator an IR operator name comes from: the TFLite opcode of `opN/...`.
-fn original_operator(bytes: &[u8]) -> impl Fn(&str) -> Option<String> {
-    let model = if npuc::reference::is_tosa(bytes) {
-        None
-    } else {
-        npuc_frontend_tflite::TfliteModel::parse(bytes).ok()
-    };
-    move |name: &str| {
-        let m = model.as_ref()?;
-        let i = npuc::tflite_out::partition::tflite_op_of(name)?;
-        let op = m.main_subgraph().operators.get(i)?;
-        Some(op.opcode.name().into_owned())
-    }
 }

@@ -1,4 +1,4 @@
-//! `npuc report ARTIFACT [--json] [--system-config NAME] [--memory-mode NAME] [--config FILE.ini]`.
+//! `npuc report ARTIFACT [--json] [--per-layer] [--system-config NAME] [--memory-mode NAME] [--config FILE.ini]`.
 
 use anyhow::Context;
 use npuc::artifact::Artifact;
@@ -20,6 +20,12 @@ pub struct Args {
     /// start_cycle, instruction).
     #[arg(long)]
     json: bool,
+    /// One row per source operator instead of per command: source operator index and type,
+    /// output tensor, cycles, MACs, MAC utilisation and bytes per memory. npuc's container
+    /// and .tflite outputs record which operator each command comes from; any other stream
+    /// gets one row per kernel command with the DMAs issued before it.
+    #[arg(long)]
+    per_layer: bool,
     /// System configuration (vela.ini `[System_Config.NAME]`; default: the one an npuc
     /// container records, else Ethos_U85_SYS_DRAM_Mid).
     #[arg(long)]
@@ -65,7 +71,16 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         .with_context(|| format!("reading {}", args.artifact.display()))?;
     let report = npuc::report::report(&artifact, &map, args.accelerator)?;
     let mut out = std::io::stdout().lock();
-    if args.json {
+    if args.per_layer {
+        let maps = npuc::layers::layer_maps(&bytes);
+        let layers = report.per_layer(maps.as_ref());
+        if args.json {
+            let json = serde_json::to_string_pretty(&layers.json(&report))?;
+            writeln!(out, "{json}")?;
+        } else {
+            out.write_all(layers.text(&report).as_bytes())?;
+        }
+    } else if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report.json())?)?;
     } else {
         out.write_all(report.text().as_bytes())?;

@@ -63,7 +63,10 @@ pub fn compile_tflite(
     if let Some(op) = already_compiled(&model) {
         return Err(TfliteOutError::AlreadyCompiled(op));
     }
-    let partition = partition::partition(&model, options, progress);
+    let mut partition = partition::partition(&model, options, progress);
+    for s in &mut partition.segments {
+        crate::tflite_sources(&model, &mut s.model);
+    }
     let bytes = write::write(bytes, &model, &partition)?;
     Ok(TfliteOutput { bytes, partition })
 }

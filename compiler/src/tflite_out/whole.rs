@@ -146,6 +146,17 @@ pub fn write_whole(m: &CompiledModel) -> Result<Vec<u8>, TfliteOutError> {
     model.subgraphs = Some(vec![sg]);
     model.buffers = Some(buffers);
     add_offline_allocation(&mut model, n_tensors, &offsets);
+    let (operators, attributed) = crate::layers::operator_entries(m);
+    let maps = crate::container::LayerMaps {
+        version: if attributed {
+            crate::layers::LAYERS_VERSION
+        } else {
+            0
+        },
+        streams: vec![crate::container::StreamLayers { operators }],
+        cpu_operators: Vec::new(),
+    };
+    super::write::add_layers(&mut model, &maps);
     let mut fbb = flatbuffers::FlatBufferBuilder::new();
     let root = model.pack(&mut fbb);
     schema::finish_model_buffer(&mut fbb, root);

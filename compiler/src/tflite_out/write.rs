@@ -22,6 +22,7 @@
 
 use super::partition::Partition;
 use super::TfliteOutError;
+use crate::container::{LayerMaps, SourceEntry, StreamLayers};
 use npuc_backend::cop::write_cop1;
 use npuc_frontend_tflite::schema::{
     self, BufferT, BuiltinOperator, BuiltinOptionsT, MetadataT, ModelT, OperatorCodeT, OperatorT,
@@ -277,11 +278,68 @@ pub fn write(
     m.buffers = Some(b.buffers);
     let offsets = b.offsets;
     m.subgraphs.as_mut().expect("subgraphs")[0] = sg;
+    add_layers(&mut m, &layer_maps(model, part));
     super::compact::compact(&mut m, offsets)?;
     let mut fbb = flatbuffers::FlatBufferBuilder::new();
     let root = m.pack(&mut fbb);
     schema::finish_model_buffer(&mut fbb, root);
     Ok(fbb.finished_data().to_vec())
+}
+
+/// The layer maps of a partition's segments, in the order their `ethos-u` operators are
+/// written (by first operator), with the operators left on the CPU.
+fn layer_maps(model: &TfliteModel, part: &Partition) -> LayerMaps {
+    let mut segments: Vec<_> = part.segments.iter().collect();
+    segments.sort_by_key(|s| s.ops.first().map(|o| o.index()));
+    let sg = model.main_subgraph();
+    let attributed: Vec<_> = segments
+        .iter()
+        .map(|s| crate::layers::operator_entries(&s.model))
+        .collect();
+    LayerMaps {
+        // Every segment attributed, or no map at all.
+        version: if attributed.iter().all(|(_, ok)| *ok) {
+            crate::layers::LAYERS_VERSION
+        } else {
+            0
+        },
+        streams: attributed
+            .into_iter()
+            .map(|(operators, _)| StreamLayers { operators })
+            .collect(),
+        cpu_operators: part
+            .cpu_ops()
+            .map(|o| SourceEntry {
+                index: Some(o.op as u32),
+                op: o.opcode.clone(),
+                output: sg
+                    .operators
+                    .get(o.op)
+                    .and_then(|op| op.outputs.first())
+                    .and_then(|&t| sg.tensor(t))
+                    .map_or_else(String::new, |t| t.name.clone()),
+            })
+            .collect(),
+    }
+}
+
+/// Adds the `npuc_layers` metadata ([`crate::layers::TFLITE_METADATA_NAME`]): which source
+/// operator each command of each `ethos-u` operator comes from (nothing when there is no map).
+pub(super) fn add_layers(m: &mut ModelT, maps: &LayerMaps) {
+    use prost::Message;
+    let metadata = m.metadata.get_or_insert_with(Vec::new);
+    metadata.retain(|e| e.name.as_deref() != Some(crate::layers::TFLITE_METADATA_NAME));
+    if maps.version == 0 {
+        return;
+    }
+    let buffers = m.buffers.get_or_insert_with(Vec::new);
+    let mut b = BufferT::default();
+    b.data = Some(maps.encode_to_vec());
+    buffers.push(b);
+    let mut e = MetadataT::default();
+    e.name = Some(crate::layers::TFLITE_METADATA_NAME.into());
+    e.buffer = (buffers.len() - 1) as u32;
+    m.metadata.get_or_insert_with(Vec::new).push(e);
 }
 
 /// Adds the `OfflineMemoryAllocation` metadata for subgraph 0 (`offsets` by final tensor
