@@ -43,6 +43,10 @@ const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
     ),
     ("disasm.rs", "U85 disassembly"),
     ("report.rs", "the U85 cost model over a stream"),
+    (
+        "layers.rs",
+        "decodes U85 streams to map commands to source operators",
+    ),
     ("run.rs", "the U85 simulator"),
     ("verify.rs", "the U85 simulator"),
     ("counts.rs", "counts U85 kernel and DMA commands"),
