@@ -35,3 +35,18 @@ fn negate_modes(_rng: &mut Rng) -> Graph {
 fn negate_of_every_type_with_zero_points() {
     check("negate_modes", negate_modes);
 }
+
+#[test]
+fn the_rewrite_is_a_named_pass_and_the_lowered_graph_says_it_ran() {
+    // NEGATE is rewritten before lowering by the pass named in `rewrite::PASSES`; a graph
+    // without NEGATE (or any other rewritten operator) runs no pass.
+    let l = npuc::compile::lower::lower(&negate_modes(&mut Rng(1))).unwrap();
+    assert_eq!(l.rewrites, ["negate-as-sub"]);
+    let mut b = GraphBuilder::new("relu_only");
+    let x = b.input("x", DType::Int8, [1, 4, 4, 8]);
+    let attrs = ClampAttrs { min: -10, max: 100 };
+    let y = b.op("clamp", Op::Clamp(attrs), &[x]);
+    b.output(y);
+    let l = npuc::compile::lower::lower(&b.finish().unwrap()).unwrap();
+    assert!(l.rewrites.is_empty(), "{:?}", l.rewrites);
+}
