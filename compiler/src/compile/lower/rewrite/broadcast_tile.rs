@@ -8,19 +8,14 @@
 //! type); the cheapest set of operands (fewest tiled elements) whose expansion leaves at most
 //! three groups is chosen. The operation then reads the tiled tensors unchanged.
 
+use super::dims;
 use crate::compile::lower::elementwise::broadcast::folds_into_three;
 use crate::compile::lower::CompileError;
-use npuc_ir::{Graph, Op, OpId, TensorId, TileAttrs};
+use npuc_ir::{Graph, Op, OpId, TileAttrs};
 
 /// Elementwise operators whose operands broadcast (every input has the result's rank).
 fn broadcasts(op: &Op) -> bool {
     op.is_elementwise_binary() || matches!(op, Op::Select)
-}
-
-fn dims(g: &Graph, t: TensorId) -> Vec<usize> {
-    g.tensor(t)
-        .map(|x| x.ty.shape.0.clone())
-        .unwrap_or_default()
 }
 
 /// The operands to tile (by input slot), or `None` if the operation folds as it is.

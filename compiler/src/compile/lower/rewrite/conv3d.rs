@@ -15,6 +15,7 @@
 //! The sums are the same terms in another order, so the accumulator is exact. A single
 //! RESCALE consumer is moved before the RESHAPE, so it fuses into the CONV2D's output stage.
 
+use super::{const_data, dims, graph_err};
 use crate::compile::CompileError;
 use npuc_ir::{
     AxisAttrs, ConvAttrs, Graph, Op, OpId, PadAttrs, ReshapeAttrs, SliceAttrs, TensorData,
@@ -35,31 +36,6 @@ pub(crate) fn rewrite(g: &Graph) -> Result<Option<Graph>, CompileError> {
         one(&mut g, o)?;
     }
     Ok(Some(g))
-}
-
-fn graph_err(e: impl std::fmt::Display) -> CompileError {
-    CompileError::Graph(e.to_string())
-}
-
-fn dims(g: &Graph, t: TensorId) -> Vec<usize> {
-    g.tensor(t)
-        .map(|x| x.ty.shape.0.clone())
-        .unwrap_or_default()
-}
-
-/// The data of a constant, also through RESHAPE/IDENTITY chains.
-fn const_data(g: &Graph, mut t: TensorId) -> Option<&TensorData> {
-    loop {
-        let x = g.tensor(t)?;
-        if let Some(d) = &x.data {
-            return Some(d);
-        }
-        let p = g.op(g.producer(t)?)?;
-        match p.op {
-            Op::Reshape(_) | Op::Identity => t = p.inputs()[0],
-            _ => return None,
-        }
-    }
 }
 
 fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {

@@ -15,8 +15,9 @@
 //! reads the ADD. Only i32 accumulators (i8 inputs): a 48-bit bias (i16 inputs) stays
 //! refused, as no i48 ADD exists on the NPU.
 
+use super::{dtype, graph_err, is_constant};
 use crate::compile::CompileError;
-use npuc_ir::{DType, Graph, Op, OpId, ReshapeAttrs, TensorData, TensorId};
+use npuc_ir::{DType, Graph, Op, OpId, ReshapeAttrs, TensorData};
 
 /// `g` with every convolution-family operator whose bias is not a constant rewritten, or
 /// `None` if it has none.
@@ -43,31 +44,6 @@ pub(super) fn rewrite(g: &Graph) -> Result<Option<Graph>, CompileError> {
         one(&mut g, o)?;
     }
     Ok(Some(g))
-}
-
-fn graph_err(e: impl std::fmt::Display) -> CompileError {
-    CompileError::Graph(e.to_string())
-}
-
-fn dtype(g: &Graph, t: TensorId) -> Option<DType> {
-    g.tensor(t).map(|x| x.ty.dtype)
-}
-
-/// A constant, also through RESHAPE/IDENTITY chains.
-fn is_constant(g: &Graph, mut t: TensorId) -> bool {
-    loop {
-        let Some(x) = g.tensor(t) else { return false };
-        if x.data.is_some() {
-            return true;
-        }
-        let Some(p) = g.producer(t).and_then(|p| g.op(p)) else {
-            return false;
-        };
-        match p.op {
-            Op::Reshape(_) | Op::Identity => t = p.inputs()[0],
-            _ => return false,
-        }
-    }
 }
 
 fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {

@@ -20,6 +20,7 @@
 //! batches of at most [`MAX_IMAGES`], depthwise convolutions of at most [`MAX_DW_CHANNELS`]
 //! channels.
 
+use super::{dims, dtype, graph_err, is_constant};
 use crate::compile::CompileError;
 use npuc_ir::{
     AxisAttrs, DType, Graph, Op, OpId, PadAttrs, ReshapeAttrs, SliceAttrs, TensorId, TransposeAttrs,
@@ -210,37 +211,6 @@ fn conv_candidates(g: &Graph) -> Vec<OpId> {
                 && (a.pad.iter().any(|&p| p != 0) || batched)
         })
         .collect()
-}
-
-fn graph_err(e: impl std::fmt::Display) -> CompileError {
-    CompileError::Graph(e.to_string())
-}
-
-fn dtype(g: &Graph, t: TensorId) -> Option<DType> {
-    g.tensor(t).map(|x| x.ty.dtype)
-}
-
-fn dims(g: &Graph, t: TensorId) -> Vec<usize> {
-    g.tensor(t)
-        .map(|x| x.ty.shape.dims().to_vec())
-        .unwrap_or_default()
-}
-
-/// A constant, also through RESHAPE/IDENTITY chains.
-fn is_constant(g: &Graph, mut t: TensorId) -> bool {
-    loop {
-        let Some(x) = g.tensor(t) else { return false };
-        if x.data.is_some() {
-            return true;
-        }
-        let Some(p) = g.producer(t).and_then(|p| g.op(p)) else {
-            return false;
-        };
-        match p.op {
-            Op::Reshape(_) | Op::Identity => t = p.inputs()[0],
-            _ => return false,
-        }
-    }
 }
 
 fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {

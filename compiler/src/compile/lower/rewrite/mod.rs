@@ -14,7 +14,7 @@ mod negate;
 mod reduce_sum_axis;
 
 use crate::compile::CompileError;
-use npuc_ir::Graph;
+use npuc_ir::{DType, Graph, Op, TensorData, TensorId};
 
 /// One rewrite: the rewritten graph, or `None` when nothing in the graph matched.
 pub(crate) type Rewrite = fn(&Graph) -> Result<Option<Graph>, CompileError>;
@@ -61,4 +61,41 @@ pub(crate) fn run(g: &Graph) -> Result<(Option<Graph>, Vec<&'static str>), Compi
         }
     }
     Ok((rewritten, applied))
+}
+
+// Helpers the passes share.
+
+/// A malformed graph met while rewriting.
+fn graph_err(e: impl std::fmt::Display) -> CompileError {
+    CompileError::Graph(e.to_string())
+}
+
+fn dtype(g: &Graph, t: TensorId) -> Option<DType> {
+    g.tensor(t).map(|x| x.ty.dtype)
+}
+
+fn dims(g: &Graph, t: TensorId) -> Vec<usize> {
+    g.tensor(t)
+        .map(|x| x.ty.shape.0.clone())
+        .unwrap_or_default()
+}
+
+/// The data of a constant, also through RESHAPE/IDENTITY chains.
+fn const_data(g: &Graph, mut t: TensorId) -> Option<&TensorData> {
+    loop {
+        let x = g.tensor(t)?;
+        if let Some(d) = &x.data {
+            return Some(d);
+        }
+        let p = g.op(g.producer(t)?)?;
+        match p.op {
+            Op::Reshape(_) | Op::Identity => t = p.inputs()[0],
+            _ => return None,
+        }
+    }
+}
+
+/// A constant, also through RESHAPE/IDENTITY chains.
+fn is_constant(g: &Graph, t: TensorId) -> bool {
+    const_data(g, t).is_some()
 }
