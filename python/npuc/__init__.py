@@ -95,6 +95,17 @@ class CompiledModel:
         )
 
 
+def _target(accelerator, system_config, memory_mode, config, optimise):
+    """The target options as the native module takes them: one dict."""
+    return {
+        "accelerator": accelerator,
+        "system_config": system_config,
+        "memory_mode": memory_mode,
+        "config": None if config is None else os.fspath(config),
+        "optimise": optimise,
+    }
+
+
 def compile(
     model,
     accelerator="ethos-u85-256",
@@ -115,16 +126,8 @@ def compile(
     if output not in OUTPUTS:
         raise NpucError(f"unknown output {output!r} (tflite, container or raw)")
     data, path = _model(model)
-    blob, summary, layers, cycles, per_layer = _native.compile(
-        data,
-        path,
-        accelerator,
-        system_config,
-        memory_mode,
-        None if config is None else os.fspath(config),
-        optimise,
-        output,
-    )
+    target = _target(accelerator, system_config, memory_mode, config, optimise)
+    blob, summary, layers, cycles, per_layer = _native.compile(data, path, target, output)
     return CompiledModel(
         blob, json.loads(summary), json.loads(layers), cycles, output, json.loads(per_layer)
     )
@@ -169,19 +172,8 @@ def verify(
     TFLite model with CPU operators) with their samples, bytes compared, mismatches and the
     first diverging NPU operation."""
     data, path = _model(model)
-    return json.loads(
-        _native.verify(
-            data,
-            path,
-            accelerator,
-            system_config,
-            memory_mode,
-            None if config is None else os.fspath(config),
-            optimise,
-            samples,
-            seed,
-        )
-    )
+    target = _target(accelerator, system_config, memory_mode, config, optimise)
+    return json.loads(_native.verify(data, path, target, samples, seed))
 
 
 def disasm(artifact):

@@ -40,49 +40,56 @@ fn model_bytes(data: Option<Vec<u8>>, path: Option<PathBuf>) -> anyhow::Result<(
     }
 }
 
-/// The compile options, named as on the command line.
-fn options(
-    accelerator: &str,
-    system_config: Option<&str>,
-    memory_mode: Option<&str>,
+/// The target options, named as on the command line (`--accelerator-config`,
+/// `--system-config`, `--memory-mode`, `--config`, `--optimise`): the `npuc` package passes
+/// them as one dict to every function that compiles.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct TargetArgs {
+    accelerator: String,
+    system_config: Option<String>,
+    memory_mode: Option<String>,
     config: Option<PathBuf>,
-    optimise: &str,
-) -> anyhow::Result<Options> {
-    let accelerator: Accelerator = accelerator.parse()?;
-    let optimise: Optimise = optimise
-        .to_ascii_lowercase()
-        .parse()
-        .map_err(anyhow::Error::msg)?;
-    let file = match config {
-        Some(p) => Some(IniFile::read(&p)?),
-        None => None,
-    };
-    Ok(Options::from_names(
-        accelerator,
-        system_config.unwrap_or(DEFAULT_SYSTEM_CONFIG),
-        memory_mode.unwrap_or(DEFAULT_MEMORY_MODE),
-        file,
-        optimise,
-    )?)
+    optimise: String,
+}
+
+impl TargetArgs {
+    /// The compile options these name.
+    fn options(self) -> anyhow::Result<Options> {
+        let accelerator: Accelerator = self.accelerator.parse()?;
+        let optimise: Optimise = self
+            .optimise
+            .to_ascii_lowercase()
+            .parse()
+            .map_err(anyhow::Error::msg)?;
+        let file = match self.config {
+            Some(p) => Some(IniFile::read(&p)?),
+            None => None,
+        };
+        Ok(Options::from_names(
+            accelerator,
+            self.system_config
+                .as_deref()
+                .unwrap_or(DEFAULT_SYSTEM_CONFIG),
+            self.memory_mode.as_deref().unwrap_or(DEFAULT_MEMORY_MODE),
+            file,
+            optimise,
+        )?)
+    }
 }
 
 /// What `compile` returns: the file, the summary (JSON), the per-command report (JSON), the
 /// estimated cycles, the per-source-operator report (JSON).
 type Compiled = (Vec<u8>, String, String, u64, String);
 
-#[allow(clippy::too_many_arguments)]
 fn compile_impl(
     data: Option<Vec<u8>>,
     path: Option<PathBuf>,
-    accelerator: &str,
-    system_config: Option<&str>,
-    memory_mode: Option<&str>,
-    config: Option<PathBuf>,
-    optimise: &str,
+    target: TargetArgs,
     output: &str,
 ) -> anyhow::Result<Compiled> {
     let (bytes, name) = model_bytes(data, path)?;
-    let options = options(accelerator, system_config, memory_mode, config, optimise)?;
+    let options = target.options()?;
     let format = match output {
         "tflite" => OutputFormat::Tflite,
         "container" => OutputFormat::Container,
@@ -108,32 +115,16 @@ fn compile_impl(
 
 /// Compiles a model; see `npuc.compile`.
 #[pyfunction]
-#[pyo3(signature = (data, path, accelerator, system_config, memory_mode, config, optimise, output))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (data, path, target, output))]
 fn compile<'py>(
     py: Python<'py>,
     data: Option<Vec<u8>>,
     path: Option<PathBuf>,
-    accelerator: &str,
-    system_config: Option<&str>,
-    memory_mode: Option<&str>,
-    config: Option<PathBuf>,
-    optimise: &str,
+    target: TargetArgs,
     output: &str,
 ) -> PyResult<(Bound<'py, PyBytes>, String, String, u64, String)> {
     let (bytes, summary, layers, cycles, per_layer) = py
-        .detach(|| {
-            compile_impl(
-                data,
-                path,
-                accelerator,
-                system_config,
-                memory_mode,
-                config,
-                optimise,
-                output,
-            )
-        })
+        .detach(|| compile_impl(data, path, target, output))
         .map_err(py_err)?;
     Ok((PyBytes::new(py, &bytes), summary, layers, cycles, per_layer))
 }
@@ -207,20 +198,15 @@ fn run<'py>(
         .collect())
 }
 
-#[allow(clippy::too_many_arguments)]
 fn verify_impl(
     data: Option<Vec<u8>>,
     path: Option<PathBuf>,
-    accelerator: &str,
-    system_config: Option<&str>,
-    memory_mode: Option<&str>,
-    config: Option<PathBuf>,
-    optimise: &str,
+    target: TargetArgs,
     samples: usize,
     seed: u64,
 ) -> anyhow::Result<String> {
     let (bytes, name) = model_bytes(data, path)?;
-    let options = options(accelerator, system_config, memory_mode, config, optimise)?;
+    let options = target.options()?;
     let opts = npuc::verify::VerifyOptions { samples, seed };
     let parts = npuc::verify::verify_file(&bytes, &options, &opts)
         .with_context(|| format!("verifying {name}"))?;
@@ -272,34 +258,17 @@ fn verify_impl(
 /// Compiles a model and compares the simulator with the reference interpreter; see
 /// `npuc.verify`.
 #[pyfunction]
-#[pyo3(signature = (data, path, accelerator, system_config, memory_mode, config, optimise, samples, seed))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (data, path, target, samples, seed))]
 fn verify(
     py: Python<'_>,
     data: Option<Vec<u8>>,
     path: Option<PathBuf>,
-    accelerator: &str,
-    system_config: Option<&str>,
-    memory_mode: Option<&str>,
-    config: Option<PathBuf>,
-    optimise: &str,
+    target: TargetArgs,
     samples: usize,
     seed: u64,
 ) -> PyResult<String> {
-    py.detach(|| {
-        verify_impl(
-            data,
-            path,
-            accelerator,
-            system_config,
-            memory_mode,
-            config,
-            optimise,
-            samples,
-            seed,
-        )
-    })
-    .map_err(py_err)
+    py.detach(|| verify_impl(data, path, target, samples, seed))
+        .map_err(py_err)
 }
 
 /// Disassembles every command stream of a compiled artifact; see `npuc.disasm`.
