@@ -213,7 +213,7 @@ fn row_bytes(fm: &Fm) -> u64 {
 /// The block of a piece of `rows` OFM rows: the operation's, its height at most the rows
 /// (rounded up to the microblock height).
 pub(super) fn piece_block(block: &BlockConfig, rows: u32) -> BlockConfig {
-    let mh = block.microblock.height.max(1);
+    let mh = block.microblock.0.max(1);
     BlockConfig {
         ofm_block: (
             block.ofm_block.0.min(rows.next_multiple_of(mh)),
