@@ -243,6 +243,7 @@ pub(crate) fn describe(
         accelerator: String::new(),
         system_config: String::new(),
         memory_mode: String::new(),
+        rewrites: l.rewrites.iter().map(|r| r.to_string()).collect(),
         ops,
         total_cycles: est.total,
         arena_size: p.arena_size,
