@@ -12,6 +12,8 @@
 //! weight order there); the commands a target's writer produced reach the cost model as
 //! [`Commands`], which only the target that made them looks into.
 
+use crate::compile::emit::{Decisions, Written};
+use crate::compile::CompileError;
 use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights};
 use npuc_codecs::scale::{AccFormat, ChannelScale};
 use thiserror::Error;
@@ -202,6 +204,10 @@ pub trait Target: Sync {
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
+    /// Writes the command stream and read-only region of a scheduled graph: the target's
+    /// writer (the U85's sequences the operations in `compile/emit/write.rs` and programs the
+    /// registers with the backend's `writer`).
+    fn write(&self, decisions: &Decisions) -> Result<Written, CompileError>;
     /// Where weight and scale streams can be staged by DMA (region, capacity in bytes), when
     /// the constants are not in that memory already.
     fn staging(&self) -> Option<(u8, u64)>;

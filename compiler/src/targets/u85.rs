@@ -8,7 +8,8 @@ use crate::arch_interface::{
     BlockConfig, BlockNames, Commands, EncodedWeights, KernelKind, OpEstimate, OpGeometry,
     StreamEstimate, Target, TargetError, WeightStreams,
 };
-use crate::compile::Optimise;
+use crate::compile::emit::{write, Decisions, Written};
+use crate::compile::{CompileError, Optimise};
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
 use npuc_backend::perf::op::op_cost;
@@ -374,6 +375,10 @@ impl Target for U85Target {
                 .collect(),
             total: perf.total_cycles,
         })
+    }
+
+    fn write(&self, decisions: &Decisions) -> Result<Written, CompileError> {
+        write::write(decisions)
     }
 
     fn region_memory(&self, region: u8) -> String {
