@@ -4,10 +4,17 @@
 //! the microblock and OFM block of an operation, the encoded weight and scale streams and a
 //! cost estimate. The targets that implement it are in [`crate::targets`] (the registry);
 //! the passes only ever hold a `&dyn Target`.
+//!
+//! The interface names no type of a target (decision A1 in `docs/decisions.md`): what the
+//! passes carry around for one operation is a [`BlockConfig`], a value type of this module
+//! whose neutral fields (OFM block, microblock, weight streams, sparsity) are what the passes
+//! read and whose `private` word is the target's own (the U85 packs its microblock encoding and
+//! weight order there); the commands a target's writer produced reach the cost model as
+//! [`Commands`], which only the target that made them looks into.
 
-use npuc_backend::arch::{ArchConfig, MicroblockShape};
-use npuc_backend::isa::{Command, WeightFormat};
-use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights, WeightOrder};
+use crate::compile::emit::{Decisions, Written};
+use crate::compile::CompileError;
+use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights};
 use npuc_codecs::scale::{AccFormat, ChannelScale};
 use thiserror::Error;
 
@@ -63,21 +70,47 @@ pub fn is_sparse_2_4(weights: &OhwiWeights) -> bool {
         })
 }
 
-/// The chosen microblock, OFM block and weight order of one operation.
+/// How an operation's weights are streamed to the weight decoders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightStreams {
+    /// One stream per weight decoder (U85: SWD).
+    PerDecoder,
+    /// One stream all decoders read (U85: FWD, convolutions only).
+    Single,
+}
+
+/// A target's choice of block for one operation, as the passes see it: the neutral fields they
+/// read (and the OFM block, which they may shrink: slicing, cascading), and a `private` word
+/// only the target that made it reads. Made by [`Target::block_candidates`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockConfig {
-    /// Microblock (ACC_FORMAT.microblock) and its shape.
-    pub microblock: MicroblockShape,
-    /// OFM block height, width, depth (NPU_SET_OFM_BLK_*_M1 + 1).
+    /// OFM block height, width, depth (U85: NPU_SET_OFM_BLK_*_M1 + 1).
     pub ofm_block: (u32, u32, u32),
-    /// Weight order (NPU_SET_KERNEL_STRIDE.weight_order; depth-first without weights).
-    pub weight_order: WeightOrder,
-    /// Weight stream format (NPU_SET_WEIGHT_FORMAT.weight_format): one SWD stream per weight
-    /// decoder, or one FWD stream (convolutions only, TRM 3.9.11).
-    pub weight_format: WeightFormat,
-    /// NPU_SET_WEIGHT_FORMAT.weight_sparsity (2:4 only for convolutions whose weights are).
-    pub weight_sparsity: npuc_backend::isa::WeightSparsity,
+    /// The microblock height, width, depth: the OFM block is a multiple of it.
+    pub microblock: (u32, u32, u32),
+    /// How the weights are streamed.
+    pub weight_streams: WeightStreams,
+    /// The weights are read sparse (U85: NPU_SET_WEIGHT_FORMAT.weight_sparsity 2:4).
+    pub sparse: bool,
+    /// The rest of the target's choice, in the target's own encoding (U85: the ACC_FORMAT
+    /// microblock encoding and the weight order).
+    pub private: u32,
 }
+
+/// The names of a block's choices, for `npuc explain` (the target's vocabulary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockNames {
+    /// The weight stream format (U85: `SWD`, `FWD`).
+    pub weight_format: &'static str,
+    /// The weight order (U85: `depth_first`, `part_kernel_first`).
+    pub weight_order: &'static str,
+    /// The weight sparsity (U85: `none`, `sparse_2_4`).
+    pub weight_sparsity: &'static str,
+}
+
+/// Commands a target's own writer produced (the U85's: a `Vec<isa::Command>`), opaque to
+/// the passes: they take it from the writer and hand it back to the same target's cost model.
+pub type Commands = dyn std::any::Any;
 
 /// Encoded weights of one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,19 +157,15 @@ pub enum TargetError {
 /// The architecture interface used by the compiler passes (`Sync`: the passes consult it
 /// from several threads).
 pub trait Target: Sync {
-    /// The configuration.
-    fn config(&self) -> &ArchConfig;
     /// The CONFIG word written into the container header.
-    fn config_word(&self) -> u32 {
-        self.config().config_word()
-    }
+    fn config_word(&self) -> u32;
     /// Largest OFM block (height, width, depth).
-    fn ofm_block_max(&self) -> (u32, u32, u32) {
-        self.config().ofm_block_max
-    }
+    fn ofm_block_max(&self) -> (u32, u32, u32);
     /// The valid microblock / OFM block / weight order choices for an operation within the
     /// internal RAM limits, the preferred one first; never empty.
     fn block_candidates(&self, geom: &OpGeometry) -> Vec<BlockConfig>;
+    /// The names of `block`'s choices.
+    fn block_names(&self, block: &BlockConfig) -> BlockNames;
     /// Orders and encodes OHWI weights (zero point already subtracted) for a conv-like op in
     /// the block's weight order.
     fn encode_weights(
@@ -158,14 +187,16 @@ pub trait Target: Sync {
     /// The length in bytes of the FWD stream of `weights` for `block`, estimated without
     /// ordering them (`None` when FWD cannot represent them); SWD lengths need the encoding.
     fn fwd_length_estimate(&self, weights: &OhwiWeights) -> Option<u64>;
-    /// Estimated cycles of the kernel operation or DMA that ends `commands`, with the register
-    /// state the commands before it set (from reset): the cost model of `npuc report`.
-    fn estimate(&self, commands: &[Command]) -> u64 {
+    /// Estimated cycles of the kernel operation or DMA that ends `commands` (made by this
+    /// target's writer), with the register state the commands before it set (from reset): the
+    /// cost model of `npuc report`.
+    fn estimate(&self, commands: &Commands) -> u64 {
         self.estimate_traffic(commands).0
     }
     /// [`Target::estimate`]'s cycles, and the bytes the operation moves to and from memories
-    /// other than SRAM (DRAM, flash): the off-chip traffic `npuc report` counts.
-    fn estimate_traffic(&self, commands: &[Command]) -> (u64, u64);
+    /// other than SRAM (DRAM, flash): the off-chip traffic `npuc report` counts. Commands of
+    /// another target's writer cost nothing (a programming error, caught by a debug assertion).
+    fn estimate_traffic(&self, commands: &Commands) -> (u64, u64);
     /// Estimates a whole command stream (`None` if it does not decode).
     fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate>;
     /// The name of the memory holding a region (`Sram`, `Dram`, ...).
@@ -173,6 +204,10 @@ pub trait Target: Sync {
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
+    /// Writes the command stream and read-only region of a scheduled graph: the target's
+    /// writer (the U85's sequences the operations in `compile/emit/write.rs` and programs the
+    /// registers with the backend's `writer`).
+    fn write(&self, decisions: &Decisions) -> Result<Written, CompileError>;
     /// Where weight and scale streams can be staged by DMA (region, capacity in bytes), when
     /// the constants are not in that memory already.
     fn staging(&self) -> Option<(u8, u64)>;

@@ -177,3 +177,29 @@ fn json_and_text_are_the_same_schedule() {
         Some(npuc::compile::schedule::Chain::Producer { .. })
     )));
 }
+
+#[test]
+fn explain_names_the_ir_rewrites_that_ran() {
+    // TOSA NEGATE (no elementwise mode) runs as a SUB; the i32 arithmetic also tiles its
+    // broadcast operands: the passes in the order they ran.
+    for (model, rewrites) in [
+        ("models/tosa/tosa_negate.tosa", &["negate-as-sub"][..]),
+        (
+            "models/tosa/tosa_ew_i32_arith.tosa",
+            &["negate-as-sub", "tile-broadcast-operands"][..],
+        ),
+    ] {
+        let s = json(&["explain", model, "--json"]);
+        assert_eq!(s["rewrites"], serde_json::json!(rewrites), "{model}");
+        let out = npuc(&["explain", model]);
+        assert!(out.status.success(), "{model}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let line = format!("rewrites {}", rewrites.join(", "));
+        assert!(text.lines().any(|l| l == line), "{model}: {text}");
+    }
+    // A graph no rewrite matches: an empty list, and no line.
+    let s = json(&["explain", "models/tflite/conv2d_3x3_relu.tflite", "--json"]);
+    assert_eq!(s["rewrites"], serde_json::json!([]));
+    let out = npuc(&["explain", "models/tflite/conv2d_3x3_relu.tflite"]);
+    assert!(!String::from_utf8(out.stdout).unwrap().contains("rewrites"));
+}

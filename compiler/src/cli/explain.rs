@@ -13,8 +13,9 @@ pub struct Args {
     model: PathBuf,
     #[command(flatten)]
     target: TargetArgs,
-    /// Print JSON: `ops` (each with source, kernel, feature maps, ofm_block, microblock,
-    /// weight_format, staging, chain, cascade, cycles, memory) and `total_cycles`.
+    /// Print JSON: `rewrites` (the IR rewrites that ran), `ops` (each with source, kernel,
+    /// feature maps, ofm_block, microblock, weight_format, staging, chain, cascade, cycles,
+    /// memory) and `total_cycles`.
     #[arg(long)]
     json: bool,
 }

@@ -24,6 +24,10 @@ pub struct Schedule {
     pub system_config: String,
     /// Memory mode compiled for.
     pub memory_mode: String,
+    /// The IR rewrites that ran before lowering, in order (the named passes of
+    /// `compile/lower/rewrite`: `negate-as-sub`, ...).
+    #[serde(default)]
+    pub rewrites: Vec<String>,
     /// The NPU operations in execution order.
     pub ops: Vec<ScheduledOp>,
     /// The cost model's cycles for the whole stream (DMAs overlapping kernels as the waits
@@ -236,8 +240,8 @@ pub struct DmaCost {
 }
 
 impl Schedule {
-    /// The text form: a header, then one block per operation. Stable: snapshot tests compare
-    /// it.
+    /// The text form: a header (with a `rewrites` line when IR rewrites ran), then one block
+    /// per operation. Stable: snapshot tests compare it.
     pub fn text(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(
@@ -250,6 +254,9 @@ impl Schedule {
             "total {} cycles; arena {} B, fast {} B, read-only {} B",
             self.total_cycles, self.arena_size, self.fast_size, self.read_only_size
         );
+        if !self.rewrites.is_empty() {
+            let _ = writeln!(s, "rewrites {}", self.rewrites.join(", "));
+        }
         if let Some(c) = &self.const_copy {
             let _ = writeln!(s, "constants copied {}", copy_text(c));
         }

@@ -13,7 +13,7 @@ use npuc_backend::system::MemoryMap;
 
 mod u85;
 
-pub use u85::U85Target;
+pub use u85::{U85Block, U85Target};
 
 /// The NPU families npuc compiles for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,10 +5,11 @@
 //! model ([`npuc_backend::perf`]).
 
 use crate::arch_interface::{
-    BlockConfig, EncodedWeights, KernelKind, OpEstimate, OpGeometry, StreamEstimate, Target,
-    TargetError,
+    BlockConfig, BlockNames, Commands, EncodedWeights, KernelKind, OpEstimate, OpGeometry,
+    StreamEstimate, Target, TargetError, WeightStreams,
 };
-use crate::compile::Optimise;
+use crate::compile::emit::{write, Decisions, Written};
+use crate::compile::{CompileError, Optimise};
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
 use npuc_backend::perf::op::op_cost;
@@ -58,13 +59,56 @@ impl U85Target {
     }
 }
 
+/// The U85's reading of a [`BlockConfig`]: its register fields (the microblock and weight
+/// order from the `private` word, the weight format and sparsity from the neutral fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct U85Block {
+    /// ACC_FORMAT.microblock.
+    pub microblock: Microblock,
+    /// NPU_SET_KERNEL_STRIDE.weight_order.
+    pub weight_order: WeightOrder,
+    /// NPU_SET_WEIGHT_FORMAT.weight_format.
+    pub weight_format: WeightFormat,
+    /// NPU_SET_WEIGHT_FORMAT.weight_sparsity.
+    pub weight_sparsity: WeightSparsity,
+}
+
+impl U85Block {
+    /// The fields of a block this target made (`private`: microblock encoding in bits 0-7,
+    /// weight order in bits 8-15).
+    pub fn of(block: &BlockConfig) -> U85Block {
+        U85Block {
+            microblock: Microblock::from_raw(block.private & 0xff).unwrap_or_default(),
+            weight_order: WeightOrder::from_raw(block.private >> 8 & 0xff).unwrap_or_default(),
+            weight_format: match block.weight_streams {
+                WeightStreams::PerDecoder => WeightFormat::Swd,
+                WeightStreams::Single => WeightFormat::Fwd,
+            },
+            weight_sparsity: if block.sparse {
+                WeightSparsity::Sparse24
+            } else {
+                WeightSparsity::None
+            },
+        }
+    }
+
+    /// The `private` word of a microblock and weight order.
+    fn private(microblock: Microblock, order: WeightOrder) -> u32 {
+        microblock.raw() | order.raw() << 8
+    }
+}
+
 fn round_up(v: u32, m: u32) -> u32 {
     v.div_ceil(m) * m
 }
 
 impl Target for U85Target {
-    fn config(&self) -> &ArchConfig {
-        &self.arch
+    fn config_word(&self) -> u32 {
+        self.arch.config_word()
+    }
+
+    fn ofm_block_max(&self) -> (u32, u32, u32) {
+        self.arch.ofm_block_max
     }
 
     /// Candidates: per microblock (convolutions with weights: every microblock the
@@ -105,12 +149,11 @@ impl Target for U85Target {
         let (max_h, max_w, max_d) = self.arch.ofm_block_max;
         let ram = self.arch.ram;
         let mut out = Vec::new();
-        use npuc_backend::isa::WeightSparsity as Sp;
         // 2:4 sparse weights may also run sparse (after the dense candidates).
-        let sparsities: &[Sp] = if conv_weights && g.sparse_2_4 {
-            &[Sp::None, Sp::Sparse24]
+        let sparsities: &[bool] = if conv_weights && g.sparse_2_4 {
+            &[false, true]
         } else {
-            &[Sp::None]
+            &[false]
         };
         for &sparsity in sparsities {
             for mb in &mbs {
@@ -125,7 +168,7 @@ impl Target for U85Target {
                         let iw = u64::from((w - 1) * g.stride.1 + g.kernel.1);
                         let id = match (g.kind, order) {
                             (KernelKind::Conv, WeightOrder::PartKernelFirst) => 16,
-                            (KernelKind::Conv, _) if sparsity == Sp::Sparse24 => {
+                            (KernelKind::Conv, _) if sparsity => {
                                 u64::from(round_up(g.ifm_depth.min(128), 16))
                             }
                             (KernelKind::Conv, _) => u64::from(round_up(g.ifm_depth.min(64), 16)),
@@ -171,11 +214,11 @@ impl Target for U85Target {
                         per_depth.push((0, (mb.height, mb.width, mb.depth)));
                     }
                     out.extend(per_depth.into_iter().map(|(_, b)| BlockConfig {
-                        microblock: mb,
                         ofm_block: b,
-                        weight_order: order,
-                        weight_format: WeightFormat::Swd,
-                        weight_sparsity: sparsity,
+                        microblock: (mb.height, mb.width, mb.depth),
+                        weight_streams: WeightStreams::PerDecoder,
+                        sparse: sparsity,
+                        private: U85Block::private(mb.encoding, order),
                     }));
                 }
             }
@@ -185,13 +228,22 @@ impl Target for U85Target {
             let fwd: Vec<BlockConfig> = out
                 .iter()
                 .map(|b| BlockConfig {
-                    weight_format: WeightFormat::Fwd,
+                    weight_streams: WeightStreams::Single,
                     ..*b
                 })
                 .collect();
             out.extend(fwd);
         }
         out
+    }
+
+    fn block_names(&self, block: &BlockConfig) -> BlockNames {
+        let b = U85Block::of(block);
+        BlockNames {
+            weight_format: b.weight_format.name(),
+            weight_order: b.weight_order.name(),
+            weight_sparsity: b.weight_sparsity.name(),
+        }
     }
 
     fn encode_weights(
@@ -203,8 +255,9 @@ impl Target for U85Target {
         dilation: (u32, u32),
         block: &BlockConfig,
     ) -> Result<EncodedWeights, TargetError> {
+        let u85 = U85Block::of(block);
         let (operation, order) = match kind {
-            KernelKind::Conv => (Operation::Conv, block.weight_order),
+            KernelKind::Conv => (Operation::Conv, u85.weight_order),
             KernelKind::Depthwise => (Operation::Depthwise, WeightOrder::PartKernelFirst),
             _ => {
                 return Err(TargetError::Unsupported(
@@ -225,7 +278,7 @@ impl Target for U85Target {
             operation,
             weight_order: order,
             ifm_precision,
-            weight_sparsity: match block.weight_sparsity {
+            weight_sparsity: match u85.weight_sparsity {
                 WeightSparsity::Sparse24 if kind == KernelKind::Conv => WeightSparsity::Sparse24,
                 _ => WeightSparsity::None,
             },
@@ -235,11 +288,11 @@ impl Target for U85Target {
             dilation_y: dil(dilation.0),
             decomposition: KernelDecomposition::D8x8,
             ofm_block_depth: block.ofm_block.2,
-            microblock: block.microblock.encoding,
+            microblock: u85.microblock,
             macs_per_cc: macs,
         };
         let ordering = WeightOrdering::new(&params, weights.shape())?;
-        if block.weight_format == WeightFormat::Fwd {
+        if u85.weight_format == WeightFormat::Fwd {
             if kind != KernelKind::Conv {
                 return Err(TargetError::Unsupported(
                     "FWD weights are for convolutions only".into(),
@@ -266,7 +319,7 @@ impl Target for U85Target {
     ) -> Result<Vec<u8>, TargetError> {
         let params = ScaleStreamParams {
             acc,
-            microblock_depth: block.microblock.depth,
+            microblock_depth: block.microblock.2,
             reverse_c: false,
         };
         Ok(encode_scale_stream(channels, &params)?)
@@ -279,7 +332,11 @@ impl Target for U85Target {
         Some(32 * (1 + words))
     }
 
-    fn estimate_traffic(&self, commands: &[Command]) -> (u64, u64) {
+    fn estimate_traffic(&self, commands: &Commands) -> (u64, u64) {
+        let Some(commands) = commands.downcast_ref::<Vec<Command>>() else {
+            debug_assert!(false, "commands of another target's writer");
+            return (0, 0);
+        };
         let mut regs = RegisterFile::default();
         let mut last = None;
         for c in commands {
@@ -318,6 +375,10 @@ impl Target for U85Target {
                 .collect(),
             total: perf.total_cycles,
         })
+    }
+
+    fn write(&self, decisions: &Decisions) -> Result<Written, CompileError> {
+        write::write(decisions)
     }
 
     fn region_memory(&self, region: u8) -> String {

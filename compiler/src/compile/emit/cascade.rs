@@ -213,7 +213,7 @@ fn row_bytes(fm: &Fm) -> u64 {
 /// The block of a piece of `rows` OFM rows: the operation's, its height at most the rows
 /// (rounded up to the microblock height).
 pub(super) fn piece_block(block: &BlockConfig, rows: u32) -> BlockConfig {
-    let mh = block.microblock.height.max(1);
+    let mh = block.microblock.0.max(1);
     BlockConfig {
         ofm_block: (
             block.ofm_block.0.min(rows.next_multiple_of(mh)),
@@ -298,26 +298,7 @@ pub(super) fn piece(
         }
         None => rows_of(&op.ofm, r0, r1 - r0),
     };
-    let s = NpuOp {
-        name: op.name.clone(),
-        fused: op.fused.clone(),
-        kernel: op.kernel,
-        ifm,
-        ifm2,
-        ofm,
-        kernel_size: op.kernel_size,
-        stride: op.stride,
-        dilation: op.dilation,
-        pad,
-        weights: None,
-        requant: op.requant.clone(),
-        round: op.round,
-        ifm_scale: op.ifm_scale,
-        ifm2_scale: op.ifm2_scale,
-        act: op.act,
-        acc: op.acc,
-        upscale: op.upscale,
-    };
+    let s = op.piece(ifm, ifm2, ofm).with_pad(pad);
     let scalar = l.scalars.get(&j).copied();
     let mut at = locs_with(&s, scalar, p, l, consts);
     at.wrap = wrap;

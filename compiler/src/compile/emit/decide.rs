@@ -13,19 +13,20 @@ use crate::compile::{CompileError, REGION_ARENA, REGION_FAST};
 use npuc_backend::writer::output::clip;
 use std::borrow::Cow;
 
-/// What the scheduling passes decided for a lowered graph.
-pub(crate) struct Decisions<'l> {
+/// What the scheduling passes decided for a lowered graph (opaque outside the crate: what a
+/// target's writer, [`crate::arch_interface::Target::write`], reads).
+pub struct Decisions<'l> {
     /// The lowered graph as scheduled: buffer lifetimes extended for chains, cascade
     /// intermediates shrunk to their rings (a copy only when they change it).
-    pub lowered: Cow<'l, Lowered>,
+    pub(super) lowered: Cow<'l, Lowered>,
     /// Where the feature maps live (staging buffers included in the region sizes).
-    pub placement: Placement,
+    pub(super) placement: Placement,
     /// What was decided for each operation, in execution order (one per `lowered.ops`).
-    pub ops: Vec<OpDecision>,
+    pub(super) ops: Vec<OpDecision>,
     /// The cascades, in order.
-    pub cascades: Vec<Cascade>,
+    pub(super) cascades: Vec<Cascade>,
     /// The copy of the constant feature maps and/or lookup tables at the start, if any.
-    pub consts: Option<ConstCopy>,
+    pub(super) consts: Option<ConstCopy>,
 }
 
 /// What was decided for one operation.

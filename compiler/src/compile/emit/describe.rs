@@ -111,7 +111,7 @@ pub(crate) fn describe(
             _ => plan.block,
         };
         let weighted = op.weights.is_some();
-        let order = block.weight_order.name();
+        let names = target.block_names(&block);
         let streams = plan.enc.as_ref().map(|e| Streams {
             weights: e.weight_count,
             weight_bytes: e.streams.iter().map(|s| s.len() as u64).collect(),
@@ -218,13 +218,13 @@ pub(crate) fn describe(
                 block.ofm_block.2,
             ]),
             microblock: (!is_dma).then_some([
-                block.microblock.height,
-                block.microblock.width,
-                block.microblock.depth,
+                block.microblock.0,
+                block.microblock.1,
+                block.microblock.2,
             ]),
-            weight_format: weighted.then(|| block.weight_format.name().to_string()),
-            weight_order: weighted.then(|| order.to_string()),
-            weight_sparsity: weighted.then(|| block.weight_sparsity.name().to_string()),
+            weight_format: weighted.then(|| names.weight_format.to_string()),
+            weight_order: weighted.then(|| names.weight_order.to_string()),
+            weight_sparsity: weighted.then(|| names.weight_sparsity.to_string()),
             streams,
             staging,
             ifm_copy: d.ops[k].copy.map(|c| Transfer {
@@ -243,6 +243,7 @@ pub(crate) fn describe(
         accelerator: String::new(),
         system_config: String::new(),
         memory_mode: String::new(),
+        rewrites: l.rewrites.iter().map(|r| r.to_string()).collect(),
         ops,
         total_cycles: est.total,
         arena_size: p.arena_size,

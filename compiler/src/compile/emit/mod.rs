@@ -11,8 +11,8 @@
 //! 4. `staging`: where the cost model says it pays and a buffer fits, an operation's block
 //!    is copied by DMA into the staging memory while the previous operation runs.
 //!
-//! [`write`] then writes the command stream and region 0 from the lowered operations and
-//! those decisions, and [`describe`] turns the decisions and the cost model's estimate of the
+//! The target's writer ([`Target::write`]; the U85's is [`write`]) then writes the command
+//! stream and region 0 from the lowered operations and those decisions, and [`describe`] turns the decisions and the cost model's estimate of the
 //! written stream into the [`Schedule`].
 
 use super::alloc::Placement;
@@ -33,7 +33,10 @@ mod regs;
 mod slice;
 mod staging;
 mod weights;
-mod write;
+pub(crate) mod write;
+
+pub use decide::Decisions;
+pub use write::Written;
 
 /// The emitted stream and read-only data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,10 +124,10 @@ pub(super) fn const_operands(l: &Lowered) -> Vec<usize> {
 }
 
 /// Schedules a lowered graph ([`decide`]), writes its command stream and read-only region
-/// ([`write`]) and describes the schedule with the cost model's estimate ([`describe`]).
+/// (the target's writer) and describes the schedule with the cost model's estimate ([`describe`]).
 pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     let decisions = decide::decide(target, l)?;
-    let written = write::write(&decisions)?;
+    let written = target.write(&decisions)?;
     let est = target.estimate_stream(&written.words).unwrap_or_default();
     let schedule = describe::describe(target, &decisions, &written, &est);
     // Kernel operations take their cycles from the stream's estimate (a sliced or cascaded

@@ -15,11 +15,11 @@ use super::geometry;
 use super::objective;
 use super::regs::{locs, op_commands, Locs};
 use super::weights::{encode, Encoded, Layout};
-use crate::arch_interface::{BlockConfig, Target};
+use crate::arch_interface::{BlockConfig, Target, WeightStreams};
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Kernel, Lowered, NpuOp};
 use crate::compile::{CompileError, REGION_READ_ONLY};
-use npuc_backend::isa::{ActivationFunction, WeightFormat, WeightSparsity};
+use npuc_backend::isa::ActivationFunction;
 use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
@@ -142,21 +142,17 @@ fn plan_op(
         let swd = enc0.as_ref().map(Encoded::layout);
         // FWD candidates: the scale stream and one FWD stream of the estimated length.
         let fwd = match (&enc0, &op.weights) {
-            (Some(e), Some(wt)) => target.fwd_length_estimate(wt).map(|len| {
-                Layout::new(
-                    WeightFormat::Fwd,
-                    WeightSparsity::None,
-                    [e.scales.len() as u64, len],
-                )
-            }),
+            (Some(e), Some(wt)) => target
+                .fwd_length_estimate(wt)
+                .map(|len| Layout::new(WeightStreams::Single, false, [e.scales.len() as u64, len])),
             _ => None,
         };
         // The cheapest candidate, and the cheapest SWD one (the fallback when the FWD
         // stream turns out longer than estimated).
         let mut costs = Vec::with_capacity(cands.len());
         for c in &cands {
-            let layout = match c.weight_format {
-                WeightFormat::Fwd => match &fwd {
+            let layout = match c.weight_streams {
+                WeightStreams::Single => match &fwd {
                     Some(l) => Some(l),
                     None => continue,
                 },
@@ -165,7 +161,7 @@ fn plan_op(
             // (The preferred candidate is dense; a sparse one reads the same lengths, FWD ones
             // the FWD estimate.)
             let layout = layout.map(|l| Layout {
-                sparsity: c.weight_sparsity,
+                sparse: c.sparse,
                 ..l.clone()
             });
             let cost = estimate_traffic(target, op, c, layout.as_ref(), REGION_READ_ONLY, &at);
@@ -182,7 +178,7 @@ fn plan_op(
             costs
                 .iter()
                 .copied()
-                .filter(|(_, c)| c.weight_format != WeightFormat::Fwd),
+                .filter(|(_, c)| c.weight_streams != WeightStreams::Single),
         )
         .unwrap_or(((u64::MAX, u64::MAX), first));
         let mut chosen = None;

@@ -6,6 +6,7 @@ use crate::arch_interface::BlockConfig;
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
 use crate::compile::REGION_READ_ONLY;
+use crate::targets::U85Block;
 use npuc_backend::isa::{
     AccInput, ActivationFunction, ActivationStorage, BroadcastMode, Command, ElementwiseMode,
     IfmUpscaleMode, OfmScaleMode, OpConv, OpDepthwise, OpDmaStart, OpElementwise, OpPool, OpResize,
@@ -144,7 +145,8 @@ pub(super) fn op_commands(
     if let Some((layout, region, base)) = streams {
         weights::weight_registers(w, layout, region, base);
     }
-    let order = block.weight_order;
+    let u85 = U85Block::of(block);
+    let order = u85.weight_order;
     // OFM_SCALE carries the round mode (always) and the global scale.
     let (scale, shift) = match &op.requant {
         Requant::Global { scale, shift } => (*scale, *shift),
@@ -271,13 +273,7 @@ pub(super) fn op_commands(
     } else {
         AccInput::Reset
     };
-    write_block(
-        w,
-        block.ofm_block,
-        op.acc,
-        acc_input,
-        block.microblock.encoding,
-    );
+    write_block(w, block.ofm_block, op.acc, acc_input, u85.microblock);
     match op.kernel {
         // A CONV without weights takes them from IFM2 (matrix multiplication).
         Kernel::Conv => (

@@ -51,31 +51,18 @@ fn restrict(op: &NpuOp, c0: u32, depth: u32) -> Option<NpuOp> {
         f.shape.2 = depth;
         f
     };
-    Some(NpuOp {
-        name: op.name.clone(),
-        fused: op.fused.clone(),
-        kernel: op.kernel,
-        ifm: if op.kernel == Kernel::Depthwise {
-            window(&op.ifm)
-        } else {
-            op.ifm
-        },
-        // An initial accumulator (IFM2) is laid out like the OFM.
-        ifm2: op.ifm2.as_ref().map(window),
-        ofm: window(&op.ofm),
-        kernel_size: op.kernel_size,
-        stride: op.stride,
-        dilation: op.dilation,
-        pad: op.pad,
-        weights: Some(sub),
-        requant: Requant::PerChannel(ch[a..b].to_vec()),
-        round: op.round,
-        ifm_scale: op.ifm_scale,
-        ifm2_scale: op.ifm2_scale,
-        act: op.act,
-        acc: op.acc,
-        upscale: op.upscale,
-    })
+    let ifm = if op.kernel == Kernel::Depthwise {
+        window(&op.ifm)
+    } else {
+        op.ifm
+    };
+    // An initial accumulator (IFM2) is laid out like the OFM.
+    let ifm2 = op.ifm2.as_ref().map(window);
+    Some(
+        op.piece(ifm, ifm2, window(&op.ofm))
+            .with_weights(sub)
+            .with_requant(Requant::PerChannel(ch[a..b].to_vec())),
+    )
 }
 
 /// Splits `op` into slices of `depth` channels (the last one shorter) encoded for `block`

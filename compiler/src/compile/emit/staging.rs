@@ -100,7 +100,7 @@ const SLICE_COUNTS: [u32; 5] = [2, 3, 4, 6, 8];
 /// giving a new depth below the OFM's), each with its block (OFM block depth clamped).
 fn slice_candidates(op: &NpuOp, block: &BlockConfig) -> Vec<(u32, BlockConfig)> {
     let od = op.ofm.shape.2;
-    let md = block.microblock.depth.max(1);
+    let md = block.microblock.2.max(1);
     let mut out: Vec<(u32, BlockConfig)> = Vec::new();
     for n in SLICE_COUNTS {
         let depth = od.div_ceil(n).next_multiple_of(md);

@@ -2,7 +2,7 @@
 //! (the unit a staging DMA copies) and their region/base/length registers.
 
 use super::regs::align16;
-use crate::arch_interface::{BlockConfig, OpGeometry, Target};
+use crate::arch_interface::{BlockConfig, OpGeometry, Target, WeightStreams};
 use crate::compile::lower::{NpuOp, Requant};
 use crate::compile::{CompileError, REGION_READ_ONLY};
 use npuc_backend::isa::{DmaRegionMode, WeightFormat, WeightSparsity};
@@ -17,26 +17,27 @@ use npuc_codecs::ordering::IfmPrecision;
 pub(super) struct Encoded {
     pub scales: Vec<u8>,
     pub streams: Vec<Vec<u8>>,
-    pub format: WeightFormat,
-    pub sparsity: WeightSparsity,
+    pub format: WeightStreams,
+    pub sparse: bool,
     /// Number of weights the streams encode (one byte each before compression).
     pub weight_count: u64,
 }
 
-/// How a stream block is laid out: the weight format, and the offset and length of the scale
-/// stream, then of each weight stream, within the block (each part 16-byte aligned).
+/// How a stream block is laid out: how the weights are streamed and whether sparse, and the
+/// offset and length of the scale stream, then of each weight stream, within the block (each
+/// part 16-byte aligned).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Layout {
-    pub format: WeightFormat,
-    pub sparsity: WeightSparsity,
+    pub format: WeightStreams,
+    pub sparse: bool,
     pub parts: Vec<(u64, u32)>,
 }
 
 impl Layout {
     /// The layout of parts of `lens` bytes (scale stream first).
     pub(super) fn new(
-        format: WeightFormat,
-        sparsity: WeightSparsity,
+        format: WeightStreams,
+        sparse: bool,
         lens: impl IntoIterator<Item = u64>,
     ) -> Layout {
         let mut at = 0u64;
@@ -50,7 +51,7 @@ impl Layout {
             .collect();
         Layout {
             format,
-            sparsity,
+            sparse,
             parts,
         }
     }
@@ -61,7 +62,7 @@ impl Encoded {
     pub(super) fn layout(&self) -> Layout {
         Layout::new(
             self.format,
-            self.sparsity,
+            self.sparse,
             std::iter::once(&self.scales)
                 .chain(&self.streams)
                 .map(|s| s.len() as u64),
@@ -129,8 +130,8 @@ pub(super) fn encode(
     Ok(Some(Encoded {
         scales,
         streams: enc.streams,
-        format: block.weight_format,
-        sparsity: block.weight_sparsity,
+        format: block.weight_streams,
+        sparse: block.sparse,
         weight_count: weights.values().len() as u64,
     }))
 }
@@ -142,8 +143,15 @@ pub(super) fn weight_registers(w: &mut CommandWriter, layout: &Layout, region: u
         w,
         (region, base),
         &layout.parts,
-        layout.format,
-        layout.sparsity,
+        match layout.format {
+            WeightStreams::PerDecoder => WeightFormat::Swd,
+            WeightStreams::Single => WeightFormat::Fwd,
+        },
+        if layout.sparse {
+            WeightSparsity::Sparse24
+        } else {
+            WeightSparsity::None
+        },
     );
 }
 

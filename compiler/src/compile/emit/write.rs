@@ -26,27 +26,27 @@ use std::collections::BTreeMap;
 
 /// The written stream and read-only region of a scheduled graph, and which operation each
 /// part belongs to.
-pub(crate) struct Written {
+pub struct Written {
     /// The command stream, ending with NPU_OP_STOP.
-    pub words: Vec<u32>,
+    pub(super) words: Vec<u32>,
     /// Region 0.
-    pub read_only: Vec<u8>,
+    pub(super) read_only: Vec<u8>,
     /// The operations in execution order (cycles not yet estimated, `done_at` a command
     /// index).
-    pub operators: Vec<OperatorInfo>,
+    pub(super) operators: Vec<OperatorInfo>,
     /// The operation of each kernel command, in stream order.
-    pub owners: Vec<usize>,
+    pub(super) owners: Vec<usize>,
     /// The operation each DMA command was issued for (its streams, IFM copy or LUT, or the
     /// operation itself), in stream order; `None`: the copy of the constants at the start.
-    pub dma_owners: Vec<Option<usize>>,
+    pub(super) dma_owners: Vec<Option<usize>>,
     /// The weights and scales in region 0.
-    pub weights: WeightFigures,
+    pub(super) weights: WeightFigures,
     /// Where each constant feature map is read: (region, offset).
-    pub consts: Consts,
+    pub(super) consts: Consts,
     /// The region 0 offset of each operation's stream block (one per slice when sliced).
-    pub blocks: Vec<Vec<u64>>,
+    pub(super) blocks: Vec<Vec<u64>>,
     /// The copy of the constants and/or lookup tables at the start: from, to, bytes.
-    pub const_copy: Option<Transfer>,
+    pub(super) const_copy: Option<Transfer>,
 }
 
 /// Writes the command stream and region 0 of `d`.

@@ -180,4 +180,29 @@ impl NpuOp {
     pub fn copy(name: String, fused: Vec<String>, ifm: Fm, ofm: Fm, act: (i64, i64)) -> NpuOp {
         NpuOp::pool(PoolingMode::Max, name, fused, ifm, ofm, act)
     }
+
+    /// A piece of this operation (a cascade band, an OFM-depth slice): the same operation on
+    /// other feature maps, without weights (the piece sets its own, and its padding).
+    pub fn piece(&self, ifm: Fm, ifm2: Option<Fm>, ofm: Fm) -> NpuOp {
+        NpuOp {
+            name: self.name.clone(),
+            fused: self.fused.clone(),
+            kernel: self.kernel,
+            ifm,
+            ifm2,
+            ofm,
+            kernel_size: self.kernel_size,
+            stride: self.stride,
+            dilation: self.dilation,
+            pad: self.pad,
+            weights: None,
+            requant: self.requant.clone(),
+            round: self.round,
+            ifm_scale: self.ifm_scale,
+            ifm2_scale: self.ifm2_scale,
+            act: self.act,
+            acc: self.acc,
+            upscale: self.upscale,
+        }
+    }
 }
