@@ -10,7 +10,8 @@ spread over the set (every k-th, so each set contributes up to its quota), plus 
 rank-0 test, the smallest test of rank 5 or more and the smallest RESHAPE to rank 0 of each set,
 plus, per convolution-family operator (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D), the
 smallest PRO-INT test with runtime weights and the smallest with a runtime bias (decisions
-L36-L38).  `--extras-only` copies just those, keeping the subset already there.  Each test directory is
+L36-L38), plus the PRO-INT tests of CLASS_TESTS (one per refusal class of issue 16 B that
+now compiles: decisions L39-L44).  `--extras-only` copies just those, keeping the subset already there.  Each test directory is
 copied as <set>__<test>/ with desc.json, test.tosa, inputs and the reference results.
 Deterministic: the same suite gives the same subset.  Standard library only.
 """
@@ -40,6 +41,22 @@ def tests(set_dir):
                "variable": variable}
 
 
+# One small PRO-INT test per refusal class of issue 16 B that now compiles (decisions L39-L44).
+CLASS_TESTS = (
+    "tensor/avg_pool2d/avg_pool2d_1x11x44x3_i8_acci32_st11_kern99_pad8888",
+    "tensor/avg_pool2d/avg_pool2d_1x5x6x3_i8_acci32_st8192x4_kern8192x3_pad8191x8188x0x1",
+    "data_layout/concat/concat_58_b_axis0",
+    "data_layout/concat/concat_3x10x11x1_b_axis2",
+    "tensor/conv2d_8192x2/conv2d_8192x2_1x3x3x2_i8xi8_acci32_st8192x8192_pad8189x8192x8189x4097_dilat1x4096_lclbnd0",
+)
+
+
+def class_tests(all_tests):
+    """The tests of CLASS_TESTS, in that order (any size)."""
+    by_dir = {str(t["dir"].relative_to(t["dir"].parents[2])): t for t in all_tests}
+    return [by_dir[name] for name in CLASS_TESTS if name in by_dir]
+
+
 CONV_OPS = ("CONV2D", "DEPTHWISE_CONV2D", "TRANSPOSE_CONV2D", "CONV3D")
 
 
@@ -65,6 +82,7 @@ def main():
         all_tests = [t for t in tests(suite / set_name) if t["size"] <= MAX_TEST_BYTES]
         if set_name == "pro-int":
             extras = runtime_operand_tests(all_tests)
+            extras += [t for t in class_tests(all_tests) if t not in extras]
             if extras_only:
                 picked += [(set_name, t) for t in extras]
                 continue

@@ -116,6 +116,27 @@ impl<'g> Ctx<'g> {
         })
     }
 
+    /// A read-only buffer holding the bytes of the constant `t` as its element type stores
+    /// them (a bool as one byte 0 or 1), evaluated like any constant operand: the source of
+    /// data movement, which copies bytes whatever the type.
+    pub(crate) fn constant_bytes(
+        &mut self,
+        node: &OpNode,
+        t: TensorId,
+    ) -> Result<usize, CompileError> {
+        let dtype = match self.dtype(t) {
+            DType::Bool => DType::Int8,
+            d @ (DType::Int8 | DType::Int16 | DType::Int32) => d,
+            d => return Err(unsupported(node, format!("a {d} constant operand"))),
+        };
+        let values = self
+            .constant_values(t)
+            .ok_or_else(|| unsupported(node, "a constant operand has no defined value"))?;
+        let data = TensorData::from_i64(dtype, &values)
+            .map_err(|e| unsupported(node, format!("constant operand: {e}")))?;
+        Ok(self.anonymous_constant(data.to_le_bytes()))
+    }
+
     /// The feature map of an elementwise operand with zero point `zp`: the tensor's buffer
     /// (bool, i8 or i16; a bool is a byte 0 or 1), or, for a constant without one, the
     /// constant's values stored as `const_dtype`. The shape is set by
@@ -182,9 +203,10 @@ impl Ctx<'_> {
         let values = self
             .constant_values(t)
             .ok_or_else(|| refuse("its value is not defined"))?;
-        let shape = flat_hwc_of(values.len())
-            .ok_or_else(|| refuse("no feature map shape holds its elements"))?;
         let data = TensorData::from_i64(fm_dtype, &values).map_err(|e| refuse(&e.to_string()))?;
+        let Some(shape) = flat_hwc_of(values.len()) else {
+            return self.constant_output_bytes(t, data.to_le_bytes());
+        };
         let src = self.anonymous_constant(data.to_le_bytes());
         let fm = |buffer| Fm {
             buffer,
@@ -203,6 +225,68 @@ impl Ctx<'_> {
             fm(dst),
             (fm_dtype.min_value(), fm_dtype.max_value()),
         ));
+        Ok(dst)
+    }
+}
+
+impl Ctx<'_> {
+    /// A constant output whose element count has no height, width, depth of at most 65536
+    /// each (a prime factor above 65536): its bytes are copied as int8 in rows of 65536 bytes
+    /// and a remainder (decision L41). An output with no elements is refused.
+    fn constant_output_bytes(
+        &mut self,
+        t: TensorId,
+        bytes: Vec<u8>,
+    ) -> Result<usize, CompileError> {
+        const ROW: usize = 65536;
+        let name = self.g.tensor(t).expect("tensor").name.clone();
+        let total = bytes.len();
+        if total == 0 {
+            return Err(CompileError::Graph(format!(
+                "output {name} is a constant with no elements"
+            )));
+        }
+        let head = total / ROW;
+        // `head` rows of 65536 bytes as a height and width of at most 65536 each.
+        let w = (1..=head.min(ROW))
+            .rev()
+            .find(|d| head % d == 0)
+            .unwrap_or(1);
+        if head / w > ROW {
+            return Err(CompileError::Graph(format!(
+                "output {name} is a constant: no feature map shape holds its {total} bytes"
+            )));
+        }
+        let src = self.anonymous_constant(bytes);
+        let op = self.lowered.ops.len();
+        let dst = self.new_buffer(t, Some(op));
+        let fm = |buffer, offset, shape: (u32, u32, u32)| Fm {
+            buffer,
+            shape,
+            zero_point: 0,
+            dtype: DType::Int8,
+            broadcast: (false, false, false),
+            view: View {
+                offset,
+                ..View::default()
+            },
+        };
+        let mut parts = Vec::new();
+        if head > 0 {
+            parts.push((0u64, ((head / w) as u32, w as u32, ROW as u32)));
+        }
+        if total % ROW != 0 {
+            parts.push(((head * ROW) as u64, (1, 1, (total % ROW) as u32)));
+        }
+        for (offset, shape) in parts {
+            self.push(NpuOp::copy(
+                name.clone(),
+                vec![name.clone()],
+                fm(src, offset, shape),
+                fm(dst, offset, shape),
+                (-128, 127),
+            ));
+        }
         Ok(dst)
     }
 }

@@ -293,9 +293,31 @@ impl<'g> Ctx<'g> {
         };
         let ys = axis_parts(&axis(0), max_ext, split && kd.0 > max_ext);
         let xs = axis_parts(&axis(1), max_ext, split && kd.1 > max_ext);
-        if ys.is_empty() || xs.is_empty() {
+        if (ys.is_empty() || xs.is_empty()) && op.weights.is_none() {
             return Err(unsupported(node, "a window that reads only padding"));
         }
+        // Every tap of an axis reads only padding (zero after the zero point): the result is
+        // the bias alone, which one part with no taps adds (decision L44).
+        let bias_only = |a: Axis| AxisPart {
+            start: 0,
+            step: 1,
+            len: a.input,
+            kernel: 1,
+            stride: 1,
+            dilation: 1,
+            pad: 0,
+            taps: Vec::new(),
+        };
+        let ys = if ys.is_empty() {
+            vec![bias_only(axis(0))]
+        } else {
+            ys
+        };
+        let xs = if xs.is_empty() {
+            vec![bias_only(axis(1))]
+        } else {
+            xs
+        };
         let mut parts: Vec<NpuOp> = Vec::new();
         for py in &ys {
             for px in &xs {

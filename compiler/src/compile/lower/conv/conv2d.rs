@@ -221,8 +221,14 @@ impl<'g> Ctx<'g> {
                 (Kernel::Conv, ohwi, false)
             }
         };
-        check_dilated_kernel(&weights, dilation).map_err(|e| unsupported(node, e))?;
-        let (weights, dilation) = expand_dilation(weights, dilation).map_err(bad_shape)?;
+        let (weights, dilation) = match check_dilated_kernel(&weights, dilation) {
+            Ok(()) => expand_dilation(weights, dilation).map_err(bad_shape)?,
+            // Beyond the NPU's kernel once expanded: the window keeps its dilation and
+            // splits into parts of at most 64 taps per side, each tap in one part (L23,
+            // decision L44).
+            Err(_) if dilated_sides_fit(&weights, dilation) => (weights, dilation),
+            Err(e) => return Err(unsupported(node, e)),
+        };
         // A 1x1 kernel with stride 1 and no padding maps pixels to pixels: a batch folds
         // into the height (TOSA's fully connected layers are such CONV2Ds of N x 1 x 1 x C).
         let ws = weights.shape();
@@ -467,6 +473,19 @@ fn check_dilated_kernel(w: &OhwiWeights, dilation: [usize; 2]) -> Result<(), Str
         ));
     }
     Ok(())
+}
+
+/// Whether the dilated sides of the kernel are below 2^31 (no overflow in the window's
+/// geometry): such a kernel splits into parts instead of being expanded.
+fn dilated_sides_fit(w: &OhwiWeights, dilation: [usize; 2]) -> bool {
+    let s = w.shape();
+    let side = |k: usize, d: usize| (k - 1).checked_mul(d).and_then(|v| v.checked_add(1));
+    [
+        side(s.kernel_height, dilation[0]),
+        side(s.kernel_width, dilation[1]),
+    ]
+    .iter()
+    .all(|v| v.is_some_and(|v| v < 1 << 31))
 }
 
 /// A dilation above 2 (the hardware's largest) as a dilation-1 kernel with `d - 1` zero taps

@@ -18,6 +18,10 @@ use npuc_ir::{DType, Op, OpId, OpNode, TensorData, TensorId};
 
 /// Most NPU operations one IR operator may become.
 const MAX_COPIES: usize = 4096;
+/// Most elements a PAD may write: its fill is one copy, reading and writing about three
+/// times as many feature-map elements, which must stay within the 2^28 per operation that
+/// the validator and the simulator allow (decision H2).
+const MAX_PAD_ELEMENTS: u64 = (1 << 28) / 3;
 /// Largest extent of one feature-map axis (16-bit `*_M1` registers).
 const MAX_DIM: usize = 65536;
 
@@ -131,6 +135,35 @@ fn gather_copies(rows: &[i64], row: i64) -> Vec<(i64, i64, Vec<CopyAxis>)> {
     out
 }
 
+/// The axes reordered so that the two whose product is largest (at most one of them read
+/// backwards) come last, in their original order: the height and width of each copy, so the
+/// remaining axes, each combination of which is one copy, multiply to the fewest copies. The
+/// order of the axes does not matter to a box copy: every element's source and destination
+/// offsets are sums over the axes.
+fn longest_two_last(axes: Vec<CopyAxis>) -> Vec<CopyAxis> {
+    let mut best: Option<(usize, usize, usize)> = None;
+    for i in 0..axes.len() {
+        for j in i + 1..axes.len() {
+            if axes[i].src < 0 && axes[j].src < 0 {
+                continue;
+            }
+            let n = axes[i].n * axes[j].n;
+            if best.is_none_or(|b| n > b.0) {
+                best = Some((n, i, j));
+            }
+        }
+    }
+    let Some((_, i, j)) = best else {
+        return axes;
+    };
+    let mut out: Vec<CopyAxis> = (0..axes.len())
+        .filter(|&k| k != i && k != j)
+        .map(|k| axes[k])
+        .collect();
+    out.extend([axes[i], axes[j]]);
+    out
+}
+
 /// Splits the axes longer than a feature-map axis: an axis of `p * q` elements becomes `p`
 /// steps of `q` (the largest such `q` that fits), and an axis with no such factors a part of
 /// a multiple of [`MAX_DIM`] elements and a remainder. Returns the parts as (source offset,
@@ -230,8 +263,15 @@ impl<'g> Ctx<'g> {
         if axes.len() >= 2 && axes[split].src < 0 && axes[split + 1].src < 0 {
             split += 1;
         }
+        let mut count: usize = axes[..split].iter().map(|a| a.n).product();
+        if count > MAX_COPIES {
+            // Too many copies with the innermost two as height and width: the two longest
+            // axes instead (decision L42).
+            axes = longest_two_last(axes);
+            split = axes.len().saturating_sub(2);
+            count = axes[..split].iter().map(|a| a.n).product();
+        }
         let (outer, inner) = axes.split_at(split);
-        let count: usize = outer.iter().map(|a| a.n).product();
         if count > MAX_COPIES {
             return Err(unsupported(
                 node,
@@ -304,10 +344,14 @@ impl<'g> Ctx<'g> {
         Ok(())
     }
 
-    /// The buffer of a moved tensor (graph input, NPU output or constant).
+    /// The buffer of a moved tensor (graph input, NPU output or constant; a constant of
+    /// booleans, or one computed from constants alone, as its evaluated bytes: decision L40).
     fn move_source(&mut self, node: &OpNode, t: TensorId) -> Result<usize, CompileError> {
         if let Some(b) = self.constant_buffer(t) {
             return Ok(b);
+        }
+        if !self.lowered.tensor_buffer.contains_key(&t) && self.is_constant(t) {
+            return self.constant_bytes(node, t);
         }
         self.input_buffer(node, t)
     }
@@ -412,6 +456,15 @@ impl<'g> Ctx<'g> {
                 let idims = self.dims(x).to_vec();
                 let dst = self.move_output(out);
                 let total: usize = odims.iter().product();
+                if total as u64 > MAX_PAD_ELEMENTS {
+                    return Err(unsupported(
+                        node,
+                        format!(
+                            "a padded tensor of {total} elements (its fill alone would move \
+                             more than 2^28 feature-map elements in one operation, decision L43)"
+                        ),
+                    ));
+                }
                 if a.padding.iter().any(|p| p[0] + p[1] > 0) && total > 0 {
                     // Fill: rows of up to 256 elements of the pad value, read again and again.
                     let value = TensorData::from_i64(self.dtype(out), &[a.pad_const])

@@ -51,10 +51,7 @@ impl<'g> Ctx<'g> {
             unreachable!("lower_avgpool_large on another op")
         };
         if a.pad.iter().any(|&p| p != 0) {
-            return Err(unsupported(
-                node,
-                "average pool kernels above 8x8 with padding",
-            ));
+            return self.lower_avgpool_padded(o);
         }
         let x = node.inputs()[0];
         if !matches!(self.dtype(x), DType::Int8 | DType::Int16) {
@@ -112,7 +109,7 @@ impl<'g> Ctx<'g> {
 }
 
 /// `ceil(log2(v))` for `v >= 1`.
-fn ceil_log2(v: u64) -> u32 {
+pub(crate) fn ceil_log2(v: u64) -> u32 {
     64 - (v.max(1) - 1).leading_zeros()
 }
 
