@@ -4,7 +4,8 @@
 //! need the two longest axes as height and width (L42), and dilated kernels beyond 64x64 that
 //! split into parts instead of expanding (L44). Each graph is compiled for all five
 //! configurations and compared with the reference interpreter on seeded random inputs. A PAD
-//! whose fill would exceed the per-operation bound is refused at lowering, naming it (L43).
+//! whose fill would exceed the per-operation bound is refused at lowering, naming it (L43);
+//! a convolution with input weights and such a padding pads in its im2col copy (L45).
 
 mod compile_common;
 
@@ -190,6 +191,28 @@ fn a_split_window_whose_taps_all_read_padding_gives_the_bias() {
     b.output(y);
     let g = b.finish().unwrap();
     check_sim("padding_only", &g, 1);
+}
+
+/// A CONV2D with input weights, stride 4000x3000 and paddings of thousands (the padded input,
+/// 8004 x 6006 x 2, is beyond what a PAD may write): the im2col copy applies the padding,
+/// filling with the input zero point and copying the taps inside the input.
+#[test]
+fn a_hugely_padded_conv_with_input_weights_pads_in_its_im2col() {
+    let mut b = GraphBuilder::new("im2col_padded");
+    let x = b.input("x", DType::Int8, [1, 5, 7, 2]);
+    let w = b.input("w", DType::Int8, [3, 3, 4, 2]);
+    let bias = b.const_i32("b", [3], &[5, -9, 1000]);
+    let attrs = ConvAttrs {
+        pad: [4000, 3999, 3000, 2999],
+        stride: [4000, 3000],
+        dilation: [1, 2],
+        input_zp: -7,
+        weight_zp: 3,
+    };
+    let y = b.op("conv", Op::Conv2d(attrs), &[x, w, bias]);
+    b.output(y);
+    let g = b.finish().unwrap();
+    check_sim("im2col_padded", &g, 2);
 }
 
 /// A PAD of an 8x8 tensor to 12,000 x 8,000 (96 M elements): refused at lowering, naming the

@@ -11,7 +11,7 @@ rank-0 test, the smallest test of rank 5 or more and the smallest RESHAPE to ran
 plus, per convolution-family operator (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D), the
 smallest PRO-INT test with runtime weights and the smallest with a runtime bias (decisions
 L36-L38), plus the PRO-INT tests of CLASS_TESTS (one per refusal class of issue 16 B that
-now compiles: decisions L39-L44).  `--extras-only` copies just those, keeping the subset already there.  Each test directory is
+now compiles: decisions L39-L45).  `--extras-only` copies just those, keeping the subset already there.  Each test directory is
 copied as <set>__<test>/ with desc.json, test.tosa, inputs and the reference results.
 Deterministic: the same suite gives the same subset.  Standard library only.
 """
@@ -41,13 +41,14 @@ def tests(set_dir):
                "variable": variable}
 
 
-# One small PRO-INT test per refusal class of issue 16 B that now compiles (decisions L39-L44).
+# One small PRO-INT test per refusal class of issue 16 B that now compiles (decisions L39-L45).
 CLASS_TESTS = (
     "tensor/avg_pool2d/avg_pool2d_1x11x44x3_i8_acci32_st11_kern99_pad8888",
     "tensor/avg_pool2d/avg_pool2d_1x5x6x3_i8_acci32_st8192x4_kern8192x3_pad8191x8188x0x1",
     "data_layout/concat/concat_58_b_axis0",
     "data_layout/concat/concat_3x10x11x1_b_axis2",
     "tensor/conv2d_8192x2/conv2d_8192x2_1x3x3x2_i8xi8_acci32_st8192x8192_pad8189x8192x8189x4097_dilat1x4096_lclbnd0",
+    "tensor/depthwise_conv2d_1x8192/depthwise_conv2d_1x8192_1x4x4x4_i8xi8_acci32_st8192x8192_pad8188x1x8188x8192_dilat8192x1_lclbnd0",
 )
 
 

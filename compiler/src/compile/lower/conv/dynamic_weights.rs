@@ -10,8 +10,10 @@
 //!    (`acc_input = ifm2`, as decision L27's last step), per-channel records holding the
 //!    bias and the output RESCALE's multipliers and shifts, its rounding, clamp and zero point.
 //!
-//! Batch 1, no padding: `conv_dynamic_prep` pads the input and splits batches before.
+//! Batch 1: `conv_dynamic_prep` pads the input and splits batches before, except a padding
+//! too large to materialise, which the im2col copy applies (`padded_im2col`, decision L45).
 
+use crate::compile::lower::conv::padded_im2col::ConvAxis;
 use crate::compile::lower::data_movement::copy::CopyAxis;
 use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, NpuOp, Requant, View};
@@ -38,9 +40,6 @@ impl<'g> Ctx<'g> {
         let Some(bd) = self.folded_const(b) else {
             return Err(unsupported(node, "a non-constant bias"));
         };
-        if a.pad.iter().any(|&p| p != 0) {
-            return Err(unsupported(node, "padding with non-constant weights"));
-        }
         let zp_ok = |z: i64| (-128..=127).contains(&z);
         if !zp_ok(a.input_zp) || !zp_ok(a.weight_zp) {
             return Err(unsupported(node, "zero points out of range"));
@@ -65,7 +64,8 @@ impl<'g> Ctx<'g> {
         if rows == 0 || k == 0 || oc == 0 {
             return Err(unsupported(node, "an empty convolution"));
         }
-        let fits = (oh - 1) * sy + (kh - 1) * dy < ih && (ow - 1) * sx + (kw - 1) * dx < iw;
+        let (ph, pw) = (ih + a.pad[0] + a.pad[1], iw + a.pad[2] + a.pad[3]);
+        let fits = (oh - 1) * sy + (kh - 1) * dy < ph && (ow - 1) * sx + (kw - 1) * dx < pw;
         // More than 65536 rows run as several matrix products of at most 65536 rows each.
         if !fits || [k, oc, oh, ow].iter().any(|&v| v > 65536) {
             return Err(unsupported(node, "a matrix dimension above 65536"));
@@ -90,35 +90,51 @@ impl<'g> Ctx<'g> {
 
         // 1. im2col.
         let col = self.scratch((rows * k) as u64);
-        let row = (iw * ic) as i64;
-        let axes = [
-            CopyAxis {
-                n: oh,
-                src: sy as i64 * row,
-                dst: (ow * k) as i64,
-            },
-            CopyAxis {
-                n: ow,
-                src: (sx * ic) as i64,
-                dst: k as i64,
-            },
-            CopyAxis {
-                n: kh,
-                src: dy as i64 * row,
-                dst: (kw * ic) as i64,
-            },
-            CopyAxis {
-                n: kw,
-                src: (dx * ic) as i64,
-                dst: ic as i64,
-            },
-            CopyAxis {
-                n: ic,
-                src: 1,
-                dst: 1,
-            },
-        ];
-        self.strided_copy(node, (xbuf, 0), (col, 0), &axes)?;
+        if a.pad.iter().any(|&p| p != 0) {
+            let axis = |input, output, kernel, stride, dilation, pad| ConvAxis {
+                input,
+                output,
+                kernel,
+                stride,
+                dilation,
+                pad,
+            };
+            let axes = (
+                axis(ih, oh, kh, sy, dy, a.pad[0]),
+                axis(iw, ow, kw, sx, dx, a.pad[2]),
+            );
+            self.padded_im2col(node, xbuf, col, axes, ic, a.input_zp)?;
+        } else {
+            let row = (iw * ic) as i64;
+            let axes = [
+                CopyAxis {
+                    n: oh,
+                    src: sy as i64 * row,
+                    dst: (ow * k) as i64,
+                },
+                CopyAxis {
+                    n: ow,
+                    src: (sx * ic) as i64,
+                    dst: k as i64,
+                },
+                CopyAxis {
+                    n: kh,
+                    src: dy as i64 * row,
+                    dst: (kw * ic) as i64,
+                },
+                CopyAxis {
+                    n: kw,
+                    src: (dx * ic) as i64,
+                    dst: ic as i64,
+                },
+                CopyAxis {
+                    n: ic,
+                    src: 1,
+                    dst: 1,
+                },
+            ];
+            self.strided_copy(node, (xbuf, 0), (col, 0), &axes)?;
+        }
 
         // 2. The raw accumulators.
         let fm = |buffer: usize, shape: (u32, u32, u32), dtype: DType, zp: i64| Fm {

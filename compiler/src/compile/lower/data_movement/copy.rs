@@ -21,7 +21,7 @@ const MAX_COPIES: usize = 4096;
 /// Most elements a PAD may write: its fill is one copy, reading and writing about three
 /// times as many feature-map elements, which must stay within the 2^28 per operation that
 /// the validator and the simulator allow (decision H2).
-const MAX_PAD_ELEMENTS: u64 = (1 << 28) / 3;
+pub(crate) const MAX_PAD_ELEMENTS: u64 = (1 << 28) / 3;
 /// Largest extent of one feature-map axis (16-bit `*_M1` registers).
 const MAX_DIM: usize = 65536;
 

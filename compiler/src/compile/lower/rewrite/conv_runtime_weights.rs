@@ -21,6 +21,7 @@
 //! channels.
 
 use super::{dims, dtype, graph_err, is_constant};
+use crate::compile::lower::data_movement::copy::MAX_PAD_ELEMENTS;
 use crate::compile::CompileError;
 use npuc_ir::{
     AxisAttrs, DType, Graph, Op, OpId, PadAttrs, ReshapeAttrs, SliceAttrs, TensorId, TransposeAttrs,
@@ -203,6 +204,16 @@ fn conv_candidates(g: &Graph) -> Vec<OpId> {
             let (x, w) = (n.inputs()[0], n.inputs()[1]);
             let d = dims(g, x);
             let batched = d.len() == 4 && (2..=MAX_IMAGES).contains(&d[0]);
+            // A padded input too large to materialise: one image keeps its padding, which
+            // the im2col copy applies (decision L45).
+            let padded = d.len() == 4
+                && (d[1] + a.pad[0] + a.pad[1]) as u64
+                    * (d[2] + a.pad[2] + a.pad[3]) as u64
+                    * d[3] as u64
+                    > MAX_PAD_ELEMENTS;
+            if padded && !batched {
+                return false;
+            }
             !is_constant(g, w)
                 && dtype(g, x) == Some(DType::Int8)
                 && dtype(g, w) == Some(DType::Int8)
