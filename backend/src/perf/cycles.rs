@@ -366,9 +366,85 @@ pub fn ao_cycles_per_element(arch: &ArchConfig, rate: (u64, u64)) -> f64 {
     rate.1 as f64 / (f64::from(arch.scaling_units) * rate.0 as f64)
 }
 
+/// Height and width of the IFM allocation unit (AU) in which the input buffer is filled, by
+/// configuration, OFM microblock `(h, w, d)` and the bits of one IFM block depth (decision
+/// P23; not in the TRM, Vela 5.2's figures): an IFM block of an OFM block is the window
+/// the block's kernel needs rounded up to whole AUs. The AU narrows as the block depth
+/// widens past 128 and 256 bits.
+pub fn ifm_alloc_unit(acc: Accelerator, ublock: (u64, u64, u64), depth_bits: u64) -> (u64, u64) {
+    let wide = usize::from(depth_bits > 128) + usize::from(depth_bits > 256);
+    let rows: [(u64, u64); 3] = match acc {
+        Accelerator::U85_128 => [(1, 2), (1, 1), (1, 1)],
+        Accelerator::U85_256 | Accelerator::U85_512 => {
+            if ublock.0 == 1 && ublock.1 == 4 {
+                [(1, 4), (1, 2), (1, 1)]
+            } else {
+                [(2, 2), (1, 2), (1, 1)]
+            }
+        }
+        Accelerator::U85_1024 => {
+            if ublock.0 == 1 {
+                [(2, 4), (1, 4), (1, 2)]
+            } else {
+                [(2, 4), (2, 2), (1, 2)]
+            }
+        }
+        Accelerator::U85_2048 => {
+            if ublock.0 == 1 {
+                [(4, 4), (2, 4), (1, 4)]
+            } else {
+                [(4, 4), (2, 4), (2, 2)]
+            }
+        }
+    };
+    rows[wide]
+}
+
+/// The IFM rows (or columns) one OFM block of `block` rows fetches (decision P23): the rows
+/// its kernel needs (`(block - 1) x stride + kernel`, the kernel at most a sub-kernel of 8,
+/// upscaling undone) rounded up to the AU, at most the IFM's `len`.
+pub fn ifm_fetch_len(block: u64, stride: u64, kernel: u64, up: u64, au: u64, len: u64) -> u64 {
+    let need = ((block.max(1) - 1) * stride + kernel.min(8)).div_ceil(up.max(1));
+    need.next_multiple_of(au.max(1)).min(len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ifm_alloc_units() {
+        // An 8-bit part-kernel-first block (16 deep, 128 bits) on the 2048 in its 4x4x16
+        // microblock fills 4x4 units; a 64-deep 8-bit block (512 bits) 2x2 units.
+        assert_eq!(
+            ifm_alloc_unit(Accelerator::U85_2048, (4, 4, 16), 128),
+            (4, 4)
+        );
+        assert_eq!(
+            ifm_alloc_unit(Accelerator::U85_2048, (2, 2, 64), 512),
+            (2, 2)
+        );
+        assert_eq!(
+            ifm_alloc_unit(Accelerator::U85_2048, (1, 4, 64), 512),
+            (1, 4)
+        );
+        assert_eq!(ifm_alloc_unit(Accelerator::U85_256, (1, 4, 8), 128), (1, 4));
+        assert_eq!(ifm_alloc_unit(Accelerator::U85_256, (2, 2, 8), 256), (1, 2));
+        assert_eq!(
+            ifm_alloc_unit(Accelerator::U85_1024, (2, 4, 16), 256),
+            (2, 2)
+        );
+        assert_eq!(ifm_alloc_unit(Accelerator::U85_128, (1, 2, 8), 128), (1, 2));
+        // mobilenet's first convolution on the 2048 (Vela's IFM block 28x36 for a 12x16 OFM
+        // block, 3x3 stride 2): 25 -> 28 rows, 33 -> 36 columns.
+        assert_eq!(ifm_fetch_len(12, 2, 3, 1, 4, 128), 28);
+        assert_eq!(ifm_fetch_len(16, 2, 3, 1, 4, 128), 36);
+        // At most the IFM; a 10-tap kernel fetches per sub-kernel of 8.
+        assert_eq!(ifm_fetch_len(16, 2, 3, 1, 4, 30), 30);
+        assert_eq!(ifm_fetch_len(16, 2, 10, 1, 2, 49), 38);
+        // Upscaling undone: 2x nearest upscale halves the rows fetched.
+        assert_eq!(ifm_fetch_len(8, 1, 3, 2, 1, 64), 5);
+    }
 
     #[test]
     fn k_rnd_matches_chapter_4() {

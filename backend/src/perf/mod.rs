@@ -393,6 +393,9 @@ impl PerfModel {
         let mut regs = RegisterFile::default();
         let mut perf = StreamPerf::default();
         let mut time = Timeline::default();
+        // The last kernel operation when it writes the chaining buffer: its start and block
+        // pipeline, and whether that is a MAC-unit pipeline (P24).
+        let mut producer: Option<(u64, Pipeline, bool)> = None;
         for d in StreamDecoder::new(words) {
             let d = d?;
             if regs.apply(&d.command) {
@@ -409,9 +412,38 @@ impl PerfModel {
             };
             let mut p = self.op(d.offset, d.opcode().spec().name, cost);
             let dma = matches!(d.command, Command::OpDmaStart(_));
+            let reads_chain = !dma && matches!(time.last_kernel, Some((_, true)));
             (p.start, p.end) = time.schedule_on(dma, p.cycles, &[0; 2 * NUM_MEMORIES]);
+            if reads_chain {
+                if let Some((start, mut pipe, mac)) = producer.take() {
+                    // P24: one AO unit performs every operation of a chain (TRM 2.6.3), so
+                    // the pair's AO stage takes both operations' cycles per element, and the
+                    // chain's output block is the reader's.
+                    pipe.ao_per_element += p.cost.pipe.ao_per_element;
+                    pipe.ao_block = (pipe.ao_per_element * pipe.block_elements).ceil();
+                    pipe.ofm_block.clone_from(&p.cost.pipe.ofm_block);
+                    let pair = if mac {
+                        self.block_cycles(&pipe)
+                    } else {
+                        self.streaming_cycles(&pipe)
+                    };
+                    let end = start + pair;
+                    if end > p.end {
+                        // The reader runs alongside the writer until the pair's end.
+                        p.end = end;
+                        p.cycles = end - p.start;
+                        if let Some(last) = time.kernel_ends.last_mut() {
+                            *last = end;
+                        }
+                    }
+                }
+            }
             if !dma {
                 time.last_kernel = Some((p.start, p.cost.chained_ofm));
+                producer = p.cost.chained_ofm.then(|| {
+                    let mac = !matches!(p.cost.kind, OpKind::Elementwise | OpKind::Resize);
+                    (p.start, p.cost.pipe.clone(), mac)
+                });
             }
             perf.serial_cycles += p.cycles;
             perf.macs += p.cost.macs;

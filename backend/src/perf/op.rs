@@ -384,6 +384,47 @@ fn kernel(
     let ywin = traffic::windows(oh, bh, sy, kh_dil, pt, ifm_h_up, up);
     let xwin = traffic::windows(ow, bw, sx, kw_dil, pl, ifm_w_up, up);
     let (yblk, xblk) = (traffic::spans(oh, bh), traffic::spans(ow, bw));
+    // What the blocks fetch for the timing (P23): each OFM block's IFM window widened to the
+    // IFM block the input buffer is filled with (the kernel's rows and columns rounded up to
+    // allocation units; partial OFM blocks fetch whole IFM blocks), once per sub-kernel.
+    let mb = arch.microblock_shape(r.acc_format.microblock);
+    let ublk = (
+        u64::from(mb.height),
+        u64::from(mb.width),
+        u64::from(mb.depth.max(1)),
+    );
+    let ifm_bits = ifm.esize() * 8;
+    let order = if ks.weight_order == WeightOrder::PartKernelFirst {
+        ConvOrder::KernelFirst
+    } else {
+        ConvOrder::DepthFirst
+    };
+    let sparse =
+        kind == OpKind::Conv && r.weight_format.weight_sparsity == WeightSparsity::Sparse24;
+    let raw_ifm_block_depth = match kind {
+        OpKind::Conv => {
+            cycles::conv_ifm_block_depth(arch.accelerator, order, ifm_bits, ublk.2, sparse)
+        }
+        _ if reduce_sum => cycles::conv_ifm_block_depth(
+            arch.accelerator,
+            ConvOrder::DepthFirst,
+            ifm_bits,
+            ublk.2,
+            false,
+        ),
+        _ => bd,
+    };
+    let au = cycles::ifm_alloc_unit(arch.accelerator, ublk, raw_ifm_block_depth * ifm_bits);
+    let (kh, kw) = (kh_dil.div_ceil(dy), kw_dil.div_ceil(dx));
+    let subkernels = kh.div_ceil(8) * kw.div_ceil(8);
+    let fetch = |win: &[(u64, u64)], block: u64, s: u64, k: u64, au: u64, len: u64| {
+        let f = cycles::ifm_fetch_len(block, s, k, up, au, len);
+        win.iter()
+            .map(|&(lo, _)| (lo.min(len - f), f))
+            .collect::<Vec<_>>()
+    };
+    let yfetch = fetch(&ywin, bh, sy, kh_dil, au.0, ifm_h_up.div_ceil(up));
+    let xfetch = fetch(&xwin, bw, sx, kw_dil, au.1, ifm_w_up.div_ceil(up));
     let slices = traffic::spans(od, bd);
     let spatial = (ywin.len() * xwin.len()) as u64;
     let (rows, cols): (u64, u64) = (
@@ -408,8 +449,8 @@ fn kernel(
     // Blocks of the same shape cost the same runs: grouped, the work does not grow with
     // their number.
     let (ygroups, xgroups) = (
-        traffic::pair_groups(&ywin, &yblk),
-        traffic::pair_groups(&xwin, &xblk),
+        traffic::pair_groups(&yfetch, &yblk),
+        traffic::pair_groups(&xfetch, &xblk),
     );
     for &(c0, cd, cn) in &traffic::groups(&slices) {
         let (ic, id) = if conv { (0, ifm_d) } else { (c0, cd) };
@@ -425,7 +466,7 @@ fn kernel(
                         c: ic,
                         d: id,
                     };
-                    traffic::fm_box(&ifm, b, n, c.read_runs(ifm.region));
+                    traffic::fm_box(&ifm, b, n * subkernels, c.read_runs(ifm.region));
                 }
                 if acc_ifm2 {
                     let b = FmBox {
@@ -470,22 +511,11 @@ fn kernel(
         taps,
         ifm_depth: if kind == OpKind::Conv { ifm_d } else { 1 },
         wide,
-        sparse: kind == OpKind::Conv && r.weight_format.weight_sparsity == WeightSparsity::Sparse24,
+        sparse,
     };
     let mac_cycles = match kind {
         OpKind::Conv => {
             c.macs = elements.saturating_mul(taps).saturating_mul(ifm_d);
-            let mb = arch.microblock_shape(r.acc_format.microblock);
-            let order = if ks.weight_order == WeightOrder::PartKernelFirst {
-                ConvOrder::KernelFirst
-            } else {
-                ConvOrder::DepthFirst
-            };
-            let ublk = (
-                u64::from(mb.height),
-                u64::from(mb.width),
-                u64::from(mb.depth.max(1)),
-            );
             cycles::conv_cycles(arch, ublk, order, &job)
         }
         OpKind::Depthwise => {
@@ -526,22 +556,11 @@ fn kernel(
 
     // The block pipeline (P17): blocks counted in microblocks, the MAC stage per block from
     // the kernel walk (at least chapter 4's rate), the AO stage per block.
-    let mb = arch.microblock_shape(r.acc_format.microblock);
-    let (uh, uw, ud) = (
-        u64::from(mb.height),
-        u64::from(mb.width),
-        u64::from(mb.depth.max(1)),
-    );
+    let (uh, uw, ud) = ublk;
     let ublocks = (bh.div_ceil(uh), bw.div_ceil(uw), bd.div_ceil(ud));
     let per_block = ublocks.0 * ublocks.1 * ublocks.2;
     let all = oh.div_ceil(uh) * ow.div_ceil(uw) * od.div_ceil(ud);
     let blocks = all as f64 / per_block.max(1) as f64;
-    let ifm_bits = ifm.esize() * 8;
-    let order = if ks.weight_order == WeightOrder::PartKernelFirst {
-        ConvOrder::KernelFirst
-    } else {
-        ConvOrder::DepthFirst
-    };
     let (traversal, ifm_block_depth) = match kind {
         OpKind::Conv => {
             let t = if order == ConvOrder::KernelFirst && !weights_ifm2 {
@@ -549,21 +568,11 @@ fn kernel(
             } else {
                 Traversal::DepthFirst
             };
-            let d = cycles::conv_ifm_block_depth(arch.accelerator, order, ifm_bits, ud, job.sparse);
-            (t, d.min(ifm_d))
+            (t, raw_ifm_block_depth.min(ifm_d))
         }
         OpKind::Depthwise => (Traversal::Depthwise, bd),
         // A channel sum walks the IFM depth as a depth-first convolution does.
-        _ if reduce_sum => {
-            let d = cycles::conv_ifm_block_depth(
-                arch.accelerator,
-                ConvOrder::DepthFirst,
-                ifm_bits,
-                ud,
-                false,
-            );
-            (Traversal::DepthFirst, d.min(ifm_d))
-        }
+        _ if reduce_sum => (Traversal::DepthFirst, raw_ifm_block_depth.min(ifm_d)),
         _ => (Traversal::Pool, bd),
     };
     let bj = BlockJob {
@@ -601,7 +610,7 @@ fn kernel(
         ofm_block: first_ofm_block(r, &ofm, ((0, bh), (0, bw), (0, bd))),
     };
     if in_memory(&ifm) {
-        if let (Some(&(y, h)), Some(&(x, w))) = (ywin.first(), xwin.first()) {
+        if let (Some(&(y, h)), Some(&(x, w))) = (yfetch.first(), xfetch.first()) {
             let d = if conv { ifm_block_depth } else { bd };
             let mut a = Access::default();
             let b = FmBox {
