@@ -742,3 +742,76 @@ pub(super) fn optimise(
     let pick = solve(opts, &occupied, hwm, &after_chain, &in_cascade)?;
     Some(place(target, l, plans, p, chains, cascades, opts, &pick))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{decide, stream_objective, write};
+    use super::{dominates, undominated, Opt, Read};
+    use crate::compile::{lower, Options};
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::system::MemoryMap;
+
+    fn opt(run: u64, dma: u64, bytes: u64, last: u64, buf: u64) -> Opt {
+        Opt {
+            alt: 0,
+            copy: false,
+            read: if buf == 0 { Read::Direct } else { Read::Whole },
+            run,
+            dma,
+            bytes,
+            last,
+            copy_size: 0,
+            buf,
+            second: false,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn an_option_no_cheaper_and_using_more_memory_is_dropped() {
+        let direct = opt(100, 0, 50, 100, 0);
+        let staged = opt(80, 40, 50, 80, 64);
+        // Cheaper when the DMA is hidden, dearer when not, less to hide the next DMA with.
+        assert!(!dominates(&direct, &staged) && !dominates(&staged, &direct));
+        let worse = opt(100, 10, 60, 100, 64);
+        assert!(dominates(&direct, &worse));
+        assert_eq!(undominated(&[direct.clone(), staged, worse]), vec![0, 1]);
+        // Equal options: the earlier stays.
+        assert_eq!(undominated(&[direct.clone(), direct]), vec![0]);
+    }
+
+    #[test]
+    fn the_program_beats_the_greedy_on_the_fc_autoencoder() {
+        // On U85-2048 the greedy plans an operation's weights as FWD (cheapest read in place)
+        // and then stages them, moving more DRAM bytes than reading the SWD streams in place
+        // would; the program weighs both together.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../models/tflite/dense_autoencoder.tflite"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
+        let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
+        let options = Options {
+            accelerator: Accelerator::U85_2048,
+            ..Options::default()
+        };
+        let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
+        let target = crate::targets::select(&options, map);
+        let l = lower::lower(&g).unwrap();
+        let mut d = decide::decide(target.as_ref(), &l).unwrap();
+        let objective = |d: &decide::Decisions| {
+            let w = write::write(d).unwrap();
+            stream_objective(&target.estimate_stream(&w.words).unwrap())
+        };
+        let greedy = objective(&d);
+        let alt = d
+            .alternative
+            .take()
+            .expect("the program differs from the greedy");
+        d.ops = alt.ops;
+        d.placement = alt.placement;
+        let optimised = objective(&d);
+        assert!(optimised < greedy, "{optimised} >= {greedy}");
+    }
+}
