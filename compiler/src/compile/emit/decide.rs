@@ -128,7 +128,7 @@ pub(crate) fn decide<'l>(
             &placement,
             &chains,
             &cascades,
-            Vec::new(),
+            &[],
         );
         let ops = decisions(plans, stage, &chains, &in_cascade, None);
         return Ok(Decisions {
@@ -146,7 +146,7 @@ pub(crate) fn decide<'l>(
         target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
     );
     let stage = staging::stage(
-        target, &lowered, &plans, &placement, &chains, &cascades, sliced,
+        target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
     );
     let lp = opts.as_ref().and_then(|o| {
         optimise::optimise(target, &lowered, &plans, &placement, &chains, &cascades, o)

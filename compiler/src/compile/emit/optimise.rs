@@ -3,8 +3,8 @@
 //!
 //! Each operation (outside cascades) gets its options: the planned block, or the cheapest SWD
 //! candidate where an FWD one was planned ([`OpPlan::alt`]); its IFM read in place or copied
-//! into the staging memory (S9); its streams read from region 0, staged whole (S2) or in
-//! OFM-depth slices (S7). Every option is costed once by the cost model, independently of
+//! into the staging memory (S9); its streams read from region 0, staged whole (S2) or (the
+//! planned block only) in OFM-depth slices (S7). Every option is costed once by the cost model, independently of
 //! the other operations: the cycles of its kernels (a sliced one's inner DMA exposure
 //! included), its first DMA's cycles (the IFM copy's and the streams'), which the previous
 //! operation's last kernel hides, and its off-chip bytes. The program takes one option per
@@ -25,7 +25,7 @@ use super::objective;
 use super::plan::{estimate_traffic, par_map, OpPlan};
 use super::regs::locs;
 use super::staging::{self, IfmCopy, SliceCands, Staged, Staging};
-use super::{cascade, chain, slice, weights};
+use super::{cascade, chain, weights};
 use crate::arch_interface::Target;
 use crate::compile::alloc::{self, Item, Placement};
 use crate::compile::lower::{Kernel, Lowered};
@@ -90,11 +90,11 @@ impl Opt {
     }
 }
 
-/// The options of every operation (empty: a cascade's, whose staging is decided with it).
-pub(super) struct Options {
+/// The options of every operation (empty: a cascade's, whose staging is decided with it),
+/// with the plans' slice candidates ([`staging::slice_all`]) their sliced options refer to.
+pub(super) struct Options<'s> {
     pub ops: Vec<Vec<Opt>>,
-    /// Per operation and alternative, the slice candidates (alternative 0: the greedy's).
-    slices: Vec<[SliceCands; 2]>,
+    slices: &'s [SliceCands],
 }
 
 /// The per-operation choice of the optimiser, with the next-best option, for `explain`.
@@ -108,15 +108,15 @@ pub(crate) struct Choice {
 
 /// The options of each operation of `l`, planned as `plans`, with the feature maps at `p`;
 /// `sliced`: the slice candidates of the plans ([`staging::slice_all`]).
-pub(super) fn options(
+pub(super) fn options<'s>(
     target: &dyn Target,
     l: &Lowered,
     plans: &[OpPlan],
     p: &Placement,
     chains: &[Option<chain::Operand>],
     cascades: &[cascade::Cascade],
-    sliced: &[SliceCands],
-) -> Option<Options> {
+    sliced: &'s [SliceCands],
+) -> Option<Options<'s>> {
     let (region, _) = target.staging()?;
     let in_cascade: Vec<bool> = (0..l.ops.len())
         .map(|k| cascades.iter().any(|c| (c.first..=c.last).contains(&k)))
@@ -132,22 +132,14 @@ pub(super) fn options(
         weights::copy_commands(&mut w, (from, 0), (region, 0), size);
         target.estimate_traffic(&w.commands)
     };
-    let out: Vec<(Vec<Opt>, [SliceCands; 2])> = par_map(&l.ops, |k, op| {
+    let ops: Vec<Vec<Opt>> = par_map(&l.ops, |k, op| {
         if in_cascade[k] {
-            return (Vec::new(), [Vec::new(), Vec::new()]);
+            return Vec::new();
         }
         let chained = chains[k].is_some() || (k > 0 && chains[k - 1].is_some());
-        // The SWD alternative's slices (the plan's are the greedy's).
+        // (The SWD alternative is offered read in place or staged whole: its slices are not
+        // encoded, which would cost a second encoding of every slice candidate.)
         let alt = plans[k].alt.as_deref().filter(|_| !chained);
-        let alt_slices: SliceCands = match alt {
-            Some(a) if a.enc.is_some() && slice::sliceable(op) => {
-                staging::slice_candidates(op, &a.block)
-                    .into_iter()
-                    .map(|(depth, block)| (block, slice::slices(target, op, &block, depth)))
-                    .collect()
-            }
-            _ => Vec::new(),
-        };
         let mut opts = Vec::new();
         let buf = op.ifm.buffer;
         let copyable = matches!(
@@ -159,7 +151,7 @@ pub(super) fn options(
             && p.regions[buf] != alloc::CHAINED;
         let plan_alts = std::iter::once(&plans[k]).chain(alt);
         for (a, plan) in plan_alts.enumerate() {
-            let cands = if a == 0 { &sliced[k] } else { &alt_slices };
+            let cands: &[_] = if a == 0 { &sliced[k] } else { &[] };
             let format = match plan.block.weight_format {
                 WeightFormat::Fwd => "fwd ",
                 _ if plan.enc.is_some() => "swd ",
@@ -265,15 +257,12 @@ pub(super) fn options(
                 }
             }
         }
-        (opts, [Vec::new(), alt_slices])
+        opts
     });
-    let mut ops = Vec::with_capacity(out.len());
-    let mut slices = Vec::with_capacity(out.len());
-    for (k, (o, [_, alt])) in out.into_iter().enumerate() {
-        ops.push(o);
-        slices.push([sliced[k].clone(), alt]);
-    }
-    Some(Options { ops, slices })
+    Some(Options {
+        ops,
+        slices: sliced,
+    })
 }
 
 /// Whether option `b` is never worse than `a` (earlier options win ties): no dearer at any
@@ -569,7 +558,7 @@ pub(super) fn place(
                     }
                 }
                 Read::Sliced(j) => {
-                    let (block, Some(slices)) = &opts.slices[k][o.alt][j] else {
+                    let (block, Some(slices)) = &opts.slices[k][j] else {
                         continue;
                     };
                     let Some(a) = alloc::fit(&trial, item(o.buf), hwm) else {
@@ -645,7 +634,7 @@ pub(super) fn greedy_choices(opts: &Options, s: &Staging) -> Vec<Option<Choice>>
         let read = match &s.how[k] {
             Staged::Direct => Some(Read::Direct),
             Staged::Whole { .. } => Some(Read::Whole),
-            Staged::Sliced { slices, .. } => opts.slices[k][0]
+            Staged::Sliced { slices, .. } => opts.slices[k]
                 .iter()
                 .position(|(_, c)| c.as_ref().is_some_and(|c| c.len() == slices.len()))
                 .map(Read::Sliced),

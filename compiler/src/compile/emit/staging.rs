@@ -99,7 +99,7 @@ const SLICE_COUNTS: [u32; 5] = [2, 3, 4, 6, 8];
 
 /// The slice depths tried for `op` planned with `block` (one per count of [`SLICE_COUNTS`]
 /// giving a new depth below the OFM's), each with its block (OFM block depth clamped).
-pub(super) fn slice_candidates(op: &NpuOp, block: &BlockConfig) -> Vec<(u32, BlockConfig)> {
+fn slice_candidates(op: &NpuOp, block: &BlockConfig) -> Vec<(u32, BlockConfig)> {
     let od = op.ofm.shape.2;
     let md = block.microblock.depth.max(1);
     let mut out: Vec<(u32, BlockConfig)> = Vec::new();
@@ -156,7 +156,7 @@ pub(super) fn stage(
     p: &Placement,
     chains: &[Option<chain::Operand>],
     cascades: &[cascade::Cascade],
-    mut sliced: Vec<SliceCands>,
+    sliced: &[SliceCands],
 ) -> Staging {
     let mut out: Vec<Staged> = (0..l.ops.len()).map(|_| Staged::Direct).collect();
     let mut copies: Vec<Option<IfmCopy>> = vec![None; l.ops.len()];
@@ -338,14 +338,15 @@ pub(super) fn stage(
         if slice::sliceable(op) && chains[k].is_none() {
             // Candidates that pay: (cost, buffer size, last slice's cycles, slices, block).
             let mut cands = Vec::new();
-            for (block, slices) in std::mem::take(&mut sliced[k]) {
+            for (block, slices) in &sliced[k] {
+                let block = *block;
                 let Some(slices) = slices else {
                     continue;
                 };
                 let mut cycles = 0u64;
                 let mut bytes = copied.1;
                 let mut last = None;
-                for s in &slices {
+                for s in slices {
                     let mut at = locs(&s.op, p, l, &none);
                     if let Some(c) = &copies[k] {
                         at.ifm = (c.dst.0, c.dst.1 + s.op.ifm.view.offset);
@@ -388,7 +389,7 @@ pub(super) fn stage(
                     Staged::Sliced {
                         region,
                         bufs,
-                        slices,
+                        slices: slices.clone(),
                         block,
                         wait,
                     },
