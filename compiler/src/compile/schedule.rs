@@ -98,6 +98,21 @@ pub struct ScheduledOp {
     /// The DMAs issued for the operation (its streams, IFM copy, lookup table): the cost
     /// model's cycles and bytes per memory (`None` when there are none).
     pub dma: Option<DmaCost>,
+    /// The option taken among the operation's stream and staging options (decision S13)
+    /// and the next best, each with its estimated objective (`None`: no options weighed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<Choice>,
+}
+
+/// An operation's choice among its options (block alternative, IFM copy, how the streams are
+/// read): descriptions and objectives (cycles plus priced off-chip bytes, decision S11).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    pub chosen: String,
+    pub objective: u64,
+    /// The cheapest other option (`None`: there was no other).
+    pub next: Option<String>,
+    pub next_objective: Option<u64>,
 }
 
 /// A source model operator.
@@ -443,6 +458,13 @@ impl ScheduledOp {
                 d.cycles,
                 memory_text(&d.memory)
             );
+        }
+        if let Some(c) = &self.choice {
+            let _ = write!(s, "  choice   {} ({})", c.chosen, c.objective);
+            if let (Some(n), Some(o)) = (&c.next, c.next_objective) {
+                let _ = write!(s, "; next {n} ({o})");
+            }
+            let _ = writeln!(s);
         }
     }
 }

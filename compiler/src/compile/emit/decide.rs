@@ -4,8 +4,9 @@
 
 use super::cascade::{self, Cascade};
 use super::chain::{self, Operand};
+use super::optimise::{self, Choice};
 use super::plan::{self, OpPlan};
-use super::staging::{self, ConstCopy, IfmCopy, Staged};
+use super::staging::{self, ConstCopy, IfmCopy, Staged, Staging};
 use crate::arch_interface::Target;
 use crate::compile::alloc::{self, Placement};
 use crate::compile::lower::Lowered;
@@ -27,6 +28,16 @@ pub struct Decisions<'l> {
     pub(super) cascades: Vec<Cascade>,
     /// The copy of the constant feature maps and/or lookup tables at the start, if any.
     pub(super) consts: Option<ConstCopy>,
+    /// The global optimisation's schedule (decision S13) where it differs from the greedy's
+    /// (`ops`): `emit` keeps the one whose stream the cost model prefers.
+    pub(super) alternative: Option<Alternative>,
+}
+
+/// Another schedule of the same operations: per-operation decisions and the placement with
+/// its staging buffers.
+pub(crate) struct Alternative {
+    pub ops: Vec<OpDecision>,
+    pub placement: Placement,
 }
 
 /// What was decided for one operation.
@@ -41,6 +52,8 @@ pub(crate) struct OpDecision {
     pub chain: Option<Operand>,
     /// The cascade it belongs to (index into [`Decisions::cascades`]).
     pub cascade: Option<usize>,
+    /// The option taken among the operation's staging options, and the next best (S13).
+    pub choice: Option<Choice>,
 }
 
 /// Runs the scheduling passes on `l` for `target`.
@@ -108,32 +121,130 @@ pub(crate) fn decide<'l>(
             plans[k + 1].block = plans[k].block;
         }
     }
-    let stage = staging::stage(target, &lowered, &plans, &placement, &chains, &cascades);
-    if let Some((region, _)) = target.staging() {
+    let Some((region, _)) = target.staging() else {
+        let stage = staging::stage(
+            target,
+            &lowered,
+            &plans,
+            &placement,
+            &chains,
+            &cascades,
+            &[],
+        );
+        let ops = decisions(plans, stage, &chains, &in_cascade, None);
+        return Ok(Decisions {
+            lowered,
+            placement,
+            ops,
+            cascades,
+            consts: None,
+            alternative: None,
+        });
+    };
+    let plan_refs: Vec<&OpPlan> = plans.iter().collect();
+    let sliced = staging::slice_all(target, &lowered, &plan_refs, &chains, &cascades);
+    let opts = optimise::options(
+        target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
+    );
+    let stage = staging::stage(
+        target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
+    );
+    let lp = opts.as_ref().and_then(|o| {
+        optimise::optimise(target, &lowered, &plans, &placement, &chains, &cascades, o)
+    });
+    let grow = |p: &mut Placement, end: u64| {
         if region == REGION_FAST {
-            placement.fast_size = placement.fast_size.max(stage.end);
+            p.fast_size = p.fast_size.max(end);
         } else {
-            placement.arena_size = placement.arena_size.max(stage.end);
+            p.arena_size = p.arena_size.max(end);
         }
-    }
-    let ops = plans
-        .into_iter()
-        .zip(stage.how)
-        .zip(stage.copies)
-        .zip(chains.into_iter().zip(in_cascade))
-        .map(|(((plan, staged), copy), (chain, cascade))| OpDecision {
-            plan,
-            staged,
-            copy,
-            chain,
-            cascade,
-        })
-        .collect();
+    };
+    let alternative = match lp {
+        Some((lp, alts, choices)) if alts.iter().any(|&a| a != 0) || !same_staging(&lp, &stage) => {
+            let mut p = placement.clone();
+            grow(&mut p, lp.end);
+            let lp_plans = plans
+                .iter()
+                .zip(&alts)
+                .map(|(plan, &a)| optimise::plan_for(plan, a))
+                .collect();
+            Some(Alternative {
+                ops: decisions(lp_plans, lp, &chains, &in_cascade, Some(choices)),
+                placement: p,
+            })
+        }
+        _ => None,
+    };
+    let choices = opts.as_ref().map(|o| optimise::greedy_choices(o, &stage));
+    grow(&mut placement, stage.end);
+    let consts = stage.consts;
+    let ops = decisions(plans, stage, &chains, &in_cascade, choices);
     Ok(Decisions {
         lowered,
         placement,
         ops,
         cascades,
-        consts: stage.consts,
+        consts,
+        alternative,
     })
+}
+
+/// The per-operation decisions from the plans, the staging and the chains and cascades.
+fn decisions(
+    plans: Vec<OpPlan>,
+    stage: Staging,
+    chains: &[Option<Operand>],
+    in_cascade: &[Option<usize>],
+    choices: Option<Vec<Option<Choice>>>,
+) -> Vec<OpDecision> {
+    let mut choices = choices.unwrap_or_default().into_iter();
+    plans
+        .into_iter()
+        .zip(stage.how)
+        .zip(stage.copies)
+        .zip(chains.iter().zip(in_cascade))
+        .map(|(((plan, staged), copy), (chain, cascade))| OpDecision {
+            plan,
+            staged,
+            copy,
+            chain: *chain,
+            cascade: *cascade,
+            choice: choices.next().flatten(),
+        })
+        .collect()
+}
+
+/// Whether two stagings copy and stage every operation's streams the same way.
+fn same_staging(a: &Staging, b: &Staging) -> bool {
+    a.copies == b.copies
+        && a.how.len() == b.how.len()
+        && a.how.iter().zip(&b.how).all(|(x, y)| match (x, y) {
+            (Staged::Direct, Staged::Direct) => true,
+            (
+                Staged::Whole { region, at, wait },
+                Staged::Whole {
+                    region: r,
+                    at: o,
+                    wait: w,
+                },
+            ) => region == r && at == o && wait == w,
+            (
+                Staged::Sliced {
+                    bufs, slices, wait, ..
+                },
+                Staged::Sliced {
+                    bufs: b,
+                    slices: s,
+                    wait: w,
+                    ..
+                },
+            ) => bufs == b && slices.len() == s.len() && wait == w,
+            (
+                Staged::Cascade { blocks, wait, .. },
+                Staged::Cascade {
+                    blocks: b, wait: w, ..
+                },
+            ) => blocks == b && wait == w,
+            _ => false,
+        })
 }

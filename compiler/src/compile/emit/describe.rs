@@ -10,8 +10,8 @@ use crate::arch_interface::{StreamEstimate, Target};
 use crate::compile::alloc::CHAINED;
 use crate::compile::lower::{Fm, Kernel};
 use crate::compile::schedule::{
-    CascadePart, Chain, DmaCost, FeatureMap, FmPlacement, MemoryBytes, Schedule, ScheduledOp,
-    Staging, Streams, Transfer,
+    CascadePart, Chain, Choice, DmaCost, FeatureMap, FmPlacement, MemoryBytes, Schedule,
+    ScheduledOp, Staging, Streams, Transfer,
 };
 use npuc_backend::isa::IfmUpscaleMode;
 
@@ -237,6 +237,12 @@ pub(crate) fn describe(
             cycles: own_cycles,
             memory: std::mem::take(&mut memory[k]),
             dma: dma[k].take(),
+            choice: d.ops[k].choice.as_ref().map(|c| Choice {
+                chosen: c.chosen.0.clone(),
+                objective: c.chosen.1,
+                next: c.next.as_ref().map(|n| n.0.clone()),
+                next_objective: c.next.as_ref().map(|n| n.1),
+            }),
         });
     }
     Schedule {

@@ -28,6 +28,7 @@ mod decide;
 mod describe;
 mod lut;
 mod objective;
+mod optimise;
 mod plan;
 mod regs;
 mod slice;
@@ -123,12 +124,45 @@ pub(super) fn const_operands(l: &Lowered) -> Vec<usize> {
     out
 }
 
+/// The objective (S11) of a whole stream's estimate: its cycles plus its priced off-chip
+/// (not SRAM) bytes.
+fn stream_objective(e: &crate::arch_interface::StreamEstimate) -> u64 {
+    let offchip = e
+        .ops
+        .iter()
+        .flat_map(|o| &o.memory)
+        .filter(|(m, _, _)| m != "Sram")
+        .map(|(_, r, w)| r + w)
+        .sum();
+    objective::cost((e.total, offchip))
+}
+
 /// Schedules a lowered graph ([`decide`]), writes its command stream and read-only region
 /// (the target's writer) and describes the schedule with the cost model's estimate ([`describe`]).
 pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
-    let decisions = decide::decide(target, l)?;
-    let written = target.write(&decisions)?;
-    let est = target.estimate_stream(&written.words).unwrap_or_default();
+    let mut decisions = decide::decide(target, l)?;
+    let mut written = target.write(&decisions)?;
+    let mut est = target.estimate_stream(&written.words).unwrap_or_default();
+    // The global optimisation's schedule (S13), where it differs, replaces the greedy's when
+    // the cost model's estimate of its whole stream has the lower objective (S11).
+    if let Some(alt) = decisions.alternative.take() {
+        let greedy_ops = std::mem::replace(&mut decisions.ops, alt.ops);
+        let greedy_placement = std::mem::replace(&mut decisions.placement, alt.placement);
+        let better = target.write(&decisions).ok().and_then(|w| {
+            let e = target.estimate_stream(&w.words)?;
+            (stream_objective(&e) < stream_objective(&est)).then_some((w, e))
+        });
+        match better {
+            Some((w, e)) => {
+                written = w;
+                est = e;
+            }
+            None => {
+                decisions.ops = greedy_ops;
+                decisions.placement = greedy_placement;
+            }
+        }
+    }
     let schedule = describe::describe(target, &decisions, &written, &est);
     // Kernel operations take their cycles from the stream's estimate (a sliced or cascaded
     // operation the sum of its parts'; DMA operations keep their own estimate).

@@ -24,6 +24,7 @@ use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// What is decided about one operation before emission.
+#[derive(Clone)]
 pub(super) struct OpPlan {
     /// Microblock, OFM block, weight order.
     pub block: BlockConfig,
@@ -33,6 +34,10 @@ pub(super) struct OpPlan {
     pub cycles: u64,
     /// Its off-chip (DRAM, flash) bytes with the streams read from region 0.
     pub offchip: u64,
+    /// When an FWD candidate won: the cheapest SWD candidate's plan, which the global
+    /// optimisation (decision S13) may take instead (staging the FWD stream may cost more
+    /// than reading the SWD streams in place).
+    pub alt: Option<Box<OpPlan>>,
 }
 
 /// Estimated cycles of `op` with `block`, its streams laid out as `layout` in `region`.
@@ -136,6 +141,7 @@ fn plan_op(
                 enc: None,
                 cycles: 0,
                 offchip: 0,
+                alt: None,
             });
         }
         let enc0 = encode(target, op, &geom, &first)?;
@@ -193,28 +199,41 @@ fn plan_op(
                 }
             }
         }
+        // The cheapest SWD candidate, encoded: the fallback, or the alternative to an FWD winner.
+        let swd_plan = || {
+            let (block, enc) = if best_swd.1 == first {
+                (first, enc0.clone())
+            } else {
+                match encode(target, op, &geom, &best_swd.1) {
+                    Ok(e) => (best_swd.1, e),
+                    Err(_) => (first, enc0.clone()),
+                }
+            };
+            let layout = enc.as_ref().map(Encoded::layout);
+            let cost = estimate_traffic(target, op, &block, layout.as_ref(), REGION_READ_ONLY, &at);
+            (block, enc, cost)
+        };
+        let mut alt = None;
         let (block, enc, (cycles, offchip)) = match chosen {
-            Some(c) => c,
-            None => {
-                let (block, enc) = if best_swd.1 == first {
-                    (first, enc0)
-                } else {
-                    match encode(target, op, &geom, &best_swd.1) {
-                        Ok(e) => (best_swd.1, e),
-                        Err(_) => (first, enc0),
-                    }
-                };
-                let layout = enc.as_ref().map(Encoded::layout);
-                let cost =
-                    estimate_traffic(target, op, &block, layout.as_ref(), REGION_READ_ONLY, &at);
-                (block, enc, cost)
+            Some(c) => {
+                let (block, enc, (cycles, offchip)) = swd_plan();
+                alt = Some(Box::new(OpPlan {
+                    block,
+                    enc,
+                    cycles,
+                    offchip,
+                    alt: None,
+                }));
+                c
             }
+            None => swd_plan(),
         };
         Ok(OpPlan {
             block,
             enc,
             cycles,
             offchip,
+            alt,
         })
     }
 }

@@ -13,6 +13,7 @@ use crate::compile::lower::{Fm, Kernel, NpuOp, Requant};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 
 /// One slice: the operation restricted to its channels (without weights) and its streams.
+#[derive(Clone)]
 pub(super) struct Slice {
     pub op: NpuOp,
     pub enc: Encoded,

@@ -31,6 +31,7 @@ use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
 /// How an operation's streams are read.
+#[derive(Clone)]
 pub(super) enum Staged {
     /// From region 0.
     Direct,
@@ -120,7 +121,34 @@ fn slice_candidates(op: &NpuOp, block: &BlockConfig) -> Vec<(u32, BlockConfig)> 
     out
 }
 
-/// How each operation's streams are staged, and the size the staging region needs.
+/// The slice candidates of one operation: (block, slices; `None` when they cannot be encoded).
+pub(super) type SliceCands = Vec<(BlockConfig, Option<Vec<slice::Slice>>)>;
+
+/// The slice candidates of every operation planned as `plans` that may be sliced (not in a
+/// cascade, not chained, with streams), encoded on every thread available.
+pub(super) fn slice_all(
+    target: &dyn Target,
+    l: &Lowered,
+    plans: &[&OpPlan],
+    chains: &[Option<chain::Operand>],
+    cascades: &[cascade::Cascade],
+) -> Vec<SliceCands> {
+    let in_cascade: Vec<bool> = (0..l.ops.len())
+        .map(|k| cascades.iter().any(|c| (c.first..=c.last).contains(&k)))
+        .collect();
+    par_map(&l.ops, |k, op| {
+        if in_cascade[k] || plans[k].enc.is_none() || !slice::sliceable(op) || chains[k].is_some() {
+            return Vec::new();
+        }
+        slice_candidates(op, &plans[k].block)
+            .into_iter()
+            .map(|(depth, block)| (block, slice::slices(target, op, &block, depth)))
+            .collect()
+    })
+}
+
+/// How each operation's streams are staged, and the size the staging region needs, chosen
+/// operation by operation in order (the greedy of S2, S7, S9); `sliced`: [`slice_all`]'s.
 pub(super) fn stage(
     target: &dyn Target,
     l: &Lowered,
@@ -128,6 +156,7 @@ pub(super) fn stage(
     p: &Placement,
     chains: &[Option<chain::Operand>],
     cascades: &[cascade::Cascade],
+    sliced: &[SliceCands],
 ) -> Staging {
     let mut out: Vec<Staged> = (0..l.ops.len()).map(|_| Staged::Direct).collect();
     let mut copies: Vec<Option<IfmCopy>> = vec![None; l.ops.len()];
@@ -188,22 +217,6 @@ pub(super) fn stage(
         &mut occupied,
         &copy_traffic,
     );
-    // The slice candidates of every operation that may be sliced, encoded on every thread
-    // available before the sequential placement below takes them.
-    let mut sliced: Vec<Vec<(BlockConfig, Option<Vec<slice::Slice>>)>> =
-        par_map(&l.ops, |k, op| {
-            if in_cascade[k].is_some()
-                || plans[k].enc.is_none()
-                || !slice::sliceable(op)
-                || chains[k].is_some()
-            {
-                return Vec::new();
-            }
-            slice_candidates(op, &plans[k].block)
-                .into_iter()
-                .map(|(depth, block)| (block, slice::slices(target, op, &block, depth)))
-                .collect()
-        });
     let mut prev_cycles = 0u64;
     for (k, (op, plan)) in l.ops.iter().zip(plans).enumerate() {
         // The streams of a cascade's operations are read in every band: they are copied
@@ -325,14 +338,15 @@ pub(super) fn stage(
         if slice::sliceable(op) && chains[k].is_none() {
             // Candidates that pay: (cost, buffer size, last slice's cycles, slices, block).
             let mut cands = Vec::new();
-            for (block, slices) in std::mem::take(&mut sliced[k]) {
+            for (block, slices) in &sliced[k] {
+                let block = *block;
                 let Some(slices) = slices else {
                     continue;
                 };
                 let mut cycles = 0u64;
                 let mut bytes = copied.1;
                 let mut last = None;
-                for s in &slices {
+                for s in slices {
                     let mut at = locs(&s.op, p, l, &none);
                     if let Some(c) = &copies[k] {
                         at.ifm = (c.dst.0, c.dst.1 + s.op.ifm.view.offset);
@@ -375,7 +389,7 @@ pub(super) fn stage(
                     Staged::Sliced {
                         region,
                         bufs,
-                        slices,
+                        slices: slices.clone(),
                         block,
                         wait,
                     },
@@ -413,7 +427,7 @@ pub(super) fn stage(
 /// Whether and where the constant feature maps and the lookup tables are copied: each part
 /// when what it saves exceeds what it adds to the copy (cycles and priced off-chip bytes, S11).
 #[allow(clippy::too_many_arguments)]
-fn stage_consts(
+pub(super) fn stage_consts(
     target: &dyn Target,
     l: &Lowered,
     plans: &[OpPlan],
@@ -503,7 +517,7 @@ fn stage_consts(
 
 /// Buffers for the streams of every operation of cascade `c` (live from the DMAs' issue
 /// after the operation before it to its last band), when they all fit below `cap`.
-fn stage_cascade(
+pub(super) fn stage_cascade(
     plans: &[OpPlan],
     c: &cascade::Cascade,
     chains: &[Option<chain::Operand>],

@@ -1,0 +1,806 @@
+//! The global choice of every operation's streams and staging (decision S13): a mixed integer
+//! program, built with `good_lp` and solved by its pure-Rust `microlp` solver.
+//!
+//! Each operation (outside cascades) gets its options: the planned block, or the cheapest SWD
+//! candidate where an FWD one was planned ([`OpPlan::alt`]); its IFM read in place or copied
+//! into the staging memory (S9); its streams read from region 0, staged whole (S2) or (the
+//! planned block only) in OFM-depth slices (S7). Every option is costed once by the cost model, independently of
+//! the other operations: the cycles of its kernels (a sliced one's inner DMA exposure
+//! included), its first DMA's cycles (the IFM copy's and the streams'), which the previous
+//! operation's last kernel hides, and its off-chip bytes. The program takes one option per
+//! operation (binary variables) minimising the S11 objective, cycles plus priced off-chip
+//! bytes, where the exposed part of an operation's first DMA is a variable bounded below by
+//! its DMA cycles minus the previous operation's last kernel's; the staging buffers' bytes
+//! live at each step of the operation timeline, with the feature maps (and the constant
+//! copy) the allocator placed in the staging memory, stay within its capacity.
+//!
+//! The solver runs with a fixed node limit (never a clock), so its answer depends on the
+//! program alone; a program larger than [`MAX_BINARIES`] is not built. The buffers are then
+//! placed in order as the greedy places them (lowest fitting offset, S2's waits); an option
+//! whose buffers do not fit where the program counted bytes only falls back to the cheapest
+//! option that fits. `emit` keeps this schedule only when its whole stream's estimate beats
+//! the greedy's.
+
+use super::objective;
+use super::plan::{estimate_traffic, par_map, OpPlan};
+use super::regs::locs;
+use super::staging::{self, IfmCopy, SliceCands, Staged, Staging};
+use super::{cascade, chain, weights};
+use crate::arch_interface::{Target, WeightStreams};
+use crate::compile::alloc::{self, Item, Placement};
+use crate::compile::lower::{Kernel, Lowered};
+use crate::compile::REGION_READ_ONLY;
+use good_lp::{variable, Expression, ProblemVariables, SolverModel, Variable};
+use npuc_backend::writer::CommandWriter;
+use std::collections::BTreeMap;
+
+/// Branch-and-bound nodes the solver may explore: the deterministic time budget.
+const NODE_LIMIT: u64 = 2_000;
+
+/// Programs with more binary variables than this are not built (the greedy stays).
+const MAX_BINARIES: usize = 4_000;
+
+/// How an option reads its streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Read {
+    Direct,
+    Whole,
+    /// Slice candidate `i` of the plan's [`SliceCands`].
+    Sliced(usize),
+}
+
+/// One option of one operation.
+#[derive(Clone, Debug)]
+pub(super) struct Opt {
+    /// 0: the plan; 1: its SWD alternative ([`OpPlan::alt`]).
+    pub alt: usize,
+    /// The IFM is copied into the staging memory.
+    pub copy: bool,
+    pub read: Read,
+    /// Kernel cycles (a sliced option: with its later slices' DMA exposure).
+    run: u64,
+    /// Cycles of the DMAs issued before the first kernel (IFM copy, first stream block).
+    dma: u64,
+    /// Off-chip bytes of the kernels and the DMAs.
+    bytes: u64,
+    /// Cycles of the last kernel (what hides the next operation's first DMA).
+    last: u64,
+    /// Bytes of the IFM copy's buffer and of the (first) stream buffer, live from the
+    /// operation before to the operation; a sliced option's second buffer lives at the
+    /// operation only.
+    copy_size: u64,
+    buf: u64,
+    second: bool,
+    /// Short description (`swd`/`fwd`, `direct`/`whole`/`N slices`, `+ifm copy`).
+    pub label: String,
+}
+
+impl Opt {
+    /// The objective of this option after an operation whose last kernel runs `hide` cycles.
+    pub fn cost(&self, hide: u64) -> u64 {
+        objective::cost((self.run + self.dma.saturating_sub(hide), self.bytes))
+    }
+
+    /// Aligned bytes live from the operation before, and at the operation.
+    fn memory(&self) -> (u64, u64) {
+        let a = |s: u64| s.next_multiple_of(alloc::ALIGN);
+        let before = a(self.copy_size) + a(self.buf);
+        (before, before + if self.second { a(self.buf) } else { 0 })
+    }
+}
+
+/// The options of every operation (empty: a cascade's, whose staging is decided with it),
+/// with the plans' slice candidates ([`staging::slice_all`]) their sliced options refer to.
+pub(super) struct Options<'s> {
+    pub ops: Vec<Vec<Opt>>,
+    slices: &'s [SliceCands],
+}
+
+/// The per-operation choice of the optimiser, with the next-best option, for `explain`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Choice {
+    /// The chosen option's description and objective (cycles + priced off-chip bytes).
+    pub chosen: (String, u64),
+    /// The cheapest other option, if any.
+    pub next: Option<(String, u64)>,
+}
+
+/// The options of each operation of `l`, planned as `plans`, with the feature maps at `p`;
+/// `sliced`: the slice candidates of the plans ([`staging::slice_all`]).
+pub(super) fn options<'s>(
+    target: &dyn Target,
+    l: &Lowered,
+    plans: &[OpPlan],
+    p: &Placement,
+    chains: &[Option<chain::Operand>],
+    cascades: &[cascade::Cascade],
+    sliced: &'s [SliceCands],
+) -> Option<Options<'s>> {
+    let (region, _) = target.staging()?;
+    let in_cascade: Vec<bool> = (0..l.ops.len())
+        .map(|k| cascades.iter().any(|c| (c.first..=c.last).contains(&k)))
+        .collect();
+    let none = BTreeMap::new();
+    let dma_traffic = |size: u64| {
+        let mut w = CommandWriter::default();
+        weights::dma_commands(&mut w, 0, region, 0, size);
+        target.estimate_traffic(&w.commands)
+    };
+    let copy_traffic = |from: u8, size: u64| {
+        let mut w = CommandWriter::default();
+        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
+        target.estimate_traffic(&w.commands)
+    };
+    let ops: Vec<Vec<Opt>> = par_map(&l.ops, |k, op| {
+        if in_cascade[k] {
+            return Vec::new();
+        }
+        let chained = chains[k].is_some() || (k > 0 && chains[k - 1].is_some());
+        // (The SWD alternative is offered read in place or staged whole: its slices are not
+        // encoded, which would cost a second encoding of every slice candidate.)
+        let alt = plans[k].alt.as_deref().filter(|_| !chained);
+        let mut opts = Vec::new();
+        let buf = op.ifm.buffer;
+        let copyable = matches!(
+            op.kernel,
+            Kernel::Conv | Kernel::Depthwise | Kernel::Pool(_)
+        ) && !chained
+            && !l.constants.contains_key(&buf)
+            && p.regions[buf] != region
+            && p.regions[buf] != alloc::CHAINED;
+        let plan_alts = std::iter::once(&plans[k]).chain(alt);
+        for (a, plan) in plan_alts.enumerate() {
+            let cands: &[_] = if a == 0 { &sliced[k] } else { &[] };
+            let format = if plan.enc.is_some() || plan.block.weight_streams == WeightStreams::Single
+            {
+                format!("{} ", target.block_names(&plan.block).weight_format)
+            } else {
+                String::new()
+            };
+            let at = locs(op, p, l, &none);
+            let mut variants = vec![(false, at, (plan.cycles, plan.offchip), (0, 0))];
+            if copyable {
+                let mut moved = locs(op, p, l, &none);
+                moved.ifm = (region, op.ifm.view.offset);
+                let layout = plan.enc.as_ref().map(weights::Encoded::layout);
+                let direct = estimate_traffic(
+                    target,
+                    op,
+                    &plan.block,
+                    layout.as_ref(),
+                    REGION_READ_ONLY,
+                    &moved,
+                );
+                let copied = copy_traffic(p.regions[buf], l.buffers[buf].size);
+                variants.push((true, moved, direct, copied));
+            }
+            for (copy, at, (dc, db), copied) in variants {
+                let copy_size = if copy { l.buffers[buf].size } else { 0 };
+                let suffix = if copy { " +ifm copy" } else { "" };
+                let opt = |read, run, dma, bytes, last, buf, second, what: &str| Opt {
+                    alt: a,
+                    copy,
+                    read,
+                    run,
+                    dma,
+                    bytes,
+                    last,
+                    copy_size,
+                    buf,
+                    second,
+                    label: format!("{format}{what}{suffix}"),
+                };
+                opts.push(opt(
+                    Read::Direct,
+                    dc,
+                    copied.0,
+                    db + copied.1,
+                    dc,
+                    0,
+                    false,
+                    "direct",
+                ));
+                let Some(enc) = &plan.enc else {
+                    continue;
+                };
+                let (s, sb) =
+                    estimate_traffic(target, op, &plan.block, Some(&enc.layout()), region, &at);
+                let (d, db) = dma_traffic(enc.size());
+                opts.push(opt(
+                    Read::Whole,
+                    s,
+                    copied.0 + d,
+                    sb + db + copied.1,
+                    s,
+                    enc.size(),
+                    false,
+                    "whole",
+                ));
+                for (i, (block, slices)) in cands.iter().enumerate() {
+                    let Some(slices) = slices else {
+                        continue;
+                    };
+                    let (mut run, mut bytes, mut first, mut last) = (0u64, copied.1, 0u64, None);
+                    for s in slices {
+                        let mut sat = locs(&s.op, p, l, &none);
+                        if copy {
+                            sat.ifm = (region, s.op.ifm.view.offset);
+                        }
+                        let (c, cb) = estimate_traffic(
+                            target,
+                            &s.op,
+                            block,
+                            Some(&s.enc.layout()),
+                            region,
+                            &sat,
+                        );
+                        let (d, db) = dma_traffic(s.enc.size());
+                        match last {
+                            None => first = d,
+                            Some(prev) => run += d.saturating_sub(prev),
+                        }
+                        run += c;
+                        bytes += cb + db;
+                        last = Some(c);
+                    }
+                    let size = slices.iter().map(|s| s.enc.size()).max().unwrap_or(0);
+                    opts.push(opt(
+                        Read::Sliced(i),
+                        run,
+                        copied.0 + first,
+                        bytes,
+                        last.unwrap_or(0),
+                        size,
+                        true,
+                        &format!("{} slices", slices.len()),
+                    ));
+                }
+            }
+        }
+        opts
+    });
+    Some(Options {
+        ops,
+        slices: sliced,
+    })
+}
+
+/// Whether option `b` is never worse than `a` (earlier options win ties): no dearer at any
+/// hiding, hides as much for the next operation, and no more staging memory.
+fn dominates(b: &Opt, a: &Opt) -> bool {
+    let (bm, am) = (b.memory(), a.memory());
+    b.run + b.bytes <= a.run + a.bytes
+        && b.run + b.bytes + b.dma <= a.run + a.bytes + a.dma
+        && b.last >= a.last
+        && bm.0 <= am.0
+        && bm.1 <= am.1
+}
+
+/// The indices of `opts` no earlier or cheaper option dominates, in order.
+fn undominated(opts: &[Opt]) -> Vec<usize> {
+    (0..opts.len())
+        .filter(|&i| {
+            !opts.iter().enumerate().any(|(j, b)| {
+                j != i && dominates(b, &opts[i]) && (j < i || !dominates(&opts[i], b))
+            })
+        })
+        .collect()
+}
+
+/// The option the program takes for each operation (`None` per cascade operation), or `None`
+/// when the program is too large or the solver finds no solution within its node limit.
+/// `occupied`: the feature maps (and the constant copy) in the staging memory; `cap`: what
+/// the staging buffers may use; `after_chain[k]`: operation `k`'s buffers live from `k - 2`.
+pub(super) fn solve(
+    opts: &Options,
+    occupied: &[(Item, u64)],
+    cap: u64,
+    after_chain: &[bool],
+    in_cascade: &[bool],
+) -> Option<Vec<Option<usize>>> {
+    let n = opts.ops.len();
+    let keep: Vec<Vec<usize>> = opts.ops.iter().map(|o| undominated(o)).collect();
+    let binaries: usize = keep.iter().filter(|k| k.len() > 1).map(Vec::len).sum();
+    if binaries == 0 || binaries > MAX_BINARIES {
+        return None;
+    }
+    let mut vars = ProblemVariables::new();
+    // x[k][j]: option keep[k][j] of operation k (`None`: the only option, fixed).
+    // (Variables are numbered in creation order, as the solution lists their values.)
+    let mut x: Vec<Vec<Option<Variable>>> = Vec::with_capacity(n);
+    let mut index: Vec<Vec<usize>> = Vec::with_capacity(n);
+    let mut count = 0usize;
+    for kk in &keep {
+        let mut row = Vec::new();
+        let mut at = Vec::new();
+        for _ in kk {
+            if kk.len() > 1 {
+                row.push(Some(vars.add(variable().binary())));
+                at.push(count);
+                count += 1;
+            } else {
+                row.push(None);
+                at.push(usize::MAX);
+            }
+        }
+        x.push(row);
+        index.push(at);
+    }
+    // The value of a per-option quantity of operation k: an expression and a constant.
+    let linear = |k: usize, f: &dyn Fn(&Opt) -> f64| {
+        let mut e = Expression::from(0.0);
+        for (j, &o) in keep[k].iter().enumerate() {
+            match x[k][j] {
+                Some(v) => e += f(&opts.ops[k][o]) * v,
+                None => e += f(&opts.ops[k][o]),
+            }
+        }
+        e
+    };
+    let mut objective = Expression::from(0.0);
+    let mut constraints = Vec::new();
+    for k in 0..n {
+        if keep[k].is_empty() {
+            continue;
+        }
+        for j in 0..keep[k].len() {
+            if let Some(v) = x[k][j] {
+                let o = &opts.ops[k][keep[k][j]];
+                objective += (o.run + o.bytes) as f64 * v;
+            }
+        }
+        if keep[k].len() > 1 {
+            let one: Expression = x[k].iter().flatten().copied().sum();
+            constraints.push(one.eq(1.0));
+        }
+        let any_dma = keep[k].iter().any(|&o| opts.ops[k][o].dma > 0);
+        if !any_dma {
+            continue;
+        }
+        // The first DMA's cycles beyond what the previous operation's last kernel hides (a
+        // cascade before it, or none: nothing hidden).
+        let hidden = k > 0 && !in_cascade[k - 1] && !keep[k - 1].is_empty();
+        let e = vars.add(variable().min(0.0));
+        objective += e;
+        let mut rhs = linear(k, &|o| o.dma as f64);
+        if hidden {
+            rhs -= linear(k - 1, &|o| o.last as f64);
+        }
+        constraints.push(Expression::from(e).geq(rhs));
+    }
+    // The staging buffers at each step, beside what the allocator placed.
+    for t in 0..n {
+        let used: u64 = occupied
+            .iter()
+            .filter(|(it, _)| it.start <= t && t <= it.end)
+            .map(|(it, _)| it.size.next_multiple_of(alloc::ALIGN))
+            .sum();
+        let room = cap.saturating_sub(used) as f64;
+        let mut e = Expression::from(0.0);
+        let mut worst = 0u64;
+        for k in [t, t + 1, t + 2] {
+            if k >= n || keep[k].is_empty() {
+                continue;
+            }
+            let first = if after_chain[k] {
+                k.saturating_sub(2)
+            } else {
+                k.saturating_sub(1)
+            };
+            if t < first {
+                continue;
+            }
+            let at = |o: &Opt| {
+                let (before, at_k) = o.memory();
+                if t == k {
+                    at_k
+                } else {
+                    before
+                }
+            };
+            worst += keep[k]
+                .iter()
+                .map(|&o| at(&opts.ops[k][o]))
+                .max()
+                .unwrap_or(0);
+            e += linear(k, &|o| at(o) as f64);
+        }
+        if worst as f64 > room {
+            constraints.push(e.leq(room));
+        }
+    }
+    let mut model = vars.minimise(objective).using(good_lp::microlp);
+    for c in constraints {
+        model = model.with(c);
+    }
+    let mut solve = microlp::SolveOptions::default();
+    solve.node_limit = Some(NODE_LIMIT);
+    let solution = model
+        .as_inner()
+        .solve_with(solve)
+        .ok()?
+        .into_solution()
+        .ok()?;
+    let values: Vec<f64> = solution.iter().map(|(_, v)| v).collect();
+    let mut out = Vec::with_capacity(n);
+    for k in 0..n {
+        if keep[k].is_empty() {
+            out.push(None);
+            continue;
+        }
+        let j = (0..keep[k].len())
+            .find(|&j| x[k][j].is_none() || values.get(index[k][j]).is_some_and(|&a| a > 0.5))?;
+        out.push(Some(keep[k][j]));
+    }
+    Some(out)
+}
+
+/// The staging of `l` with the options `pick` takes ([`solve`]), placed in order as the
+/// greedy places its buffers; an option whose buffers do not fit gives way to the cheapest
+/// one that does. Returns the staging, each operation's alternative (0: the plan) and its
+/// [`Choice`].
+#[allow(clippy::too_many_arguments)]
+pub(super) fn place(
+    target: &dyn Target,
+    l: &Lowered,
+    plans: &[OpPlan],
+    p: &Placement,
+    chains: &[Option<chain::Operand>],
+    cascades: &[cascade::Cascade],
+    opts: &Options,
+    pick: &[Option<usize>],
+) -> (Staging, Vec<usize>, Vec<Option<Choice>>) {
+    let n = l.ops.len();
+    let mut how: Vec<Staged> = (0..n).map(|_| Staged::Direct).collect();
+    let mut copies: Vec<Option<IfmCopy>> = vec![None; n];
+    let mut alts = vec![0usize; n];
+    let mut choices: Vec<Option<Choice>> = vec![None; n];
+    let Some((region, capacity)) = target.staging() else {
+        return (
+            Staging {
+                how,
+                copies,
+                consts: None,
+                end: 0,
+            },
+            alts,
+            choices,
+        );
+    };
+    let (mut occupied, hwm) = occupancy(l, p, region, capacity);
+    let copy_traffic = |from: u8, size: u64| {
+        let mut w = CommandWriter::default();
+        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
+        target.estimate_traffic(&w.commands)
+    };
+    let consts = staging::stage_consts(
+        target,
+        l,
+        plans,
+        p,
+        region,
+        hwm,
+        &mut occupied,
+        &copy_traffic,
+    );
+    let mut prev = 0u64;
+    for k in 0..n {
+        if let Some(c) = cascades.iter().find(|c| (c.first..=c.last).contains(&k)) {
+            if k == c.first && c.staged {
+                if let Some(s) =
+                    staging::stage_cascade(plans, c, chains, &mut occupied, hwm, region)
+                {
+                    how[k] = s;
+                }
+            }
+            prev = 0;
+            continue;
+        }
+        let os = &opts.ops[k];
+        if os.is_empty() {
+            prev = plans[k].cycles;
+            continue;
+        }
+        let after_chain = k >= 2 && chains[k - 2].is_some();
+        let first = if after_chain {
+            k - 2
+        } else {
+            k.saturating_sub(1)
+        };
+        let item = |size: u64| Item {
+            size,
+            start: first,
+            end: k,
+        };
+        let waits = |occupied: &[(Item, u64)], off: u64, size: u64| {
+            !after_chain
+                && k >= 2
+                && occupied.iter().any(|(o, at)| {
+                    o.start <= k - 2
+                        && k - 2 <= o.end
+                        && *at < off + size.next_multiple_of(alloc::ALIGN)
+                        && off < at + o.size.next_multiple_of(alloc::ALIGN)
+                })
+        };
+        // The program's option first, then the others by their objective after `prev`.
+        let mut order: Vec<usize> = (0..os.len()).collect();
+        order.sort_by_key(|&i| (Some(i) != pick[k], os[i].cost(prev), i));
+        let mut taken = None;
+        for i in order {
+            let o = &os[i];
+            let mut trial = occupied.clone();
+            let mut copy = None;
+            if o.copy {
+                let Some(off) = alloc::fit(&trial, item(o.copy_size), hwm) else {
+                    continue;
+                };
+                let b = l.ops[k].ifm.buffer;
+                copy = Some(IfmCopy {
+                    src: (p.regions[b], p.offsets[b]),
+                    dst: (region, off),
+                    size: o.copy_size,
+                    wait: waits(&trial, off, o.copy_size),
+                });
+                trial.push((item(o.copy_size), off));
+            }
+            let s = match o.read {
+                Read::Direct => Staged::Direct,
+                Read::Whole => {
+                    let Some(off) = alloc::fit(&trial, item(o.buf), hwm) else {
+                        continue;
+                    };
+                    let wait = waits(&trial, off, o.buf);
+                    trial.push((item(o.buf), off));
+                    Staged::Whole {
+                        region,
+                        at: off,
+                        wait,
+                    }
+                }
+                Read::Sliced(j) => {
+                    let (block, Some(slices)) = &opts.slices[k][j] else {
+                        continue;
+                    };
+                    let Some(a) = alloc::fit(&trial, item(o.buf), hwm) else {
+                        continue;
+                    };
+                    let wait = waits(&trial, a, o.buf);
+                    trial.push((item(o.buf), a));
+                    let second = Item {
+                        size: o.buf,
+                        start: k,
+                        end: k,
+                    };
+                    let Some(b) = alloc::fit(&trial, second, hwm) else {
+                        continue;
+                    };
+                    trial.push((second, b));
+                    Staged::Sliced {
+                        region,
+                        bufs: [a, b],
+                        slices: slices.clone(),
+                        block: *block,
+                        wait,
+                    }
+                }
+            };
+            occupied = trial;
+            copies[k] = copy;
+            how[k] = s;
+            taken = Some(i);
+            break;
+        }
+        // (The first option, direct without a copy, needs no buffer: always taken.)
+        let i = taken.unwrap_or(0);
+        alts[k] = os[i].alt;
+        choices[k] = Some(choice(os, i, prev));
+        prev = os[i].last;
+    }
+    let end = occupied
+        .iter()
+        .map(|(it, off)| off + it.size.next_multiple_of(alloc::ALIGN))
+        .max()
+        .unwrap_or(0);
+    (
+        Staging {
+            how,
+            copies,
+            consts,
+            end,
+        },
+        alts,
+        choices,
+    )
+}
+
+/// Option `i` of `os` taken after a kernel of `prev` cycles, and the cheapest other one.
+fn choice(os: &[Opt], i: usize, prev: u64) -> Choice {
+    let next = (0..os.len())
+        .filter(|&j| j != i)
+        .min_by_key(|&j| (os[j].cost(prev), j))
+        .map(|j| (os[j].label.clone(), os[j].cost(prev)));
+    Choice {
+        chosen: (os[i].label.clone(), os[i].cost(prev)),
+        next,
+    }
+}
+
+/// The [`Choice`]s of the greedy's staging (`s`, every operation on its plan): each
+/// operation's option matched by its IFM copy and how its streams are read.
+pub(super) fn greedy_choices(opts: &Options, s: &Staging) -> Vec<Option<Choice>> {
+    let mut prev = 0u64;
+    let mut out = Vec::with_capacity(opts.ops.len());
+    for (k, os) in opts.ops.iter().enumerate() {
+        let read = match &s.how[k] {
+            Staged::Direct => Some(Read::Direct),
+            Staged::Whole { .. } => Some(Read::Whole),
+            Staged::Sliced { slices, .. } => opts.slices[k]
+                .iter()
+                .position(|(_, c)| c.as_ref().is_some_and(|c| c.len() == slices.len()))
+                .map(Read::Sliced),
+            Staged::Cascade { .. } => None,
+        };
+        let i = os
+            .iter()
+            .position(|o| o.alt == 0 && o.copy == s.copies[k].is_some() && Some(o.read) == read);
+        match i {
+            Some(i) => {
+                out.push(Some(choice(os, i, prev)));
+                prev = os[i].last;
+            }
+            None => {
+                out.push(None);
+                prev = 0;
+            }
+        }
+    }
+    out
+}
+
+/// The feature maps in the staging `region` as placed items, and what buffers may fill
+/// ([`staging::stage`]'s high-water mark).
+pub(super) fn occupancy(
+    l: &Lowered,
+    p: &Placement,
+    region: u8,
+    capacity: u64,
+) -> (Vec<(Item, u64)>, u64) {
+    let occupied: Vec<(Item, u64)> = (0..l.buffers.len())
+        .filter(|&i| p.regions[i] == region)
+        .map(|i| (alloc::buffer_item(l, i), p.offsets[i]))
+        .collect();
+    let fm_size = if region == crate::compile::REGION_FAST {
+        p.fast_size
+    } else {
+        p.arena_size
+    };
+    let hwm = if capacity == u64::MAX {
+        fm_size
+    } else {
+        capacity
+    };
+    (occupied, hwm)
+}
+
+/// An operation's plan for alternative `alt` (0: the plan itself).
+pub(super) fn plan_for(plan: &OpPlan, alt: usize) -> OpPlan {
+    match (alt, &plan.alt) {
+        (1, Some(a)) => (**a).clone(),
+        _ => OpPlan {
+            alt: None,
+            ..plan.clone()
+        },
+    }
+}
+
+/// The staging the program chooses ([`options`], [`solve`], [`place`]), with each
+/// operation's alternative and [`Choice`]; `None` when there is no staging memory, no
+/// choice to make, or no solution within the node limit.
+pub(super) fn optimise(
+    target: &dyn Target,
+    l: &Lowered,
+    plans: &[OpPlan],
+    p: &Placement,
+    chains: &[Option<chain::Operand>],
+    cascades: &[cascade::Cascade],
+    opts: &Options,
+) -> Option<(Staging, Vec<usize>, Vec<Option<Choice>>)> {
+    let (region, capacity) = target.staging()?;
+    let (mut occupied, hwm) = occupancy(l, p, region, capacity);
+    let copy_traffic = |from: u8, size: u64| {
+        let mut w = CommandWriter::default();
+        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
+        target.estimate_traffic(&w.commands)
+    };
+    // The constant copy (decided from the plans alone) takes its bytes first.
+    let _ = staging::stage_consts(
+        target,
+        l,
+        plans,
+        p,
+        region,
+        hwm,
+        &mut occupied,
+        &copy_traffic,
+    );
+    let n = l.ops.len();
+    let after_chain: Vec<bool> = (0..n).map(|k| k >= 2 && chains[k - 2].is_some()).collect();
+    let in_cascade: Vec<bool> = (0..n)
+        .map(|k| cascades.iter().any(|c| (c.first..=c.last).contains(&k)))
+        .collect();
+    let pick = solve(opts, &occupied, hwm, &after_chain, &in_cascade)?;
+    Some(place(target, l, plans, p, chains, cascades, opts, &pick))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{decide, stream_objective, write};
+    use super::{dominates, undominated, Opt, Read};
+    use crate::compile::{lower, Options};
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::system::MemoryMap;
+
+    fn opt(run: u64, dma: u64, bytes: u64, last: u64, buf: u64) -> Opt {
+        Opt {
+            alt: 0,
+            copy: false,
+            read: if buf == 0 { Read::Direct } else { Read::Whole },
+            run,
+            dma,
+            bytes,
+            last,
+            copy_size: 0,
+            buf,
+            second: false,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn an_option_no_cheaper_and_using_more_memory_is_dropped() {
+        let direct = opt(100, 0, 50, 100, 0);
+        let staged = opt(80, 40, 50, 80, 64);
+        // Cheaper when the DMA is hidden, dearer when not, less to hide the next DMA with.
+        assert!(!dominates(&direct, &staged) && !dominates(&staged, &direct));
+        let worse = opt(100, 10, 60, 100, 64);
+        assert!(dominates(&direct, &worse));
+        assert_eq!(undominated(&[direct.clone(), staged, worse]), vec![0, 1]);
+        // Equal options: the earlier stays.
+        assert_eq!(undominated(&[direct.clone(), direct]), vec![0]);
+    }
+
+    #[test]
+    fn the_program_beats_the_greedy_on_the_fc_autoencoder() {
+        // On U85-2048 the greedy plans an operation's weights as FWD (cheapest read in place)
+        // and then stages them, moving more DRAM bytes than reading the SWD streams in place
+        // would; the program weighs both together.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../models/tflite/dense_autoencoder.tflite"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
+        let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
+        let options = Options {
+            accelerator: Accelerator::U85_2048,
+            ..Options::default()
+        };
+        let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
+        let target = crate::targets::select(&options, map);
+        let l = lower::lower(&g).unwrap();
+        let mut d = decide::decide(target.as_ref(), &l).unwrap();
+        let objective = |d: &decide::Decisions| {
+            let w = write::write(d).unwrap();
+            stream_objective(&target.estimate_stream(&w.words).unwrap())
+        };
+        let greedy = objective(&d);
+        let alt = d
+            .alternative
+            .take()
+            .expect("the program differs from the greedy");
+        d.ops = alt.ops;
+        d.placement = alt.placement;
+        let optimised = objective(&d);
+        assert!(optimised < greedy, "{optimised} >= {greedy}");
+    }
+}
