@@ -1,6 +1,7 @@
 //! Output-stage arithmetic (TRM 3.6.6 rounded_shift_right / rescale, 3.6.7 activation).
 use npuc_backend::isa::{ActivationClipRange, ActivationFunction, RoundModeOfm};
-use npuc_backend::sim::arith::{avgpool_scale, rounded_shift_right, Activation};
+use npuc_backend::sim::arith::Activation;
+use npuc_codecs::arith::{avgpool_scale, rounded_shift_right};
 
 fn rsr(acc: i128, s: u32, m: RoundModeOfm, d: u32) -> i128 {
     rounded_shift_right(acc, s, m, d).unwrap()

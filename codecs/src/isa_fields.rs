@@ -2,7 +2,8 @@
 // Do not edit: change the CSV file and run `cargo run -p npuc-isa-gen`.
 
 //! The ISA field enums that parameterise the weight and scale/bias streams (TRM 3.7,
-//! 3.9.2). The backend's ISA module re-exports them; they are defined only here.
+//! 3.9.2) and the scaling unit's arithmetic (TRM 3.6.6). The backend's ISA module
+//! re-exports them; they are defined only here.
 
 /// `acc_format_t`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -226,6 +227,92 @@ impl WeightSparsity {
         match self {
             Self::None => "none",
             Self::Sparse24 => "sparse_2_4",
+        }
+    }
+}
+
+/// `round_mode_ifm_t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum RoundModeIfm {
+    /// Double rounding symmetric about 0
+    #[default]
+    DoubleSymmetric = 0,
+    /// Round to nearest with 0.5 round to +infinity
+    Natural = 1,
+}
+
+impl RoundModeIfm {
+    /// The encoded value.
+    pub const fn raw(self) -> u32 {
+        self as u32
+    }
+
+    /// Decodes a value; `None` for reserved encodings.
+    pub fn from_raw(value: u32) -> Option<Self> {
+        match value {
+            0 => Some(Self::DoubleSymmetric),
+            1 => Some(Self::Natural),
+            _ => None,
+        }
+    }
+
+    /// The TRM name of the value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::DoubleSymmetric => "double_symmetric",
+            Self::Natural => "natural",
+        }
+    }
+}
+
+/// `round_mode_ofm_t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum RoundModeOfm {
+    /// Double rounding symmetric about 0
+    #[default]
+    DoubleSymmetric = 0,
+    /// Round to nearest with 0.5 round to +infinity
+    Natural = 1,
+    /// Double rounding asymmetric
+    DoubleAsymmetric = 2,
+    /// Round to nearest with 0.5 round away from 0
+    Symmetric = 3,
+    /// Truncate towards 0
+    TruncateToZero = 4,
+    /// Truncate towards -infinity
+    TruncateToLower = 5,
+}
+
+impl RoundModeOfm {
+    /// The encoded value.
+    pub const fn raw(self) -> u32 {
+        self as u32
+    }
+
+    /// Decodes a value; `None` for reserved encodings.
+    pub fn from_raw(value: u32) -> Option<Self> {
+        match value {
+            0 => Some(Self::DoubleSymmetric),
+            1 => Some(Self::Natural),
+            2 => Some(Self::DoubleAsymmetric),
+            3 => Some(Self::Symmetric),
+            4 => Some(Self::TruncateToZero),
+            5 => Some(Self::TruncateToLower),
+            _ => None,
+        }
+    }
+
+    /// The TRM name of the value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::DoubleSymmetric => "double_symmetric",
+            Self::Natural => "natural",
+            Self::DoubleAsymmetric => "double_asymmetric",
+            Self::Symmetric => "symmetric",
+            Self::TruncateToZero => "truncate_to_zero",
+            Self::TruncateToLower => "truncate_to_lower",
         }
     }
 }

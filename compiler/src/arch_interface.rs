@@ -141,6 +141,15 @@ pub struct OpEstimate {
     pub memory: Vec<(String, u64, u64)>,
 }
 
+/// The commands of a stream, as `npuc` counts them (`crate::counts`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommandCounts {
+    /// Kernel commands (one per kernel operation the stream starts).
+    pub kernel: usize,
+    /// DMA commands.
+    pub dma: usize,
+}
+
 /// Why a target could not encode something.
 #[derive(Debug, Error)]
 pub enum TargetError {
@@ -197,6 +206,8 @@ pub trait Target: Sync {
     /// other than SRAM (DRAM, flash): the off-chip traffic `npuc report` counts. Commands of
     /// another target's writer cost nothing (a programming error, caught by a debug assertion).
     fn estimate_traffic(&self, commands: &Commands) -> (u64, u64);
+    /// Counts the kernel and DMA commands of a stream this target wrote.
+    fn count_commands(&self, words: &[u32]) -> CommandCounts;
     /// Estimates a whole command stream (`None` if it does not decode).
     fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate>;
     /// The name of the memory holding a region (`Sram`, `Dram`, ...).

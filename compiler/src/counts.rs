@@ -16,8 +16,6 @@
 //! ```
 
 use crate::compile::CompiledModel;
-use npuc_backend::isa::stream::StreamDecoder;
-use npuc_backend::isa::Command;
 use std::fmt;
 
 /// NPU operations and commands of one or more compiled streams.
@@ -32,29 +30,13 @@ pub struct Counts {
 }
 
 impl Counts {
-    /// The commands of a stream (decoded through the ISA table; counting stops at the first
-    /// word that does not decode) with `npu_operations` 0.
-    pub fn of_stream(words: &[u32]) -> Counts {
-        let mut c = Counts::default();
-        for d in StreamDecoder::new(words).map_while(Result::ok) {
-            match d.command {
-                Command::OpConv(_)
-                | Command::OpDepthwise(_)
-                | Command::OpPool(_)
-                | Command::OpElementwise(_)
-                | Command::OpResize(_) => c.kernel_commands += 1,
-                Command::OpDmaStart(_) => c.dma_commands += 1,
-                _ => {}
-            }
-        }
-        c
-    }
-
-    /// The counts of a compiled model.
+    /// The counts of a compiled model (its commands as its target counted them,
+    /// `Target::count_commands`).
     pub fn of(m: &CompiledModel) -> Counts {
         Counts {
             npu_operations: m.operators.len(),
-            ..Counts::of_stream(&m.command_stream)
+            kernel_commands: m.commands.kernel,
+            dma_commands: m.commands.dma,
         }
     }
 

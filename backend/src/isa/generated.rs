@@ -4,7 +4,7 @@
 use super::table::{CmdKind, CommandSpec, EnumSpec, EnumValueSpec, FieldError, FieldKind, FieldSpec};
 
 /// The field enums the weight and scale/bias codecs read too, defined once in `npuc_codecs`.
-pub use npuc_codecs::isa_fields::{AccFormat, Microblock, WeightOrder, KernelDilation, KernelDecomposition, WeightSparsity};
+pub use npuc_codecs::isa_fields::{AccFormat, Microblock, WeightOrder, KernelDilation, KernelDecomposition, WeightSparsity, RoundModeIfm, RoundModeOfm};
 
 /// Every Ethos-U85 instruction (TRM 3.10 cmd0, 3.11 cmd1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -1450,98 +1450,6 @@ impl BranchCond {
         match self {
             Self::Always => "always",
             Self::RfTrue => "rf_true",
-        }
-    }
-}
-
-/// `round_mode_ifm_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum RoundModeIfm {
-    /// Double rounding symmetric about 0
-    #[default]
-    DoubleSymmetric = 0,
-    /// Round to nearest with 0.5 round to +infinity
-    Natural = 1,
-}
-
-impl RoundModeIfm {
-    /// The enum's table entry.
-    pub const ID: EnumId = EnumId::RoundModeIfm;
-
-    /// The encoded value.
-    pub const fn raw(self) -> u32 {
-        self as u32
-    }
-
-    /// Decodes a value; `None` for reserved encodings.
-    pub fn from_raw(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::DoubleSymmetric),
-            1 => Some(Self::Natural),
-            _ => None,
-        }
-    }
-
-    /// The TRM name of the value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::DoubleSymmetric => "double_symmetric",
-            Self::Natural => "natural",
-        }
-    }
-}
-
-/// `round_mode_ofm_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(u8)]
-pub enum RoundModeOfm {
-    /// Double rounding symmetric about 0
-    #[default]
-    DoubleSymmetric = 0,
-    /// Round to nearest with 0.5 round to +infinity
-    Natural = 1,
-    /// Double rounding asymmetric
-    DoubleAsymmetric = 2,
-    /// Round to nearest with 0.5 round away from 0
-    Symmetric = 3,
-    /// Truncate towards 0
-    TruncateToZero = 4,
-    /// Truncate towards -infinity
-    TruncateToLower = 5,
-}
-
-impl RoundModeOfm {
-    /// The enum's table entry.
-    pub const ID: EnumId = EnumId::RoundModeOfm;
-
-    /// The encoded value.
-    pub const fn raw(self) -> u32 {
-        self as u32
-    }
-
-    /// Decodes a value; `None` for reserved encodings.
-    pub fn from_raw(value: u32) -> Option<Self> {
-        match value {
-            0 => Some(Self::DoubleSymmetric),
-            1 => Some(Self::Natural),
-            2 => Some(Self::DoubleAsymmetric),
-            3 => Some(Self::Symmetric),
-            4 => Some(Self::TruncateToZero),
-            5 => Some(Self::TruncateToLower),
-            _ => None,
-        }
-    }
-
-    /// The TRM name of the value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::DoubleSymmetric => "double_symmetric",
-            Self::Natural => "natural",
-            Self::DoubleAsymmetric => "double_asymmetric",
-            Self::Symmetric => "symmetric",
-            Self::TruncateToZero => "truncate_to_zero",
-            Self::TruncateToLower => "truncate_to_lower",
         }
     }
 }

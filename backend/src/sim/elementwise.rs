@@ -1,6 +1,5 @@
 //! NPU_OP_ELEMENTWISE (TRM 3.10.6).
 
-use super::arith::{clz32, ifm_round_mode, rounded_shift_right, sign_extend};
 use super::conv::chained_ofm;
 use super::error::{check, Fault};
 use super::fm::Fm;
@@ -13,6 +12,7 @@ use crate::isa::{
     ActivationPrecision, ActivationReverse, ActivationStorage, ActivationTranspose, ActivationType,
     BroadcastMode, ElementwiseMode, IfmUpscaleMode, RegisterFile, RoundModeOfm, SetIfmScale,
 };
+use npuc_codecs::arith::{clz32, ifm_round_mode, rounded_shift_right, sign_extend};
 
 const S: &str = "3.10.6";
 

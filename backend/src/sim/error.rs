@@ -86,6 +86,16 @@ impl Fault {
     }
 }
 
+impl From<npuc_codecs::arith::TrmAssert> for Fault {
+    fn from(a: npuc_codecs::arith::TrmAssert) -> Fault {
+        Fault::Assert {
+            section: a.section,
+            rule: a.rule,
+            detail: a.detail,
+        }
+    }
+}
+
 /// Checks a TRM assert: `Ok` if `cond` holds, else [`Fault::Assert`].
 pub(crate) fn check(
     cond: bool,

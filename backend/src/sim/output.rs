@@ -1,9 +1,7 @@
 //! The output stage of every kernel operation: `write_accumulator`, `rescale`, `activation`
 //! and `write_ofm` (TRM 3.6.5-3.6.7), with the per-operation register reads done once.
 
-use super::arith::{
-    avgpool_scale, rounded_shift_right, rounding_term_i64, sign_extend, truncate, Activation,
-};
+use super::arith::Activation;
 use super::error::{check, Fault};
 use super::fm::Fm;
 use super::state::State;
@@ -12,6 +10,9 @@ use crate::arch::ArchConfig;
 use crate::isa::{
     AccFormat, AccOutput, ActivationFormat, ActivationPrecision, ActivationReverse,
     ActivationStorage, ActivationTranspose, OfmScaleMode, RegisterFile, RoundModeOfm,
+};
+use npuc_codecs::arith::{
+    avgpool_scale, rounded_shift_right, rounding_term_i64, sign_extend, truncate,
 };
 
 /// `rescale_mode_t` (TRM 3.6.6).

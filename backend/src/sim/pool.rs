@@ -252,13 +252,13 @@ pub fn pool(
                             }
                             PoolingMode::Average | PoolingMode::Sum => {
                                 acc.iter_mut().zip(px).for_each(|(a, &v)| {
-                                    *a = super::arith::sign_extend(a.wrapping_add(v), bits)
+                                    *a = npuc_codecs::arith::sign_extend(a.wrapping_add(v), bits)
                                 })
                             }
                             PoolingMode::ArgmaxX | PoolingMode::ArgmaxY => {
                                 let k = if mode == PoolingMode::ArgmaxX { kx } else { ky } as i64;
                                 for (a, &v) in acc.iter_mut().zip(px) {
-                                    if v > super::arith::sign_extend(*a, 16) {
+                                    if v > npuc_codecs::arith::sign_extend(*a, 16) {
                                         *a = v + 65536 * k;
                                     }
                                 }

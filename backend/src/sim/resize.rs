@@ -155,7 +155,7 @@ pub fn resize(
                     }
                     ResizeMode::Replicate => v0,
                 };
-                let acc = super::arith::sign_extend(acc, acc_bits);
+                let acc = npuc_codecs::arith::sign_extend(acc, acc_bits);
                 out.finish(
                     st,
                     oy as u64,

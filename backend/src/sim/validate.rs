@@ -22,7 +22,6 @@
 //! stream read from stale bytes, or any failure, sends the stream to the full simulation,
 //! whose verdict and error are then the answer.
 
-use super::arith::sign_extend;
 use super::error::{check, Fault};
 use super::fm::Fm;
 use super::output::{Output, Rescale};
@@ -33,6 +32,7 @@ use crate::isa::{
     AccInput, AccOutput, ActivationFormat, ActivationFunction, ActivationReverse,
     ActivationStorage, ActivationTranspose, IfmUpscaleMode, RegisterFile,
 };
+use npuc_codecs::arith::sign_extend;
 
 /// The most bytes one region may have, for validation and for `npuc run` (4 GiB; the
 /// NPU's addresses have 40 bits, but no memory of an Ethos-U85 system comes near this).

@@ -288,6 +288,8 @@ pub struct CompiledModel {
     pub config_word: u32,
     /// The register command stream (32-bit words).
     pub command_stream: Vec<u32>,
+    /// Its kernel and DMA commands, as the target counts them.
+    pub commands: crate::arch_interface::CommandCounts,
     /// Region 0: weights and scale streams.
     pub read_only: Vec<u8>,
     /// Size of region 1 (the feature-map arena) in bytes.
@@ -400,6 +402,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let model = CompiledModel {
         accelerator: options.accelerator,
         config_word: target.config_word(),
+        commands: target.count_commands(&emitted.words),
         command_stream: emitted.words,
         read_only: emitted.read_only,
         arena_size: placement.arena_size,

@@ -5,12 +5,13 @@
 //! model ([`npuc_backend::perf`]).
 
 use crate::arch_interface::{
-    BlockConfig, BlockNames, Commands, EncodedWeights, KernelKind, OpEstimate, OpGeometry,
-    StreamEstimate, Target, TargetError, WeightStreams,
+    BlockConfig, BlockNames, CommandCounts, Commands, EncodedWeights, KernelKind, OpEstimate,
+    OpGeometry, StreamEstimate, Target, TargetError, WeightStreams,
 };
 use crate::compile::emit::{write, Decisions, Written};
 use crate::compile::{CompileError, Optimise};
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
+use npuc_backend::isa::stream::StreamDecoder;
 use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
 use npuc_backend::perf::op::op_cost;
 use npuc_backend::perf::PerfModel;
@@ -355,6 +356,25 @@ impl Target for U85Target {
                     .sum();
                 (p.cycles, offchip)
             })
+    }
+
+    /// Kernel commands are NPU_OP_CONV, _DEPTHWISE, _POOL, _ELEMENTWISE and _RESIZE, DMA
+    /// commands NPU_OP_DMA_START (decoded through the ISA table; counting stops at the first
+    /// word that does not decode).
+    fn count_commands(&self, words: &[u32]) -> CommandCounts {
+        let mut c = CommandCounts::default();
+        for d in StreamDecoder::new(words).map_while(Result::ok) {
+            match d.command {
+                Command::OpConv(_)
+                | Command::OpDepthwise(_)
+                | Command::OpPool(_)
+                | Command::OpElementwise(_)
+                | Command::OpResize(_) => c.kernel += 1,
+                Command::OpDmaStart(_) => c.dma += 1,
+                _ => {}
+            }
+        }
+        c
     }
 
     fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate> {

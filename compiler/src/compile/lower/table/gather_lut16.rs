@@ -20,7 +20,7 @@ use crate::compile::lower::table::lut16::{fit, input_range, simulate};
 use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, Requant};
 use crate::compile::CompileError;
 use npuc_backend::isa::ActivationFunction;
-use npuc_backend::sim::arith::rounded_shift_right;
+use npuc_codecs::arith::rounded_shift_right;
 use npuc_ir::{DType, Op, OpId, TensorId};
 
 /// The operators of a table lookup, input to GATHER.

@@ -23,8 +23,9 @@ use crate::compile::lower::table::activation_lut::Lut;
 use crate::compile::lower::{unsupported, Ctx, InputScale, Kernel, NpuOp, Requant};
 use crate::compile::CompileError;
 use npuc_backend::isa::{ActivationFunction, ElementwiseMode, PoolingMode};
-use npuc_backend::sim::arith::{ifm_round_mode, rounded_shift_right, truncate, Activation};
+use npuc_backend::sim::arith::Activation;
 use npuc_backend::sim::Fault;
+use npuc_codecs::arith::{ifm_round_mode, rounded_shift_right, truncate};
 use npuc_ir::{DType, OpId, OpNode, TensorId};
 use std::collections::BTreeMap;
 
