@@ -9,7 +9,8 @@ An extension set (make_conformance.sh) holds only the tests the extension adds.
 For each set (pro-int, ext-int16, ext-int4, ext-doubleround) and each operator the smallest
 test with results is a candidate; the subset takes, per set, the candidates in operator order
 spread over the set (every k-th, so each set contributes up to its quota), plus the smallest
-rank-0 test, the smallest test of rank 5 or more and the smallest RESHAPE to rank 0 of each set,
+rank-0 test, the smallest test of rank 5 or more, the smallest RESHAPE to rank 0 and the smallest
+RESCALE of a non-scalar INT48 input of each set,
 plus, per convolution-family operator (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D), the
 smallest PRO-INT test with runtime weights and the smallest with a runtime bias (decisions
 L36-L38).  `--extras-only` copies just those, keeping the subset already there;
@@ -95,6 +96,9 @@ def main():
             lambda t: t["rank"] == 0,
             lambda t: t["rank"] >= 5,
             lambda t: "_rank0_" in t["dir"].name,  # RESHAPE to a scalar
+            # an INT48 graph input of several elements (8-byte words in memory, decision L33)
+            lambda t: t["op"] == "RESCALE" and "_i48_" in t["dir"].name and t["rank"] >= 1
+            and 0 in t["variable"],
         ):
             extra = sorted((t for t in all_tests if pred(t)), key=lambda t: (t["size"], str(t["dir"])))
             if extra and extra[0] not in chosen:
