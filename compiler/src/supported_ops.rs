@@ -67,8 +67,9 @@ pub fn tflite() -> String {
 pub fn tosa() -> String {
     let mut s = String::from("## TOSA\n\n");
     s.push_str(
-        "TOSA 1.0 operators npuc lowers (profiles PRO-INT, extensions EXT-INT16 and \
-         EXT-DOUBLEROUND), with the element types of their input.\n\n\
+        "TOSA 1.0 operators npuc lowers (profiles PRO-INT, extensions EXT-INT16, EXT-INT4 and \
+         EXT-DOUBLEROUND; INT4 weights of the convolutions), with the element types of their \
+         input.\n\n\
          | Operator | Input types |\n| --- | --- |\n",
     );
     let mut rows: Vec<(String, String)> = npuc_frontend_tosa::OPERATORS

@@ -104,7 +104,7 @@ pub enum LowerError {
         reason: String,
     },
 
-    #[error("{at}: operator {op} is not in the TOSA 1.0 PRO-INT (+EXT-INT16, EXT-DOUBLEROUND) profile lowered here")]
+    #[error("{at}: operator {op} is not in the TOSA 1.0 PRO-INT (+EXT-INT16, EXT-INT4, EXT-DOUBLEROUND) profile lowered here")]
     UnsupportedOperator { at: OpAt, op: String },
 
     #[error("{block} tensor {name:?}: {reason}")]

@@ -15,8 +15,8 @@
 //! # Lowering
 //!
 //! [`lower`] turns the entry block of a parsed model into a validated [`npuc_ir::Graph`]:
-//! TOSA 1.0 PRO-INT with EXT-INT16 and EXT-DOUBLEROUND (and EXT-INT4 weights, unpacked to
-//! `i8`). Compile-time operands (zero points, RESCALE multiplier/shift, MUL shift, TABLE,
+//! TOSA 1.0 PRO-INT with EXT-INT16, EXT-DOUBLEROUND and EXT-INT4 (INT4 weights, CONST and
+//! IDENTITY, held as `i8`; INT4 constants are unpacked). Compile-time operands (zero points, RESCALE multiplier/shift, MUL shift, TABLE,
 //! PAD/RESHAPE/SLICE/TILE/RESIZE shapes, PAD's pad value) are read from constants and become
 //! IR attributes; a non-constant there is an error. The profile's type rules per operator
 //! mode and the zero-point / shift / multiplier constraints are checked, and every declared

@@ -1,7 +1,8 @@
 //! Lowering a parsed TOSA 1.0 block to the npuc IR.
 //!
-//! The profile is PRO-INT + EXT-INT16 + EXT-DOUBLEROUND (+ EXT-INT4 constant weights, which
-//! are unpacked to `i8`). Each operator's input types are checked against its 1.0 modes;
+//! The profile is PRO-INT + EXT-INT16 + EXT-DOUBLEROUND + EXT-INT4 (INT4 weights, constant or
+//! graph inputs, and INT4 CONST / IDENTITY, all held as `i8`: constants are unpacked, two per
+//! byte). Each operator's input types are checked against its 1.0 modes;
 //! constant operands become IR attributes; the IR's inferred output type must equal the
 //! declared TOSA output type.
 
@@ -211,6 +212,16 @@ const ANY: &[fb::DType] = &[
     fb::DType::INT32,
 ];
 
+/// IDENTITY also passes EXT-INT4 tensors (held as i8) and EXT-INT16's INT48.
+const ANY_I4_48: &[fb::DType] = &[
+    fb::DType::BOOL,
+    fb::DType::INT4,
+    fb::DType::INT8,
+    fb::DType::INT16,
+    fb::DType::INT32,
+    fb::DType::INT48,
+];
+
 const I8_16_32_48: &[fb::DType] = &[
     fb::DType::INT8,
     fb::DType::INT16,
@@ -273,7 +284,7 @@ pub const OPERATORS: &[(fb::Op, &[fb::DType])] = &[
     (fb::Op::RESIZE, I8_16),
     (fb::Op::CAST, ANY),
     (fb::Op::RESCALE, I8_16_32_48),
-    (fb::Op::IDENTITY, ANY),
+    (fb::Op::IDENTITY, ANY_I4_48),
     (fb::Op::CONST, &[]),
     (fb::Op::CONST_SHAPE, &[]),
 ];
@@ -319,21 +330,21 @@ impl<'a> Lower<'a> {
         Ok(Shape::new(dims))
     }
 
+    /// The IR type of a graph input or an operator's declared output. An INT4 tensor (EXT-INT4)
+    /// is an i8 tensor holding values in -8..=7, as the TOSA reference model reads and writes
+    /// INT4 data (one int8 element each); only the operators that accept INT4 take it.
     fn declared_type(&self, name: &str) -> Result<TensorType, LowerError> {
         let t = self.tensor_decl(name)?;
         let shape = self.static_shape(t)?;
-        let dt = match ir_dtype(t.dtype) {
-            Some(dt) if t.dtype != fb::DType::INT4 => dt,
-            _ => {
-                return Err(self.tensor_err(
-                    t,
-                    format!(
-                        "element type {} is outside the integer profile (INT4 only for constants)",
-                        dtype_name(t.dtype)
-                    ),
-                ))
-            }
-        };
+        let dt = ir_dtype(t.dtype).ok_or_else(|| {
+            self.tensor_err(
+                t,
+                format!(
+                    "element type {} is outside the integer profile",
+                    dtype_name(t.dtype)
+                ),
+            )
+        })?;
         Ok(TensorType::new(dt, shape))
     }
 
@@ -390,9 +401,6 @@ impl<'a> Lower<'a> {
         }
         if t.data.is_some() {
             return Ok((self.constant(t)?, t.dtype));
-        }
-        if t.dtype == fb::DType::INT4 {
-            return Err(at.operand_err(slot, "INT4 operands must be constants"));
         }
         Err(LowerError::NotYetProduced {
             block: self.block.id.clone(),

@@ -113,6 +113,58 @@ fn conv2d_int4_weights() {
 }
 
 #[test]
+fn conv2d_int4_weights_as_a_graph_input() {
+    // EXT-INT4 weights that are a graph input: an i8 tensor holding -8..=7 (the reference
+    // model's INT4 .npy data), the same result as the packed constant above.
+    let mut b = B::new();
+    b.input("x", &[1, 2, 2, 1], D::INT8)
+        .input("w", &[2, 1, 2, 1], D::INT4)
+        .konst("bias", &[2], D::INT32, i32s(&[10, -5]))
+        .scalar("xzp", D::INT8, 1)
+        .konst("wzp", &[1], D::INT4, vec![0])
+        .output("acc", &[1, 2, 1, 2], D::INT32)
+        .op(
+            Op::CONV2D,
+            conv_attr([0; 4], [1, 1], D::INT32),
+            &["x", "w", "bias", "xzp", "wzp"],
+            &["acc"],
+        );
+    let out = run(
+        &b.finish(),
+        &[
+            (&[1, 2, 2, 1], DType::Int8, &[1, 2, 3, 4]),
+            (&[2, 1, 2, 1], DType::Int8, &[1, 2, 3, -1]),
+        ],
+    );
+    assert_eq!(out, vec![vec![12, -6, 18, -2]]);
+}
+
+#[test]
+fn identity_int4_passes_values() {
+    let mut b = B::new();
+    b.input("x", &[3], D::INT4).output("y", &[3], D::INT4).op(
+        Op::IDENTITY,
+        empty(Op::IDENTITY),
+        &["x"],
+        &["y"],
+    );
+    let out = run(&b.finish(), &[(&[3], DType::Int8, &[-8, 0, 7])]);
+    assert_eq!(out, vec![vec![-8, 0, 7]]);
+}
+
+#[test]
+fn int4_is_refused_where_the_profile_has_no_int4() {
+    let mut b = B::new();
+    b.input("x", &[3], D::INT4).output("y", &[3], D::INT4).op(
+        Op::ABS,
+        empty(Op::ABS),
+        &["x"],
+        &["y"],
+    );
+    assert!(lower_err(&b.finish()).contains("element type INT4 is not allowed here"));
+}
+
+#[test]
 fn table_i8() {
     let table: Vec<i8> = (0..256).map(|j| (127 - j) as i8).collect();
     let mut b = B::new();

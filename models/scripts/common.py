@@ -94,7 +94,7 @@ ORIGINAL = [
 # Whole networks (networks.py); also compiled with Sram_Only.
 NETWORKS = [
     "mobilenet_v1_025_96", "mobilenet_v1_050_128_clustered", "mobilenet_v2_035_96",
-    "mobilenet_v2_050_128_pruned", "resnet8", "ds_cnn", "ds_cnn_16x8", "dense_autoencoder",
+    "mobilenet_v2_050_128_pruned", "resnet8", "resnet8_16x8", "ds_cnn", "ds_cnn_16x8", "dense_autoencoder",
     "transformer_encoder", "efficientnet_se", "unet_small",
 ]
 

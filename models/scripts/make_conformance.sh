@@ -6,6 +6,10 @@
 #
 #   models/scripts/make_conformance.sh [OUT_DIR [TOSA_VENV_DIR]]
 #
+# Each extension set holds only the tests the extension adds (EXT-INT16 and EXT-INT4: the
+# cts-config generation groups that name the extension; EXT-DOUBLEROUND: RESCALE with
+# DOUBLE_ROUND), not the PRO-INT tests the generator repeats for every extension;
+# EXT_WITH_PRO_INT=1 keeps those too.
 # OUT_DIR defaults to $NPUC_CONFORMANCE; it receives one directory per set:
 #   pro-int/ ext-int16/ ext-int4/ ext-doubleround/   each operators/<family>/<op>/<test>/
 #     desc.json test.tosa input-*.npy result-*.npy
@@ -45,10 +49,42 @@ for ext in none tosa-ext-int16 tosa-ext-int4 tosa-ext-doubleround; do
     fi
     echo "$set_name: generating"
     rm -rf "$out/$set_name.tmp" "$out/build-$set_name"
+    config=()
+    if [ $ext != none ] && [ -z "${EXT_WITH_PRO_INT:-}" ]; then
+        # An extension set holds only the extension's own tests: the generator would repeat
+        # every PRO-INT test in it (the pro-int set has them). The extension's tests come from
+        # the generation groups of cts-config that name it; EXT-DOUBLEROUND has no group of its
+        # own, its tests are RESCALE's PRO-INT group generated with the extension on.
+        cfg_dir="$("$tvenv/bin/python" -c 'import os, conformance.tosa_verif_conformance_generator as g; print(os.path.dirname(g.__file__))')"
+        "$tvenv/bin/python" - "$cfg_dir/cts-config_v1.0.json" "$ext" "$out/cts-config-$set_name.json" <<'PY'
+import json, sys
+src, ext, dst = sys.argv[1:]
+cfg = json.load(open(src))
+for op, v in list(cfg.items()):
+    if op.startswith("$"):
+        continue
+    groups = {g: d for g, d in v["generation"].items()
+              if ext in d.get("supports_all", []) + d.get("supports_any", [])}
+    if ext == "tosa-ext-doubleround" and op == "rescale":
+        groups = v["generation"]
+    if groups:
+        v["generation"] = groups
+    else:
+        del cfg[op]
+json.dump(cfg, open(dst, "w"), indent=1)
+PY
+        config=(--cts-config "$out/cts-config-$set_name.json")
+    fi
     nice -n 10 tosa_verif_conformance_generator --profile tosa-pro-int --extension $ext \
-        --test-type positive --tosa-version 1.0.2 --output-type binary \
+        --test-type positive --tosa-version 1.0.2 --output-type binary "${config[@]}" \
         --output-directory "$out/$set_name.tmp" --build-directory "$out/build-$set_name" \
         -j "$jobs" > "$out/$set_name.generate.log" 2>&1
+    rm -f "$out/cts-config-$set_name.json"
+    if [ $ext = tosa-ext-doubleround ] && [ -z "${EXT_WITH_PRO_INT:-}" ]; then
+        # RESCALE's group also gives its SINGLE_ROUND tests, which are PRO-INT's (same names).
+        find "$out/$set_name.tmp/operators" -mindepth 3 -maxdepth 3 -type d -name '*_rmS_*' \
+            -exec rm -rf {} +
+    fi
     mv "$out/$set_name.tmp" "$out/$set_name"
     rm -rf "$out/build-$set_name"
 done

@@ -2,16 +2,20 @@
 """Copy a small, varied subset of the TOSA conformance suite (made by make_conformance.sh)
 into models/tosa-conformance/, the fixtures of tests/tests/tosa_conformance_subset.rs.
 
-    python3 models/scripts/pick_conformance_subset.py SUITE_DIR [OUT_DIR]
+    python3 models/scripts/pick_conformance_subset.py [--sets=SET,...] [--extras-only] SUITE_DIR [OUT_DIR]
+
+An extension set (make_conformance.sh) holds only the tests the extension adds.
 
 For each set (pro-int, ext-int16, ext-int4, ext-doubleround) and each operator the smallest
 test with results is a candidate; the subset takes, per set, the candidates in operator order
 spread over the set (every k-th, so each set contributes up to its quota), plus the smallest
-rank-0 test, the smallest test of rank 5 or more and the smallest RESHAPE to rank 0 of each set,
+rank-0 test, the smallest test of rank 5 or more, the smallest RESHAPE to rank 0 and the smallest
+RESCALE of a non-scalar INT48 input of each set,
 plus, per convolution-family operator (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D), the
 smallest PRO-INT test with runtime weights and the smallest with a runtime bias (decisions
 L36-L38), plus the PRO-INT tests of CLASS_TESTS (one per refusal class of issue 16 B that
-now compiles: decisions L39-L45).  `--extras-only` copies just those, keeping the subset already there.  Each test directory is
+now compiles: decisions L39-L45).  `--extras-only` copies just those, keeping the subset already there;
+`--sets=ext-int16,ext-int4` re-picks only the sets named, keeping the others' tests.  Each test directory is
 copied as <set>__<test>/ with desc.json, test.tosa, inputs and the reference results.
 Deterministic: the same suite gives the same subset.  Standard library only.
 """
@@ -74,12 +78,20 @@ def runtime_operand_tests(all_tests):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if a != "--extras-only"]
-    extras_only = len(args) != len(sys.argv) - 1
+    only_sets = None
+    args = []
+    for a in sys.argv[1:]:
+        if a.startswith("--sets="):
+            only_sets = a[len("--sets="):].split(",")
+        elif a != "--extras-only":
+            args.append(a)
+    extras_only = "--extras-only" in sys.argv[1:]
     suite = Path(args[0])
     out = Path(args[1]) if len(args) > 1 else Path(__file__).resolve().parents[1] / "tosa-conformance"
     picked = []
     for set_name, quota in QUOTA.items():
+        if only_sets is not None and set_name not in only_sets:
+            continue
         all_tests = [t for t in tests(suite / set_name) if t["size"] <= MAX_TEST_BYTES]
         if set_name == "pro-int":
             extras = runtime_operand_tests(all_tests)
@@ -103,13 +115,20 @@ def main():
             lambda t: t["rank"] == 0,
             lambda t: t["rank"] >= 5,
             lambda t: "_rank0_" in t["dir"].name,  # RESHAPE to a scalar
+            # an INT48 graph input of several elements (8-byte words in memory, decision L33)
+            lambda t: t["op"] == "RESCALE" and "_i48_" in t["dir"].name and t["rank"] >= 1
+            and 0 in t["variable"],
         ):
             extra = sorted((t for t in all_tests if pred(t)), key=lambda t: (t["size"], str(t["dir"])))
             if extra and extra[0] not in chosen:
                 chosen.append(extra[0])
         chosen += [t for t in extras if t not in chosen]
         picked += [(set_name, t) for t in chosen]
-    if out.exists() and not extras_only:
+    if only_sets is not None:
+        for d in out.glob("*__*"):
+            if d.name.split("__")[0] in only_sets:
+                shutil.rmtree(d)
+    elif out.exists() and not extras_only:
         shutil.rmtree(out)
     total = 0
     for set_name, t in picked:

@@ -306,7 +306,13 @@ impl<'g> Ctx<'g> {
     fn new_buffer(&mut self, t: TensorId, producer: Option<usize>) -> usize {
         let tensor = self.g.tensor(t).expect("tensor");
         let n = tensor.ty.shape.num_elements().unwrap_or(0) as u64;
-        let size = n * tensor.ty.dtype.byte_size() as u64;
+        // An i48 graph input is held as one 8-byte word per element, the b64 form the NPU
+        // reads (decision L33), not the IR's 6 bytes.
+        let esize = match (producer, tensor.ty.dtype) {
+            (None, DType::Int48) => 8,
+            (_, dtype) => dtype.byte_size() as u64,
+        };
+        let size = n * esize;
         let idx = self.lowered.buffers.len();
         self.lowered.buffers.push(Buffer {
             size,

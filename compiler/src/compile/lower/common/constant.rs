@@ -189,7 +189,8 @@ impl Ctx<'_> {
     /// A graph output whose value is a constant (a CONST graph, a RESHAPE of a constant):
     /// its values, evaluated like any constant operand, are stored in a read-only buffer and
     /// copied into a new buffer of the output by a 1x1 max pool. Bool values are copied as
-    /// bytes. The output's buffer, or an error naming the output.
+    /// bytes, i48 values as 8-byte words (two i32 each). The output's buffer, or an error naming
+    /// the output.
     pub(crate) fn constant_output(&mut self, t: TensorId) -> Result<usize, CompileError> {
         let tensor = self.g.tensor(t).expect("tensor");
         let name = tensor.name.clone();
@@ -198,11 +199,19 @@ impl Ctx<'_> {
         let fm_dtype = match dtype {
             DType::Bool => DType::Int8,
             DType::Int8 | DType::Int16 | DType::Int32 => dtype,
+            // i48 values are held as 8-byte words (decision L33), copied as pairs of i32.
+            DType::Int48 => DType::Int32,
             _ => return Err(refuse(&format!("{dtype} constants cannot be copied"))),
         };
-        let values = self
+        let mut values = self
             .constant_values(t)
             .ok_or_else(|| refuse("its value is not defined"))?;
+        if dtype == DType::Int48 {
+            values = values
+                .iter()
+                .flat_map(|&v| [i64::from(v as u32 as i32), v >> 32])
+                .collect();
+        }
         let data = TensorData::from_i64(fm_dtype, &values).map_err(|e| refuse(&e.to_string()))?;
         let Some(shape) = flat_hwc_of(values.len()) else {
             return self.constant_output_bytes(t, data.to_le_bytes());
@@ -217,7 +226,13 @@ impl Ctx<'_> {
             view: View::default(),
         };
         let op = self.lowered.ops.len();
-        let dst = self.new_buffer(t, Some(op));
+        let dst = if dtype == DType::Int48 {
+            let dst = self.scratch(values.len() as u64 * 4);
+            self.lowered.tensor_buffer.insert(t, dst);
+            dst
+        } else {
+            self.new_buffer(t, Some(op))
+        };
         self.push(NpuOp::copy(
             name.clone(),
             vec![name],
