@@ -21,7 +21,7 @@
 //!   along depth takes the matching channels of the IFM and of the per-channel scales.
 //!
 //! A piece still too large (two large axes) is split again. Operations that cannot be split
-//! this way (DMA, RESIZE, an upscaled IFM, a CONV reading more than 65536 IFM channels) are
+//! this way (RESIZE, an upscaled IFM, a CONV reading more than 65536 IFM channels) are
 //! refused with the reason the lowering gave before: "a dimension above 65536".
 
 use crate::compile::emit::cascade::RowMap;
@@ -71,10 +71,13 @@ fn operands(op: &NpuOp, scalar: Scalar) -> Vec<&Fm> {
     v
 }
 
+/// Whether every feature map of `op` fits the size fields. A DMA has no such fields (its
+/// lengths and strides are checked where it is made: `data_movement`).
 fn fits(op: &NpuOp, scalar: Scalar) -> bool {
-    operands(op, scalar)
-        .iter()
-        .all(|f| (0..3).all(|a| dim(f.shape, a) <= MAX_DIM))
+    matches!(op.kernel, Kernel::Dma(_))
+        || operands(op, scalar)
+            .iter()
+            .all(|f| (0..3).all(|a| dim(f.shape, a) <= MAX_DIM))
 }
 
 /// Splits every operation with a feature map above [`MAX_DIM`] along some axis; operation
@@ -160,7 +163,7 @@ fn split_op(op: NpuOp, scalar: Scalar, depth: usize) -> Result<Vec<NpuOp>, &'sta
     if fits(&op, scalar) {
         return Ok(vec![op]);
     }
-    if depth > 3 || matches!(op.kernel, Kernel::Dma(_) | Kernel::Resize(_)) {
+    if depth > 3 || matches!(op.kernel, Kernel::Resize(_)) {
         return Err(TOO_LARGE);
     }
     if let Some(r) = refold(&op, scalar).filter(|r| fits(r, scalar)) {
