@@ -10,12 +10,15 @@ spread over the set (every k-th, so each set contributes up to its quota), plus 
 rank-0 test, the smallest test of rank 5 or more and the smallest RESHAPE to rank 0 of each set,
 plus, per convolution-family operator (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D), the
 smallest PRO-INT test with runtime weights and the smallest with a runtime bias (decisions
-L36-L38).  `--extras-only` copies just those, keeping the subset already there.  Each test directory is
+L36-L38), plus, per operator family that splits feature maps above 65536 (decision L39), the
+smallest PRO-INT test with an input side above 65536 (up to 512 KB).  `--extras-only` copies
+just those, keeping the subset already there.  Each test directory is
 copied as <set>__<test>/ with desc.json, test.tosa, inputs and the reference results.
 Deterministic: the same suite gives the same subset.  Standard library only.
 """
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -55,6 +58,35 @@ def runtime_operand_tests(all_tests):
     return chosen
 
 
+LARGE_DIM_OPS = ("LOGICAL_XOR", "RESCALE", "REDUCE_MAX", "MAX_POOL2D", "AVG_POOL2D", "DEPTHWISE_CONV2D")
+LARGE_DIM_MAX_BYTES = 512 * 1024
+
+
+def input_shapes(t):
+    """The shapes in the .npy headers of a test's input files."""
+    shapes = []
+    for f in t["files"]:
+        if not f.endswith(".npy") or not f.startswith("input"):
+            continue
+        head = (t["dir"] / f).read_bytes()[:512].decode("latin-1")
+        m = re.search(r"'shape': \(([^)]*)\)", head)
+        if m:
+            shapes.append([int(v) for v in m.group(1).replace(" ", "").split(",") if v])
+    return shapes
+
+
+def large_dim_tests(all_tests):
+    """The smallest test per LARGE_DIM_OPS operator with an input side above 65536."""
+    chosen = []
+    for op in LARGE_DIM_OPS:
+        c = sorted((t for t in all_tests if t["op"] == op and t["size"] <= LARGE_DIM_MAX_BYTES
+                    and any(v > 65536 for s in input_shapes(t) for v in s)),
+                   key=lambda t: (t["size"], str(t["dir"])))
+        if c:
+            chosen.append(c[0])
+    return chosen
+
+
 def main():
     args = [a for a in sys.argv[1:] if a != "--extras-only"]
     extras_only = len(args) != len(sys.argv) - 1
@@ -62,9 +94,10 @@ def main():
     out = Path(args[1]) if len(args) > 1 else Path(__file__).resolve().parents[1] / "tosa-conformance"
     picked = []
     for set_name, quota in QUOTA.items():
-        all_tests = [t for t in tests(suite / set_name) if t["size"] <= MAX_TEST_BYTES]
+        every_test = list(tests(suite / set_name))
+        all_tests = [t for t in every_test if t["size"] <= MAX_TEST_BYTES]
         if set_name == "pro-int":
-            extras = runtime_operand_tests(all_tests)
+            extras = runtime_operand_tests(all_tests) + large_dim_tests(every_test)
             if extras_only:
                 picked += [(set_name, t) for t in extras]
                 continue
