@@ -159,3 +159,39 @@ fn reductions_along_and_across_a_large_axis() {
     assert_eq!(kernel_ops(&g), 5);
     check("reductions", reductions);
 }
+
+/// TRANSPOSE_CONV2D stride 2, 3x2 kernel, over [1, 32769, 2, 1] and [1, 32770, 2, 1]: the
+/// OFMs (65539 and 65541 rows) are cut into two row bands of the zero-inserted IFM each; the
+/// second bands' windows start on an IFM row in one and on an inserted row in the other
+/// (which starts one row later with one more row of padding).
+fn transpose_conv_rows(rng: &mut Rng) -> Graph {
+    let oc = 2;
+    let mut b = GraphBuilder::new("transpose_conv_rows");
+    let wt = b.const_i8("w", [oc, 3, 2, 1], &rng.i8s(oc * 6));
+    let bt = b.const_i32("b", [oc], &[-900, 1200]);
+    let attrs = TransposeConvAttrs {
+        out_pad: [0, 0, 0, 0],
+        stride: [2, 2],
+        input_zp: -7,
+        weight_zp: 0,
+    };
+    for h in [32769, 32770] {
+        let x = b.input(&format!("x{h}"), DType::Int8, [1, h, 2, 1]);
+        let acc = b.op(
+            &format!("tconv{h}"),
+            Op::TransposeConv2d(attrs.clone()),
+            &[x, wt, bt],
+        );
+        let r = out_rescale(rng, oc, 37, RescaleRounding::DoubleRound, 9);
+        let y = b.op(&format!("rescale{h}"), Op::Rescale(r), &[acc]);
+        b.output(y);
+    }
+    b.finish().unwrap()
+}
+
+#[test]
+fn transpose_conv_is_cut_into_row_bands_of_the_upscaled_ifm() {
+    let g = transpose_conv_rows(&mut Rng(1));
+    assert!(kernel_ops(&g) >= 4);
+    check("transpose_conv_rows", transpose_conv_rows);
+}

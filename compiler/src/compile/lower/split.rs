@@ -20,8 +20,11 @@
 //!   of the whole operation. Bands are short enough that their IFM windows fit too. Cutting
 //!   along depth takes the matching channels of the IFM and of the per-channel scales.
 //!
+//! A zero-inserting IFM upscale (TRANSPOSE_CONV2D) keeps its parity: a window starting on an
+//! inserted row starts a row later with one more row of padding (both read 0).
+//!
 //! A piece still too large (two large axes) is split again. Operations that cannot be split
-//! this way (RESIZE, an upscaled IFM, a CONV reading more than 65536 IFM channels) are
+//! this way (RESIZE, a nearest-neighbour IFM upscale, a CONV reading more than 65536 IFM channels) are
 //! refused with the reason the lowering gave before: "a dimension above 65536".
 
 use crate::compile::emit::cascade::RowMap;
@@ -389,7 +392,7 @@ fn chunk(op: &NpuOp, scalar: Scalar, axis: usize) -> Result<Vec<NpuOp>, &'static
     }
     let n = dim(op.ofm.shape, axis);
     let map = if windowed && axis < 2 {
-        if op.upscale != IfmUpscaleMode::None {
+        if op.upscale == IfmUpscaleMode::Nearest {
             return Err(TOO_LARGE);
         }
         Some(RowMap::of(&if axis == 0 {
@@ -447,9 +450,23 @@ fn chunk(op: &NpuOp, scalar: Scalar, axis: usize) -> Result<Vec<NpuOp>, &'static
                         return Err("a band that reads only padding");
                     }
                     let (top, bottom) = m.pads(r0, r1, (lo, hi));
+                    // With zeros inserted (TRM 3.6.5 read_ifm: upscaled row `u` is IFM row
+                    // `u / 2` when even, else 0), a window starting on an inserted row starts
+                    // one row later with one more row of padding, which reads 0 as well.
+                    let (first, top) = match op.upscale {
+                        IfmUpscaleMode::Zeros => (lo.next_multiple_of(2), top + lo % 2),
+                        _ => (lo, top),
+                    };
+                    if first >= hi {
+                        return Err("a band that reads only padding");
+                    }
+                    let (start, rows) = match op.upscale {
+                        IfmUpscaleMode::Zeros => (first / 2, (hi - first).div_ceil(2)),
+                        _ => (lo, hi - lo),
+                    };
                     p.pad[2 * axis] = top;
                     p.pad[2 * axis + 1] = bottom;
-                    slice(&op.ifm, axis, lo, hi - lo)
+                    slice(&op.ifm, axis, start, rows)
                 }
                 None => same(&op.ifm)?,
             };
