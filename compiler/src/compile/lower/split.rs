@@ -285,11 +285,20 @@ fn factor2(n: u64) -> Option<(u32, u32)> {
 /// every pixel) alike and one fits.
 fn refold(op: &NpuOp, scalar: Scalar) -> Option<NpuOp> {
     let elementwise = matches!(op.kernel, Kernel::Elementwise(_));
-    let pointwise = !elementwise
-        && matches!(
-            op.kernel,
-            Kernel::Conv | Kernel::Depthwise | Kernel::Pool(_)
+    // Pool modes whose 1x1 window is the element itself (not the depth sums of ReduceSum nor
+    // the index-encoding argmax modes).
+    let plain_pool = matches!(
+        op.kernel,
+        Kernel::Pool(
+            PoolingMode::Max
+                | PoolingMode::Min
+                | PoolingMode::Average
+                | PoolingMode::Sum
+                | PoolingMode::None
         )
+    );
+    let pointwise = !elementwise
+        && (matches!(op.kernel, Kernel::Conv | Kernel::Depthwise) || plain_pool)
         && op.kernel_size == (1, 1)
         && op.stride == (1, 1)
         && op.pad == [0; 4]
@@ -308,12 +317,9 @@ fn refold(op: &NpuOp, scalar: Scalar) -> Option<NpuOp> {
         return None;
     }
     // Depth may change only where no channel is special: elementwise, or a 1x1 pool with one
-    // scale for all channels (not the channel-wise argmax-like modes: max, average and sum
-    // of one tap are the element).
+    // scale for all channels whose result is the element (max, min, average, sum of one tap).
     let any_depth = elementwise
-        || (matches!(op.kernel, Kernel::Pool(_))
-            && matches!(op.requant, Requant::Global { .. })
-            && op.weights.is_none());
+        || (plain_pool && matches!(op.requant, Requant::Global { .. }) && op.weights.is_none());
     let (h, w, c) = op.ofm.shape;
     let pixels = u64::from(h) * u64::from(w);
     let shape = if c <= MAX_DIM {
@@ -331,16 +337,23 @@ fn refold(op: &NpuOp, scalar: Scalar) -> Option<NpuOp> {
             .filter(|d| n % d == 0)
             .find_map(|d| factor2(n / d).map(|(a, b)| (a, b, d as u32)))
     })?;
+    // A new depth is the IFM's too (a pool's IFM has the OFM's depth; else it is kept).
+    let depth_changed = shape.2 != c;
+    if depth_changed && op.ifm.shape.2 != c {
+        return None;
+    }
     let mut r = op.clone();
     let reshape = |f: &mut Fm, depth: u32| {
         f.view.strides = None;
         f.shape = (shape.0, shape.1, depth);
     };
     if scalar != Some(false) {
-        reshape(
-            &mut r.ifm,
-            if elementwise { shape.2 } else { op.ifm.shape.2 },
-        );
+        let depth = if elementwise || depth_changed {
+            shape.2
+        } else {
+            op.ifm.shape.2
+        };
+        reshape(&mut r.ifm, depth);
     }
     if let Some(f) = r.ifm2.as_mut() {
         if scalar != Some(true) {
@@ -489,7 +502,49 @@ fn chunk(op: &NpuOp, scalar: Scalar, axis: usize) -> Result<Vec<NpuOp>, &'static
 
 #[cfg(test)]
 mod tests {
-    use super::factor2;
+    use super::{factor2, refold};
+    use crate::compile::lower::{Fm, NpuOp, View};
+    use npuc_backend::isa::PoolingMode;
+    use npuc_ir::DType;
+
+    fn fm(buffer: usize, shape: (u32, u32, u32)) -> Fm {
+        Fm {
+            buffer,
+            shape,
+            zero_point: 0,
+            dtype: DType::Int8,
+            broadcast: (false, false, false),
+            view: View::default(),
+        }
+    }
+
+    #[test]
+    fn a_refolded_pool_keeps_ifm_and_ofm_alike() {
+        // A 1x1 max pool (a copy) over 3 x 65536 channels: the depth must change, on both.
+        let op = NpuOp::pool(
+            PoolingMode::Max,
+            "copy".into(),
+            vec![],
+            fm(0, (1, 1, 3 * 65536)),
+            fm(1, (1, 1, 3 * 65536)),
+            (-128, 127),
+        );
+        let r = refold(&op, None).expect("refolds");
+        assert_eq!(r.ifm.shape, r.ofm.shape);
+        let (h, w, c) = r.ofm.shape;
+        assert_eq!(u64::from(h) * u64::from(w) * u64::from(c), 3 * 65536);
+        assert!(c <= 65536);
+        // A depth-summing pool is not re-folded (its result is not the element).
+        let sum = NpuOp::pool(
+            PoolingMode::ReduceSum,
+            "sum".into(),
+            vec![],
+            fm(0, (1, 1, 3 * 65536)),
+            fm(1, (1, 1, 1)),
+            (-128, 127),
+        );
+        assert!(refold(&sum, None).is_none());
+    }
 
     #[test]
     fn factorisations_fit_and_keep_the_count() {
