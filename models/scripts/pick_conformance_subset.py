@@ -14,13 +14,16 @@ RESCALE of a non-scalar INT48 input of each set,
 plus, per convolution-family operator (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D), the
 smallest PRO-INT test with runtime weights and the smallest with a runtime bias (decisions
 L36-L38), plus the PRO-INT tests of CLASS_TESTS (one per refusal class of issue 16 B that
-now compiles: decisions L39-L45).  `--extras-only` copies just those, keeping the subset already there;
+now compiles: decisions L39-L45), plus, per operator family that splits feature maps above 65536
+(decision L46), the smallest PRO-INT test with an input side above 65536 (up to 512 KB).
+`--extras-only` copies just those, keeping the subset already there;
 `--sets=ext-int16,ext-int4` re-picks only the sets named, keeping the others' tests.  Each test directory is
 copied as <set>__<test>/ with desc.json, test.tosa, inputs and the reference results.
 Deterministic: the same suite gives the same subset.  Standard library only.
 """
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -77,6 +80,35 @@ def runtime_operand_tests(all_tests):
     return chosen
 
 
+LARGE_DIM_OPS = ("LOGICAL_XOR", "RESCALE", "REDUCE_MAX", "MAX_POOL2D", "AVG_POOL2D", "DEPTHWISE_CONV2D")
+LARGE_DIM_MAX_BYTES = 512 * 1024
+
+
+def input_shapes(t):
+    """The shapes in the .npy headers of a test's input files."""
+    shapes = []
+    for f in t["files"]:
+        if not f.endswith(".npy") or not f.startswith("input"):
+            continue
+        head = (t["dir"] / f).read_bytes()[:512].decode("latin-1")
+        m = re.search(r"'shape': \(([^)]*)\)", head)
+        if m:
+            shapes.append([int(v) for v in m.group(1).replace(" ", "").split(",") if v])
+    return shapes
+
+
+def large_dim_tests(all_tests):
+    """The smallest test per LARGE_DIM_OPS operator with an input side above 65536."""
+    chosen = []
+    for op in LARGE_DIM_OPS:
+        c = sorted((t for t in all_tests if t["op"] == op and t["size"] <= LARGE_DIM_MAX_BYTES
+                    and any(v > 65536 for s in input_shapes(t) for v in s)),
+                   key=lambda t: (t["size"], str(t["dir"])))
+        if c:
+            chosen.append(c[0])
+    return chosen
+
+
 def main():
     only_sets = None
     args = []
@@ -92,9 +124,10 @@ def main():
     for set_name, quota in QUOTA.items():
         if only_sets is not None and set_name not in only_sets:
             continue
-        all_tests = [t for t in tests(suite / set_name) if t["size"] <= MAX_TEST_BYTES]
+        every_test = list(tests(suite / set_name))
+        all_tests = [t for t in every_test if t["size"] <= MAX_TEST_BYTES]
         if set_name == "pro-int":
-            extras = runtime_operand_tests(all_tests)
+            extras = runtime_operand_tests(all_tests) + large_dim_tests(every_test)
             extras += [t for t in class_tests(all_tests) if t not in extras]
             if extras_only:
                 picked += [(set_name, t) for t in extras]

@@ -40,7 +40,7 @@ const BAND_HEIGHTS: [u32; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
 
 /// How the rows of an operation's OFM depend on the rows of its IFM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct RowMap {
+pub(crate) struct RowMap {
     /// OFM height.
     ho: u32,
     stride: u32,
@@ -52,7 +52,7 @@ struct RowMap {
 }
 
 impl RowMap {
-    fn of(op: &NpuOp) -> RowMap {
+    pub(crate) fn of(op: &NpuOp) -> RowMap {
         let ho = op.ofm.shape.0;
         if matches!(op.kernel, Kernel::Elementwise(_)) {
             return RowMap {
@@ -74,7 +74,7 @@ impl RowMap {
     }
 
     /// The IFM rows `lo..hi` that OFM rows `r0..r1` (`r1 > r0`) read.
-    fn window(&self, r0: u32, r1: u32) -> (u32, u32) {
+    pub(crate) fn window(&self, r0: u32, r1: u32) -> (u32, u32) {
         let lo = (r0 * self.stride).saturating_sub(self.pad_top);
         let hi = ((r1 - 1) * self.stride + self.kh)
             .saturating_sub(self.pad_top)
@@ -84,7 +84,7 @@ impl RowMap {
 
     /// Top and bottom padding of the band `r0..r1` reading IFM rows `lo..hi`: the derived
     /// extent `(r1 - r0 - 1) * stride + kh - top - bottom` is `hi - lo`.
-    fn pads(&self, r0: u32, r1: u32, (lo, hi): (u32, u32)) -> (u32, u32) {
+    pub(crate) fn pads(&self, r0: u32, r1: u32, (lo, hi): (u32, u32)) -> (u32, u32) {
         let top = self.pad_top.saturating_sub(r0 * self.stride);
         let bottom = ((r1 - r0 - 1) * self.stride + self.kh).saturating_sub(top + (hi - lo));
         (top, bottom)

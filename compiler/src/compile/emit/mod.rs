@@ -22,7 +22,7 @@ use super::{CompileError, OperatorInfo, WeightFigures};
 use crate::arch_interface::{KernelKind, OpGeometry, Target};
 use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};
 
-mod cascade;
+pub(crate) mod cascade;
 mod chain;
 mod decide;
 mod describe;

@@ -17,6 +17,7 @@ mod reduce;
 mod rescale;
 mod resize;
 mod rewrite;
+mod split;
 mod table;
 
 pub use table::activation_lut::Lut;
@@ -360,7 +361,8 @@ impl<'g> Ctx<'g> {
         spatial: bool,
     ) -> Result<(u32, u32, u32), CompileError> {
         let d = self.dims(t);
-        let big = |v: usize| v > 65536;
+        // Sides above 65536 are split after lowering (`split`); u32 holds any real tensor's.
+        let big = |v: usize| v > u32::MAX as usize;
         let (h, w, c) = match d.len() {
             4 if d[0] == 1 => (d[1], d[2], d[3]),
             4 => return Err(unsupported(node, "batch sizes other than 1")),
@@ -755,5 +757,6 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
         };
         cx.lowered.buffers[buf].is_output = true;
     }
+    split::split_large(g, &mut cx.lowered)?;
     Ok(cx.lowered)
 }

@@ -207,7 +207,8 @@ impl<'g> Ctx<'g> {
             return Ok((self.fm(node, t, spatial, zp)?, 1));
         }
         let mut one = self.fm_checked_dtype(node, t, zp)?;
-        if d[1..].iter().any(|&v| v > 65536) {
+        // Sides above 65536 are split after lowering (`split`).
+        if d[1..].iter().any(|&v| v > u32::MAX as usize) {
             return Err(unsupported(node, "a dimension above 65536"));
         }
         one.shape = (d[1] as u32, d[2] as u32, d[3] as u32);

@@ -66,8 +66,9 @@ impl<'g> Ctx<'g> {
         }
         let (ph, pw) = (ih + a.pad[0] + a.pad[1], iw + a.pad[2] + a.pad[3]);
         let fits = (oh - 1) * sy + (kh - 1) * dy < ph && (ow - 1) * sx + (kw - 1) * dx < pw;
-        // More than 65536 rows run as several matrix products of at most 65536 rows each.
-        if !fits || [k, oc, oh, ow].iter().any(|&v| v > 65536) {
+        // More than 65536 rows run as several matrix products of at most 65536 rows each; an
+        // OFM side above 65536 is split after lowering (`split`).
+        if !fits || [k, oc].iter().any(|&v| v > 65536) {
             return Err(unsupported(node, "a matrix dimension above 65536"));
         }
         let rq = self.conv_rescale(node, node.outputs()[0])?;

@@ -60,11 +60,18 @@ fn flat_dims(d: &[usize]) -> Option<(usize, usize, usize)> {
     }
     let c = d[r - 1];
     let lead = &d[..r - 1];
-    (0..lead.len()).rev().find_map(|k| {
+    let view = |k: usize| {
         let h: usize = lead[..k].iter().product();
         let w: usize = lead[k..].iter().product();
-        (h <= MAX_DIM && w <= MAX_DIM && c <= MAX_DIM).then_some((h, w, c))
-    })
+        (h, w, c)
+    };
+    // A view with a side above 65536 is split after lowering (`split`).
+    (0..lead.len())
+        .rev()
+        .map(view)
+        .find(|&(h, w, c)| h <= MAX_DIM && w <= MAX_DIM && c <= MAX_DIM)
+        .or_else(|| Some(view(lead.len())))
+        .filter(|&(h, w, c)| [h, w, c].iter().all(|&v| v <= u32::MAX as usize))
 }
 
 impl<'g> Ctx<'g> {
@@ -194,7 +201,8 @@ impl<'g> Ctx<'g> {
         } else {
             folded(od, &dims).map_err(|e| unsupported(node, e))?
         };
-        if axes.iter().any(|a| a.0 > MAX_DIM) {
+        // Sides above 65536 are split after lowering (`split`).
+        if axes.iter().any(|a| a.0 > u32::MAX as usize) {
             return Err(unsupported(node, "a dimension above 65536"));
         }
         let ext = |i: usize| axes[i].0 as u32;
@@ -236,6 +244,8 @@ mod tests {
         assert_eq!(flat_dims(&[2, 4, 5, 6]), Some((8, 5, 6)));
         assert_eq!(flat_dims(&[2, 3, 4, 5, 6]), Some((24, 5, 6)));
         assert_eq!(flat_dims(&[300, 300, 2, 6]), Some((300, 600, 6)));
+        // No fitting view: all leading axes in the height, split after lowering.
+        assert_eq!(flat_dims(&[1, 65539, 1, 1, 2]), Some((65539, 1, 2)));
     }
 
     #[test]

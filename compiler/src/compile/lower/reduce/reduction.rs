@@ -147,7 +147,8 @@ impl<'g> Ctx<'g> {
             e[3 - g.len() + k] = n;
             f[3 - g.len() + k] = r;
         }
-        if e.iter().any(|&v| v > 65536) {
+        // Sides above 65536 are split after lowering (`split`).
+        if e.iter().any(|&v| v > u32::MAX as usize) {
             return Err(unsupported(node, "a dimension above 65536"));
         }
         Ok(Some(((e[0] as u32, e[1] as u32, e[2] as u32), f)))
@@ -250,7 +251,8 @@ impl<'g> Ctx<'g> {
             ifm.shape.0 / ofm.shape.0.max(1),
             ifm.shape.1 / ofm.shape.1.max(1),
         );
-        if ifm.shape.0 > 65536 || ifm.shape.1 > 65536 || !pool_window_ok(k.0, k.1) {
+        // A window side above 65536 spans a whole axis: `split` reduces it in parts.
+        if !pool_window_ok(k.0.min(65536), k.1.min(65536)) {
             return Err(unsupported(node, "reduction window too large"));
         }
         self.push(
@@ -284,7 +286,7 @@ impl<'g> Ctx<'g> {
             let outer: usize = ext[..i].iter().product();
             let inner: usize = ext[i + 1..].iter().product();
             let n = ext[i];
-            if outer > 65536 || inner > 65536 || n > 65536 {
+            if [outer, n, inner].iter().any(|&v| v > u32::MAX as usize) {
                 return Err(unsupported(node, "a dimension above 65536"));
             }
             let (outer, n, inner) = (outer as u32, n as u32, inner as u32);
@@ -332,7 +334,8 @@ impl<'g> Ctx<'g> {
         }
         let outer: usize = d[..a.axis].iter().product();
         let extent = d[a.axis];
-        if outer > 65536 || extent > 65536 {
+        // An outer extent above 65536 is split after lowering (`split`).
+        if outer > u32::MAX as usize || extent > 65536 {
             return Err(unsupported(node, "a dimension above 65536"));
         }
         let mut names = vec![node.name.clone()];
