@@ -206,11 +206,11 @@ fn conv_candidates(g: &Graph) -> Vec<OpId> {
             let batched = d.len() == 4 && (2..=MAX_IMAGES).contains(&d[0]);
             // A padded input too large to materialise: one image keeps its padding, which
             // the im2col copy applies (decision L45).
+            // (In u128: a hostile padding or dilation must not overflow the product.)
+            let wide = |v: usize, p0: usize, p1: usize| v as u128 + p0 as u128 + p1 as u128;
             let padded = d.len() == 4
-                && (d[1] + a.pad[0] + a.pad[1]) as u64
-                    * (d[2] + a.pad[2] + a.pad[3]) as u64
-                    * d[3] as u64
-                    > MAX_PAD_ELEMENTS;
+                && wide(d[1], a.pad[0], a.pad[1]) * wide(d[2], a.pad[2], a.pad[3]) * d[3] as u128
+                    > u128::from(MAX_PAD_ELEMENTS);
             if padded && !batched {
                 return false;
             }
