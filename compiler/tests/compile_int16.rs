@@ -61,6 +61,42 @@ fn conv16(rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
+/// CONV2D 16x8 whose 48-bit accumulator is the graph output (no RESCALE): two images,
+/// full-range inputs and a 48-bit bias, written raw as 8-byte words (decision L36).
+fn conv16_raw_acc(rng: &mut Rng) -> Graph {
+    let (h, w, ic, oc) = (5, 6, 7, 9);
+    let mut b = GraphBuilder::new("conv16_raw_acc");
+    let x = b.input("x", DType::Int16, [2, h, w, ic]);
+    let wt = b.const_i8("w", [oc, 3, 2, ic], &rng.i8s(oc * 6 * ic));
+    let bt = b.const_i48("b", [oc], &bias48(rng, oc, 1 << 40));
+    let attrs = ConvAttrs {
+        pad: [1, 0, 1, 1],
+        stride: [2, 1],
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("conv", Op::Conv2d(attrs), &[x, wt, bt]);
+    b.output(acc);
+    b.finish().unwrap()
+}
+
+/// TRANSPOSE_CONV2D 16x8, stride 2, whose 48-bit accumulator is the graph output.
+fn tconv16_raw_acc(rng: &mut Rng) -> Graph {
+    let (h, w, ic, oc) = (3, 4, 5, 6);
+    let mut b = GraphBuilder::new("tconv16_raw_acc");
+    let x = b.input("x", DType::Int16, [1, h, w, ic]);
+    let wt = b.const_i8("w", [oc, 2, 3, ic], &rng.i8s(oc * 6 * ic));
+    let bt = b.const_i48("b", [oc], &bias48(rng, oc, 1 << 40));
+    let attrs = TransposeConvAttrs {
+        out_pad: [0, 1, -1, 0],
+        stride: [2, 2],
+        input_zp: 0,
+        weight_zp: 0,
+    };
+    let acc = b.op("tconv", Op::TransposeConv2d(attrs), &[x, wt, bt]);
+    b.output(acc);
+    b.finish().unwrap()
+}
+
 /// DEPTHWISE_CONV2D 16x8, stride 2, dilation 3 in both directions (a 7x7 kernel with zeros).
 fn depthwise16_dil3(rng: &mut Rng) -> Graph {
     let (h, w, c) = (11, 12, 6);
@@ -429,6 +465,8 @@ mod sim {
     use super::*;
     int16_tests!(
         conv16,
+        conv16_raw_acc,
+        tconv16_raw_acc,
         depthwise16_dil3,
         depth_multiplier3,
         conv_dil4,

@@ -13,6 +13,7 @@
 //! * A dilation above 2 becomes a dilation-1 kernel with zeros between the taps.
 
 use crate::compile::lower::common::window::Window;
+use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, Kernel, NpuOp, Requant, View};
 use crate::compile::CompileError;
 use npuc_backend::isa::AccFormat;
@@ -60,6 +61,16 @@ impl<'g> Ctx<'g> {
                     out: super::raw_accumulator::identity_rescale(),
                     out_node: node,
                     acc: AccFormat::I32,
+                });
+            }
+            // A 16x8 convolution's i48 accumulator as a tensor of its own: written raw as
+            // b64 words, scale 1, shift 0 (decision L36 on the 48-bit accumulator).
+            if self.dtype(acc_t) == DType::Int48 {
+                return Ok(ConvRescale {
+                    ops: Vec::new(),
+                    out: super::raw_accumulator::identity_rescale_48(),
+                    out_node: node,
+                    acc: AccFormat::I48,
                 });
             }
             return Err(unsupported(
@@ -164,7 +175,13 @@ impl<'g> Ctx<'g> {
         }
         let mut names = vec![node.name.clone()];
         names.extend(rq.ops.iter().map(|&f| self.node(f).name.clone()));
-        let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
+        // The raw i48 accumulator (no RESCALE): a b64 OFM, unclamped.
+        let raw48 = rq.ops.is_empty() && r.output_dtype == DType::Int48;
+        let (out_t, act) = if raw48 {
+            (acc_t, NO_CLIP)
+        } else {
+            self.fuse_clamp(rq.out_node.outputs()[0], &mut names)
+        };
 
         let wdims = self.dims(w).to_vec();
         let vals = weight_values(node, wd, weight_zp)?;
@@ -237,6 +254,15 @@ impl<'g> Ctx<'g> {
             && stride == [1, 1]
             && pad == [0; 4];
         let (ifm, ofm, images) = match (self.batch_folded(x), self.batch_folded(out_t)) {
+            _ if raw48 => {
+                let (ifm, n) = self.image_fm(node, x, spatial, input_zp)?;
+                let ifm = if repeat > 1 {
+                    self.repeat_channels(node, ifm, n, repeat)?
+                } else {
+                    ifm
+                };
+                (ifm, self.raw48_ofm(node, out_t, spatial, n)?, n)
+            }
             (Some(ishape), Some(oshape)) if pointwise && self.dims(x)[0] > 1 => {
                 if !(-128..=127).contains(&input_zp) || !(-128..=127).contains(&r.output_zp) {
                     return Err(unsupported(node, "zero point out of range"));
@@ -317,6 +343,29 @@ impl<'g> Ctx<'g> {
 }
 
 impl<'g> Ctx<'g> {
+    /// The OFM of a convolution's raw i48 accumulator `out_t` (no RESCALE, decision L36):
+    /// one 8-byte word per element (b64), `images` images one after another, the feature map
+    /// one image's.
+    pub(crate) fn raw48_ofm(
+        &mut self,
+        node: &OpNode,
+        out_t: TensorId,
+        spatial: bool,
+        images: usize,
+    ) -> Result<Fm, CompileError> {
+        let shape = match self.dims(out_t) {
+            [_, h, w, c] if images > 1 => {
+                let side = |v: usize| u32::try_from(v).ok();
+                match (side(*h), side(*w), side(*c)) {
+                    (Some(h), Some(w), Some(c)) => (h, w, c),
+                    _ => return Err(unsupported(node, "a dimension above 65536")),
+                }
+            }
+            _ => self.hwc(node, out_t, spatial)?,
+        };
+        Ok(self.i48_ofm(out_t, shape))
+    }
+
     /// The per-channel bias/scale records of a convolution, after checking that the chosen
     /// accumulator reproduces the IR's exactly: with 16-bit inputs on the 32-bit accumulator,
     /// no output channel's accumulator may leave the i32 range (`weights` are OHWI with the

@@ -12,7 +12,20 @@ use std::sync::LazyLock;
 static IDENTITY: LazyLock<RescaleAttrs> =
     LazyLock::new(|| RescaleAttrs::per_tensor(DType::Int32, 1, 0, RescaleRounding::SingleRound));
 
+/// RESCALE by 1 with shift 0 to i48: the identity on a 48-bit accumulator (16x8).
+static IDENTITY_48: LazyLock<RescaleAttrs> = LazyLock::new(|| RescaleAttrs {
+    scale32: false,
+    ..RescaleAttrs::per_tensor(DType::Int48, 1, 0, RescaleRounding::SingleRound)
+});
+
 /// The identity rescale the raw i32 accumulator is written with.
 pub(super) fn identity_rescale() -> &'static RescaleAttrs {
     &IDENTITY
+}
+
+/// The identity rescale the raw i48 accumulator of a 16x8 convolution is written with: scale
+/// 1, shift 0 on the 48-bit accumulator into a b64 OFM of 8-byte words, unclamped (TRM 3.6.6,
+/// 3.6.7; the words are the form decision L33 holds i48 tensors in).
+pub(super) fn identity_rescale_48() -> &'static RescaleAttrs {
+    &IDENTITY_48
 }

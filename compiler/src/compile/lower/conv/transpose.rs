@@ -15,6 +15,7 @@
 //! every `sy`-th OFM row from `py` (an OFM window with strides). A phase without taps (kernel
 //! smaller than the stride) or without IFM rows writes the bias alone (zero weights).
 
+use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, Geometry, NpuOp, Requant};
 use crate::compile::CompileError;
 use npuc_backend::isa::IfmUpscaleMode;
@@ -47,7 +48,13 @@ impl<'g> Ctx<'g> {
         }
         let mut names = vec![node.name.clone()];
         names.extend(rq.ops.iter().map(|&f| self.node(f).name.clone()));
-        let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
+        // The raw i48 accumulator (no RESCALE, decision L36): a b64 OFM, unclamped.
+        let raw48 = rq.ops.is_empty() && rq.out.output_dtype == DType::Int48;
+        let (out_t, act) = if raw48 {
+            (node.outputs()[0], NO_CLIP)
+        } else {
+            self.fuse_clamp(rq.out_node.outputs()[0], &mut names)
+        };
 
         let wdims = self.dims(w).to_vec();
         let vals = crate::compile::lower::conv::conv2d::weight_values(node, wd, a.weight_zp)?;
@@ -59,7 +66,11 @@ impl<'g> Ctx<'g> {
         };
         let (kh, kw) = (shape.kernel_height, shape.kernel_width);
         let (ifm, images) = self.image_fm(node, x, true, a.input_zp)?;
-        let (ofm, _) = self.image_ofm(node, out_t, true, rq.out.output_zp)?;
+        let ofm = if raw48 {
+            self.raw48_ofm(node, out_t, true, images)?
+        } else {
+            self.image_ofm(node, out_t, true, rq.out.output_zp)?.0
+        };
         let oc = ofm.shape.2 as usize;
         if shape.ofm_depth != oc {
             return Err(unsupported(node, "weight and output depths differ"));

@@ -48,7 +48,13 @@ impl<'g> Ctx<'g> {
         // A 16-bit MATMUL whose i48 accumulator is not the input of exactly one per-tensor
         // RESCALE writes it raw as b64 words (decision L33); its RESCALEs read it back.
         let fused_rq = match self.conv_rescale(node, acc_t) {
-            Ok(rq) if dtype == DType::Int16 && rq.out.multiplier.len() != 1 => None,
+            Ok(rq)
+                if dtype == DType::Int16
+                    && (rq.out.multiplier.len() != 1
+                        || (rq.ops.is_empty() && rq.out.output_dtype == DType::Int48)) =>
+            {
+                None
+            }
             Err(_) if dtype == DType::Int16 && self.dtype(node.outputs()[0]) == DType::Int48 => {
                 None
             }
