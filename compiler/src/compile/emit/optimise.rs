@@ -24,7 +24,7 @@
 use super::objective;
 use super::plan::{estimate_traffic, par_map, OpPlan};
 use super::regs::locs;
-use super::staging::{self, IfmCopy, SliceCands, Staged, Staging};
+use super::staging::{self, IfmCopy, SliceCands, Staged, Staging, StagingSpan};
 use super::{cascade, chain, weights};
 use crate::arch_interface::{Target, WeightStreams};
 use crate::compile::alloc::{self, Item, Placement};
@@ -382,12 +382,7 @@ pub(super) fn solve(
             if k >= n || keep[k].is_empty() {
                 continue;
             }
-            let first = if after_chain[k] {
-                k.saturating_sub(2)
-            } else {
-                k.saturating_sub(1)
-            };
-            if t < first {
+            if t < StagingSpan::new(k, after_chain[k]).item(0).start {
                 continue;
             }
             let at = |o: &Opt| {
@@ -501,27 +496,9 @@ pub(super) fn place(
             prev = plans[k].cycles;
             continue;
         }
-        let after_chain = k >= 2 && chains[k - 2].is_some();
-        let first = if after_chain {
-            k - 2
-        } else {
-            k.saturating_sub(1)
-        };
-        let item = |size: u64| Item {
-            size,
-            start: first,
-            end: k,
-        };
-        let waits = |occupied: &[(Item, u64)], off: u64, size: u64| {
-            !after_chain
-                && k >= 2
-                && occupied.iter().any(|(o, at)| {
-                    o.start <= k - 2
-                        && k - 2 <= o.end
-                        && *at < off + size.next_multiple_of(alloc::ALIGN)
-                        && off < at + o.size.next_multiple_of(alloc::ALIGN)
-                })
-        };
+        let span = StagingSpan::new(k, k >= 2 && chains[k - 2].is_some());
+        let item = |size: u64| span.item(size);
+        let waits = |occupied: &[(Item, u64)], off: u64, size: u64| span.waits(occupied, off, size);
         // The program's option first, then the others by their objective after `prev`.
         let mut order: Vec<usize> = (0..os.len()).collect();
         order.sort_by_key(|&i| (Some(i) != pick[k], os[i].cost(prev), i));

@@ -97,6 +97,52 @@ pub(super) struct Staging {
 /// Slice counts tried when the whole block does not pay or does not fit.
 const SLICE_COUNTS: [u32; 5] = [2, 3, 4, 6, 8];
 
+/// The operations during which operation `k`'s staging buffers live, and when a buffer must
+/// wait for the operation before the previous one (S2): the DMA filling it is issued after the
+/// previous operation's kernel command, while the one before may still run, so the buffer lives
+/// from the previous operation on and waits (KERNEL_WAIT 1) for the one before when it overlaps
+/// what that one uses. After a chain the pair runs interleaved: the buffer then avoids both.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct StagingSpan {
+    k: usize,
+    after_chain: bool,
+}
+
+impl StagingSpan {
+    /// Operation `k`'s span; `after_chain`: operations `k - 2` and `k - 1` are a chained pair.
+    pub(super) fn new(k: usize, after_chain: bool) -> StagingSpan {
+        StagingSpan { k, after_chain }
+    }
+
+    /// A buffer of `size` bytes live over the span.
+    pub(super) fn item(&self, size: u64) -> Item {
+        let first = if self.after_chain {
+            self.k.saturating_sub(2)
+        } else {
+            self.k.saturating_sub(1)
+        };
+        Item {
+            size,
+            start: first,
+            end: self.k,
+        }
+    }
+
+    /// Whether a buffer of `size` bytes at `off` overlaps what operation `k - 2` uses among
+    /// `occupied`, so that its DMA waits for that operation.
+    pub(super) fn waits(&self, occupied: &[(Item, u64)], off: u64, size: u64) -> bool {
+        let k = self.k;
+        !self.after_chain
+            && k >= 2
+            && occupied.iter().any(|(o, at)| {
+                o.start <= k - 2
+                    && k - 2 <= o.end
+                    && *at < off + size.next_multiple_of(alloc::ALIGN)
+                    && off < at + o.size.next_multiple_of(alloc::ALIGN)
+            })
+    }
+}
+
 /// The slice depths tried for `op` planned with `block` (one per count of [`SLICE_COUNTS`]
 /// giving a new depth below the OFM's), each with its block (OFM block depth clamped).
 fn slice_candidates(op: &NpuOp, block: &BlockConfig) -> Vec<(u32, BlockConfig)> {
@@ -236,32 +282,14 @@ pub(super) fn stage(
         // before may still run: its buffer lives from the previous operation on, and waits
         // (KERNEL_WAIT 1) for the one before when it overlaps what that one uses. After a
         // chain the pair runs interleaved: the buffer then avoids both.
-        let after_chain = k >= 2 && chains[k - 2].is_some();
-        let first = if after_chain {
-            k.saturating_sub(2)
-        } else {
-            k.saturating_sub(1)
-        };
-        let item = |size: u64| Item {
-            size,
-            start: first,
-            end: k,
-        };
+        let span = StagingSpan::new(k, k >= 2 && chains[k - 2].is_some());
+        let item = |size: u64| span.item(size);
         let second = |size: u64| Item {
             size,
             start: k,
             end: k,
         };
-        let waits = |occupied: &[(Item, u64)], off: u64, size: u64| {
-            !after_chain
-                && k >= 2
-                && occupied.iter().any(|(o, at)| {
-                    o.start <= k - 2
-                        && k - 2 <= o.end
-                        && *at < off + size.next_multiple_of(alloc::ALIGN)
-                        && off < at + o.size.next_multiple_of(alloc::ALIGN)
-                })
-        };
+        let waits = |occupied: &[(Item, u64)], off: u64, size: u64| span.waits(occupied, off, size);
         let mut at = locs(op, p, l, &none);
         // The IFM copied first, when that pays with the streams read as planned. `base` is
         // the objective of the choice so far, `copied` the copy's DMA (cycles, off-chip bytes).
