@@ -108,6 +108,13 @@ pub(super) struct Cascade {
     pub staged: bool,
 }
 
+/// For each of `n` operations, whether it belongs to one of `cascades`.
+pub(super) fn members(cascades: &[Cascade], n: usize) -> Vec<bool> {
+    (0..n)
+        .map(|k| cascades.iter().any(|c| (c.first..=c.last).contains(&k)))
+        .collect()
+}
+
 impl Cascade {
     /// Whether operation `j`'s OFM lives in a ring of this cascade.
     fn ring_of(&self, j: usize) -> Option<u32> {

@@ -117,20 +117,14 @@ pub(super) fn options<'s>(
     sliced: &'s [SliceCands],
 ) -> Option<Options<'s>> {
     let (region, _) = target.staging()?;
-    let in_cascade: Vec<bool> = (0..l.ops.len())
-        .map(|k| cascades.iter().any(|c| (c.first..=c.last).contains(&k)))
-        .collect();
+    let in_cascade: Vec<bool> = cascade::members(cascades, l.ops.len());
     let none = BTreeMap::new();
     let dma_traffic = |size: u64| {
         let mut w = CommandWriter::default();
         weights::dma_commands(&mut w, 0, region, 0, size);
         target.estimate_traffic(&w.commands)
     };
-    let copy_traffic = |from: u8, size: u64| {
-        let mut w = CommandWriter::default();
-        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
-        target.estimate_traffic(&w.commands)
-    };
+    let copy_traffic = staging::copy_traffic(target, region);
     let ops: Vec<Vec<Opt>> = par_map(&l.ops, |k, op| {
         if in_cascade[k] {
             return Vec::new();
@@ -462,12 +456,8 @@ pub(super) fn place(
             choices,
         );
     };
-    let (mut occupied, hwm) = occupancy(l, p, region, capacity);
-    let copy_traffic = |from: u8, size: u64| {
-        let mut w = CommandWriter::default();
-        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
-        target.estimate_traffic(&w.commands)
-    };
+    let (mut occupied, hwm) = staging::occupancy(l, p, region, capacity);
+    let copy_traffic = staging::copy_traffic(target, region);
     let consts = staging::stage_consts(
         target,
         l,
@@ -634,31 +624,6 @@ pub(super) fn greedy_choices(opts: &Options, s: &Staging) -> Vec<Option<Choice>>
     out
 }
 
-/// The feature maps in the staging `region` as placed items, and what buffers may fill
-/// ([`staging::stage`]'s high-water mark).
-pub(super) fn occupancy(
-    l: &Lowered,
-    p: &Placement,
-    region: u8,
-    capacity: u64,
-) -> (Vec<(Item, u64)>, u64) {
-    let occupied: Vec<(Item, u64)> = (0..l.buffers.len())
-        .filter(|&i| p.regions[i] == region)
-        .map(|i| (alloc::buffer_item(l, i), p.offsets[i]))
-        .collect();
-    let fm_size = if region == crate::compile::REGION_FAST {
-        p.fast_size
-    } else {
-        p.arena_size
-    };
-    let hwm = if capacity == u64::MAX {
-        fm_size
-    } else {
-        capacity
-    };
-    (occupied, hwm)
-}
-
 /// An operation's plan for alternative `alt` (0: the plan itself).
 pub(super) fn plan_for(plan: &OpPlan, alt: usize) -> OpPlan {
     match (alt, &plan.alt) {
@@ -683,12 +648,8 @@ pub(super) fn optimise(
     opts: &Options,
 ) -> Option<(Staging, Vec<usize>, Vec<Option<Choice>>)> {
     let (region, capacity) = target.staging()?;
-    let (mut occupied, hwm) = occupancy(l, p, region, capacity);
-    let copy_traffic = |from: u8, size: u64| {
-        let mut w = CommandWriter::default();
-        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
-        target.estimate_traffic(&w.commands)
-    };
+    let (mut occupied, hwm) = staging::occupancy(l, p, region, capacity);
+    let copy_traffic = staging::copy_traffic(target, region);
     // The constant copy (decided from the plans alone) takes its bytes first.
     let _ = staging::stage_consts(
         target,
@@ -702,9 +663,7 @@ pub(super) fn optimise(
     );
     let n = l.ops.len();
     let after_chain: Vec<bool> = (0..n).map(|k| k >= 2 && chains[k - 2].is_some()).collect();
-    let in_cascade: Vec<bool> = (0..n)
-        .map(|k| cascades.iter().any(|c| (c.first..=c.last).contains(&k)))
-        .collect();
+    let in_cascade: Vec<bool> = cascade::members(cascades, n);
     let pick = solve(opts, &occupied, hwm, &after_chain, &in_cascade)?;
     Some(place(target, l, plans, p, chains, cascades, opts, &pick))
 }

@@ -179,9 +179,7 @@ pub(super) fn slice_all(
     chains: &[Option<chain::Operand>],
     cascades: &[cascade::Cascade],
 ) -> Vec<SliceCands> {
-    let in_cascade: Vec<bool> = (0..l.ops.len())
-        .map(|k| cascades.iter().any(|c| (c.first..=c.last).contains(&k)))
-        .collect();
+    let in_cascade: Vec<bool> = cascade::members(cascades, l.ops.len());
     par_map(&l.ops, |k, op| {
         if in_cascade[k] || plans[k].enc.is_none() || !slice::sliceable(op) || chains[k].is_some() {
             return Vec::new();
@@ -191,6 +189,47 @@ pub(super) fn slice_all(
             .map(|(depth, block)| (block, slice::slices(target, op, &block, depth)))
             .collect()
     })
+}
+
+/// The feature maps in the staging `region` as placed items, and what buffers may fill
+/// ([`stage`]'s high-water mark). Staging is for speed (`--optimise performance`; nothing
+/// is staged optimising for size): buffers may use the whole staging memory, above the
+/// feature maps' peak, when the memory mode gives its size (`arena_cache_size`, `capacity`);
+/// without one they stay below the feature maps' high-water mark.
+pub(super) fn occupancy(
+    l: &Lowered,
+    p: &Placement,
+    region: u8,
+    capacity: u64,
+) -> (Vec<(Item, u64)>, u64) {
+    let occupied: Vec<(Item, u64)> = (0..l.buffers.len())
+        .filter(|&i| p.regions[i] == region)
+        .map(|i| (alloc::buffer_item(l, i), p.offsets[i]))
+        .collect();
+    let fm_size = if region == crate::compile::REGION_FAST {
+        p.fast_size
+    } else {
+        p.arena_size
+    };
+    let hwm = if capacity == u64::MAX {
+        fm_size
+    } else {
+        capacity
+    };
+    (occupied, hwm)
+}
+
+/// The cycles and off-chip bytes of a DMA copying `size` bytes from `from` into the staging
+/// `region`, costed as a copy between offsets 0 of the two regions.
+pub(super) fn copy_traffic(
+    target: &dyn Target,
+    region: u8,
+) -> impl Fn(u8, u64) -> (u64, u64) + Sync + '_ {
+    move |from, size| {
+        let mut w = CommandWriter::default();
+        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
+        target.estimate_traffic(&w.commands)
+    }
 }
 
 /// How each operation's streams are staged, and the size the staging region needs, chosen
@@ -214,24 +253,7 @@ pub(super) fn stage(
             end: 0,
         };
     };
-    let mut occupied: Vec<(Item, u64)> = (0..l.buffers.len())
-        .filter(|&i| p.regions[i] == region)
-        .map(|i| (alloc::buffer_item(l, i), p.offsets[i]))
-        .collect();
-    // Staging is for speed (`--optimise performance`; nothing is staged optimising for
-    // size): buffers may use the whole staging memory, above the feature maps' peak, when the
-    // memory mode gives its size (`arena_cache_size`); without one they stay below the
-    // feature maps' high-water mark.
-    let fm_size = if region == crate::compile::REGION_FAST {
-        p.fast_size
-    } else {
-        p.arena_size
-    };
-    let hwm = if capacity == u64::MAX {
-        fm_size
-    } else {
-        capacity
-    };
+    let (mut occupied, hwm) = occupancy(l, p, region, capacity);
     let none = BTreeMap::new();
     // A stream block's DMA from region 0: (cycles, off-chip bytes).
     let dma_traffic = |size: u64| {
@@ -239,11 +261,7 @@ pub(super) fn stage(
         weights::dma_commands(&mut w, 0, region, 0, size);
         target.estimate_traffic(&w.commands)
     };
-    let copy_traffic = |from: u8, size: u64| {
-        let mut w = CommandWriter::default();
-        weights::copy_commands(&mut w, (from, 0), (region, 0), size);
-        target.estimate_traffic(&w.commands)
-    };
+    let copy_traffic = copy_traffic(target, region);
     let mut in_cascade: Vec<Option<&cascade::Cascade>> = vec![None; l.ops.len()];
     for c in cascades {
         for slot in &mut in_cascade[c.first..=c.last] {
