@@ -25,7 +25,7 @@
 use crate::compile::lower::{unsupported, Buffer, Ctx, Fm, Kernel, NpuOp, Requant, View};
 use crate::compile::CompileError;
 use npuc_backend::isa::{AccFormat, PoolingMode, RoundModeOfm};
-use npuc_codecs::ordering::{OhwiWeights, WeightShape};
+use npuc_codecs::ordering::{OhwiWeights, OrderingError, WeightShape};
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{DType, OpNode, TensorId};
 
@@ -391,24 +391,8 @@ impl<'g> Ctx<'g> {
             (py.pad, px.pad),
         )?;
         if let Some(wt) = &op.weights {
-            let s = wt.shape();
-            let shape = WeightShape {
-                kernel_height: py.kernel,
-                kernel_width: px.kernel,
-                ..s
-            };
-            let mut vals = vec![0i16; shape.len()];
-            for o in 0..s.ofm_depth {
-                for &(ky, qy) in &py.taps {
-                    for &(kx, qx) in &px.taps {
-                        for i in 0..s.ifm_depth {
-                            vals[shape.index(o, qy, qx, i)] = wt.get(o, ky, kx, i);
-                        }
-                    }
-                }
-            }
-            p.weights =
-                Some(OhwiWeights::new(shape, vals).map_err(|e| unsupported(node, e.to_string()))?);
+            let part = part_kernel(wt, (py.kernel, &py.taps), (px.kernel, &px.taps));
+            p.weights = Some(part.map_err(|e| unsupported(node, e.to_string()))?);
         }
         Ok(p)
     }
@@ -547,4 +531,30 @@ impl<'g> Ctx<'g> {
         }
         Ok(())
     }
+}
+
+/// The part of the OHWI kernel `w` a part operation runs: a kernel of `kernel_height` x
+/// `kernel_width` taps whose tap `(qy, qx)` is `w`'s tap `(ky, kx)` for every `(ky, qy)` of
+/// `rows` and `(kx, qx)` of `cols`, zero elsewhere.
+pub(crate) fn part_kernel(
+    w: &OhwiWeights,
+    (kernel_height, rows): (usize, &[(usize, usize)]),
+    (kernel_width, cols): (usize, &[(usize, usize)]),
+) -> Result<OhwiWeights, OrderingError> {
+    let shape = WeightShape {
+        kernel_height,
+        kernel_width,
+        ..w.shape()
+    };
+    let mut vals = vec![0i16; shape.len()];
+    for o in 0..shape.ofm_depth {
+        for &(ky, qy) in rows {
+            for &(kx, qx) in cols {
+                for i in 0..shape.ifm_depth {
+                    vals[shape.index(o, qy, qx, i)] = w.get(o, ky, kx, i);
+                }
+            }
+        }
+    }
+    OhwiWeights::new(shape, vals)
 }

@@ -15,6 +15,7 @@
 //! every `sy`-th OFM row from `py` (an OFM window with strides). A phase without taps (kernel
 //! smaller than the stride) or without IFM rows writes the bias alone (zero weights).
 
+use crate::compile::lower::common::window::part_kernel;
 use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, Geometry, NpuOp, Requant};
 use crate::compile::CompileError;
@@ -244,23 +245,8 @@ impl<'g> Ctx<'g> {
                 p.ifm.view.offset += py.start as u64 * isy + px.start as u64 * isx;
                 p.ifm.view.strides = Some((isy, isx));
                 p.ifm.shape = (h - py.start as u32, wd - px.start as u32, ic);
-                let ps = WeightShape {
-                    kernel_height: py.kernel,
-                    kernel_width: px.kernel,
-                    ..shape
-                };
-                let mut vals = vec![0i16; ps.len()];
-                for o in 0..ps.ofm_depth {
-                    for &(ky, qy) in &py.taps {
-                        for &(kx, qx) in &px.taps {
-                            for i in 0..ps.ifm_depth {
-                                vals[ps.index(o, qy, qx, i)] = w.get(o, ky, kx, i);
-                            }
-                        }
-                    }
-                }
-                p.weights =
-                    Some(OhwiWeights::new(ps, vals).map_err(|e| unsupported(node, e.to_string()))?);
+                let part = part_kernel(w, (py.kernel, &py.taps), (px.kernel, &px.taps));
+                p.weights = Some(part.map_err(|e| unsupported(node, e.to_string()))?);
                 p.kernel_size = (py.kernel as u32, px.kernel as u32);
                 let geometry = Geometry::new(
                     node,
