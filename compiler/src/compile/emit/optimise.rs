@@ -24,7 +24,7 @@
 use super::objective;
 use super::plan::{estimate_traffic, par_map, OpPlan};
 use super::regs::locs;
-use super::staging::{self, IfmCopy, SliceCands, Staged, Staging, StagingSpan};
+use super::staging::{self, ConstCopy, IfmCopy, SliceCands, Staged, Staging, StagingSpan};
 use super::{cascade, chain, weights};
 use crate::arch_interface::{Target, WeightStreams};
 use crate::compile::alloc::{self, Item, Placement};
@@ -424,13 +424,21 @@ pub(super) fn solve(
     Some(out)
 }
 
+/// What [`place`] starts from: the staging region, the high-water mark its buffers may fill,
+/// what is placed there already (the feature maps and the constant copy) and that copy.
+struct Start {
+    region: u8,
+    hwm: u64,
+    occupied: Vec<(Item, u64)>,
+    consts: Option<ConstCopy>,
+}
+
 /// The staging of `l` with the options `pick` takes ([`solve`]), placed in order as the
 /// greedy places its buffers; an option whose buffers do not fit gives way to the cheapest
-/// one that does. Returns the staging, each operation's alternative (0: the plan) and its
-/// [`Choice`].
+/// one that does, starting from `start`. Returns the staging, each operation's alternative
+/// (0: the plan) and its [`Choice`].
 #[allow(clippy::too_many_arguments)]
-pub(super) fn place(
-    target: &dyn Target,
+fn place(
     l: &Lowered,
     plans: &[OpPlan],
     p: &Placement,
@@ -438,36 +446,19 @@ pub(super) fn place(
     cascades: &[cascade::Cascade],
     opts: &Options,
     pick: &[Option<usize>],
+    start: Start,
 ) -> (Staging, Vec<usize>, Vec<Option<Choice>>) {
     let n = l.ops.len();
     let mut how: Vec<Staged> = (0..n).map(|_| Staged::Direct).collect();
     let mut copies: Vec<Option<IfmCopy>> = vec![None; n];
     let mut alts = vec![0usize; n];
     let mut choices: Vec<Option<Choice>> = vec![None; n];
-    let Some((region, capacity)) = target.staging() else {
-        return (
-            Staging {
-                how,
-                copies,
-                consts: None,
-                end: 0,
-            },
-            alts,
-            choices,
-        );
-    };
-    let (mut occupied, hwm) = staging::occupancy(l, p, region, capacity);
-    let copy_traffic = staging::copy_traffic(target, region);
-    let consts = staging::stage_consts(
-        target,
-        l,
-        plans,
-        p,
+    let Start {
         region,
         hwm,
-        &mut occupied,
-        &copy_traffic,
-    );
+        mut occupied,
+        consts,
+    } = start;
     let mut prev = 0u64;
     for k in 0..n {
         if let Some(c) = cascades.iter().find(|c| (c.first..=c.last).contains(&k)) {
@@ -651,7 +642,7 @@ pub(super) fn optimise(
     let (mut occupied, hwm) = staging::occupancy(l, p, region, capacity);
     let copy_traffic = staging::copy_traffic(target, region);
     // The constant copy (decided from the plans alone) takes its bytes first.
-    let _ = staging::stage_consts(
+    let consts = staging::stage_consts(
         target,
         l,
         plans,
@@ -665,7 +656,13 @@ pub(super) fn optimise(
     let after_chain: Vec<bool> = (0..n).map(|k| k >= 2 && chains[k - 2].is_some()).collect();
     let in_cascade: Vec<bool> = cascade::members(cascades, n);
     let pick = solve(opts, &occupied, hwm, &after_chain, &in_cascade)?;
-    Some(place(target, l, plans, p, chains, cascades, opts, &pick))
+    let start = Start {
+        region,
+        hwm,
+        occupied,
+        consts,
+    };
+    Some(place(l, plans, p, chains, cascades, opts, &pick, start))
 }
 
 #[cfg(test)]
