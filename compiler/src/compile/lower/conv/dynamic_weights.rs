@@ -5,7 +5,8 @@
 //!    OHWI order) copied into one row of a scratch matrix `[OH * OW, KH * KW * IC]`;
 //! 2. NPU_OP_CONV with `weights_ifm2` (as MATMUL): the matrix as IFM `1 x rows x K` (input
 //!    zero point), the weights `[OC, KH, KW, IC]` read in place as IFM2 `1 x OC x K` (weight
-//!    zero point), the raw i32 accumulators written as b32 (scale 1, shift 0, no clamp);
+//!    zero point), the raw i32 accumulators written as b32 (scale 1, shift 0, no clamp); a
+//!    contraction `K` above 65536 in parts summed by i32 adds (`contraction`, decision L47);
 //! 3. a 1x1 DEPTHWISE with zero weights whose initial accumulator is that b32 map
 //!    (`acc_input = ifm2`, as decision L27's last step), per-channel records holding the
 //!    bias and the output RESCALE's multipliers and shifts, its rounding, clamp and zero point.
@@ -13,9 +14,9 @@
 //! Batch 1: `conv_dynamic_prep` pads the input and splits batches before, except a padding
 //! too large to materialise, which the im2col copy applies (`padded_im2col`, decision L45).
 
+use crate::compile::lower::common::contraction::{Finish, MAX_CONTRACTION};
 use crate::compile::lower::conv::padded_im2col::ConvAxis;
 use crate::compile::lower::data_movement::copy::CopyAxis;
-use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, NpuOp, Requant, View};
 use crate::compile::CompileError;
 use npuc_backend::isa::AccFormat;
@@ -68,7 +69,8 @@ impl<'g> Ctx<'g> {
         let fits = (oh - 1) * sy + (kh - 1) * dy < ph && (ow - 1) * sx + (kw - 1) * dx < pw;
         // More than 65536 rows run as several matrix products of at most 65536 rows each; an
         // OFM side above 65536 is split after lowering (`split`).
-        if !fits || [k, oc].iter().any(|&v| v > 65536) {
+        // A contraction `k` above 65536 runs in parts (decision L47).
+        if !fits || oc > 65536 {
             return Err(unsupported(node, "a matrix dimension above 65536"));
         }
         let rq = self.conv_rescale(node, node.outputs()[0])?;
@@ -156,20 +158,14 @@ impl<'g> Ctx<'g> {
                 },
                 ..f
             };
-            self.push(
-                NpuOp::conv(
-                    format!("{} (accumulator)", node.name),
-                    Vec::new(),
-                    at(fm(col, (1, n, k as u32), DType::Int8, a.input_zp), k),
-                    at(fm(acc, (1, n, oc as u32), DType::Int32, 0), oc * 4),
-                    NO_CLIP,
-                )
-                .with_ifm2(fm(
-                    wbuf,
-                    (1, oc as u32, k as u32),
-                    DType::Int8,
-                    a.weight_zp,
-                )),
+            let name = format!("{} (accumulator)", node.name);
+            self.contraction_in_parts(
+                (&name, &[]),
+                at(fm(col, (1, n, k as u32), DType::Int8, a.input_zp), k),
+                fm(wbuf, (1, oc as u32, k as u32), DType::Int8, a.weight_zp),
+                at(fm(acc, (1, n, oc as u32), DType::Int32, 0), oc * 4),
+                &Finish::raw(),
+                MAX_CONTRACTION,
             );
         }
 

@@ -13,6 +13,7 @@
 //! for its readers (decision L33). A constant B is
 //! handled in `matmul_const`.
 
+use crate::compile::lower::common::contraction::{Finish, MAX_CONTRACTION};
 use crate::compile::lower::data_movement::copy::CopyAxis;
 use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::matmul::const_weights::{matrix_index, ConstMatMul};
@@ -132,7 +133,8 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "operands of different ranks"));
         }
         let (h, c, w) = (da[rank - 2], da[rank - 1], db[rank - 1]);
-        if [h, c, w].iter().any(|&v| v > 65536) {
+        // A contraction above 65536 runs in parts on the 32-bit accumulator (decision L47).
+        if [h, w].iter().any(|&v| v > 65536) || (c > MAX_CONTRACTION && acc != AccFormat::I32) {
             return Err(unsupported(node, "a matrix dimension above 65536"));
         }
         let e = dtype.byte_size() as i64;
@@ -245,21 +247,28 @@ impl<'g> Ctx<'g> {
                 }
                 None => (bbuf, b_off),
             };
-            self.push(
-                NpuOp::conv(
-                    node.name.clone(),
-                    names.clone(),
-                    fm(abuf, (ma * h * c) as i64 * e, (h, c), a.a_zp),
-                    Fm {
-                        dtype: out_dtype,
-                        ..fm(obuf, (k * h * w) as i64 * oe, (h, w), out_zp)
-                    },
+            let ifm = fm(abuf, (ma * h * c) as i64 * e, (h, c), a.a_zp);
+            let ofm = Fm {
+                dtype: out_dtype,
+                ..fm(obuf, (k * h * w) as i64 * oe, (h, w), out_zp)
+            };
+            let ifm2 = fm(ifm2_buf, ifm2_off, (w, c), a.b_zp);
+            if c > MAX_CONTRACTION {
+                let finish = Finish {
+                    requant: requant.clone(),
+                    round,
                     act,
-                )
-                .with_ifm2(fm(ifm2_buf, ifm2_off, (w, c), a.b_zp))
-                .with_requant(requant.clone())
-                .with_round(round)
-                .with_acc(acc),
+                };
+                let name = (node.name.as_str(), &names[..]);
+                self.contraction_in_parts(name, ifm, ifm2, ofm, &finish, MAX_CONTRACTION);
+                continue;
+            }
+            self.push(
+                NpuOp::conv(node.name.clone(), names.clone(), ifm, ofm, act)
+                    .with_ifm2(ifm2)
+                    .with_requant(requant.clone())
+                    .with_round(round)
+                    .with_acc(acc),
             );
         }
         if batches == 0 {
