@@ -278,6 +278,27 @@ impl<'g> Ctx<'g> {
                 }
             }
         };
+        // An offset of `q` whole input rows or columns or more (TOSA allows up to 16 n, the
+        // NPU less than n) samples nothing before them: the IFM starts `q` rows or columns
+        // later and the offset keeps its remainder (decision L48).
+        let mut ifm = ifm;
+        let image =
+            u64::from(ifm.shape.0 * ifm.shape.1 * ifm.shape.2) * u64::from(ifm.elem_bytes());
+        let (sy, sx) = ifm.strides();
+        for (axis, stride, along_y) in [(&mut y, sy, true), (&mut xa, sx, false)] {
+            let n = i64::from(axis.n);
+            let q = i64::from(axis.offset).div_euclid(n);
+            let side = if along_y { ifm.shape.0 } else { ifm.shape.1 };
+            if q > 0 && q < i64::from(side) {
+                axis.offset -= (q * n) as i32;
+                ifm.view.offset += q as u64 * stride;
+                ifm.view.strides = Some((sy, sx));
+                match along_y {
+                    true => ifm.shape.0 -= q as u32,
+                    false => ifm.shape.1 -= q as u32,
+                }
+            }
+        }
         let (ih, iw, _) = ifm.shape;
         let (oh, ow, _) = ofm.shape;
         // IFM rows/columns read: up to the last output's sample position + 1 (KERNEL_*_M1).
@@ -331,7 +352,7 @@ impl<'g> Ctx<'g> {
                 let bytes = |f: &Fm| {
                     u64::from(f.shape.0 * f.shape.1 * f.shape.2) * u64::from(f.elem_bytes())
                 };
-                (n, (bytes(&op.ifm), bytes(&op.ofm)))
+                (n, (image, bytes(&op.ofm)))
             }
         };
         for b in 0..n as u64 {
