@@ -42,7 +42,10 @@ pub(super) fn rewrite(g: &Graph) -> Result<Option<Graph>, CompileError> {
     }
     let mut g = g.clone();
     for o in transposed {
-        transpose_conv_as_conv(&mut g, o)?;
+        match super::tconv_rows::applies(&g, o) {
+            true => super::tconv_rows::rewrite(&mut g, o)?,
+            false => transpose_conv_as_conv(&mut g, o)?,
+        }
     }
     for o in depthwise {
         depthwise_as_conv(&mut g, o)?;

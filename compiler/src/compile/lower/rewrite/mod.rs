@@ -12,6 +12,7 @@ mod conv_bias;
 mod conv_runtime_weights;
 mod negate;
 mod reduce_sum_axis;
+mod tconv_rows;
 
 use crate::compile::CompileError;
 use npuc_ir::{DType, Graph, Op, TensorData, TensorId};
