@@ -46,6 +46,19 @@ fn a_raw_matmul_over_65538_channels_sums_two_parts() {
     check_sim("matmul_raw", &g, 1);
 }
 
+/// Two columns of B (copied transposed before the parts read it), zero points 0.
+#[test]
+fn a_matmul_over_65538_channels_with_two_columns() {
+    let mut g = GraphBuilder::new("matmul_columns");
+    let x = g.input("a", DType::Int8, [1, 1, 65538]);
+    let y = g.input("b", DType::Int8, [1, 65538, 2]);
+    let attrs = MatMulAttrs { a_zp: 0, b_zp: 0 };
+    let z = g.op("long_matmul", Op::MatMul(attrs), &[x, y]);
+    g.output(z);
+    let g = g.finish().unwrap();
+    check_sim("matmul_columns", &g, 1);
+}
+
 /// Three parts over 131075 channels, two batches, rescaled to i8 with double rounding and an
 /// output zero point by the last add.
 #[test]
