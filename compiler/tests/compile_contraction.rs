@@ -59,6 +59,24 @@ fn a_matmul_over_65538_channels_with_two_columns() {
     check_sim("matmul_columns", &g, 1);
 }
 
+/// A constant B over 65540 channels, rescaled to i8: B is stored transposed and read as IFM2
+/// by the parts (a 1x1 CONV with B as weights would read 65540 IFM channels).
+#[test]
+fn a_matmul_with_a_constant_b_over_65540_channels() {
+    let mut g = GraphBuilder::new("matmul_const");
+    let x = g.input("a", DType::Int8, [1, 2, 65540]);
+    let bv: Vec<i8> = (0..2 * 65540).map(|i| ((i * 37) % 255) as i8).collect();
+    let y = g.const_i8("b", [1, 65540, 2], &bv);
+    let attrs = MatMulAttrs { a_zp: -1, b_zp: 2 };
+    let acc = g.op("matmul", Op::MatMul(attrs), &[x, y]);
+    let r = RescaleAttrs::per_tensor(DType::Int8, 1 << 30, 44, RescaleRounding::SingleRound);
+    let z = g.op("rescale", Op::Rescale(r), &[acc]);
+    g.output(z);
+    let g = g.finish().unwrap();
+    assert_eq!(convs_and_adds(&g), (2, 1));
+    check_sim("matmul_const", &g, 1);
+}
+
 /// Three parts over 131075 channels, two batches, rescaled to i8 with double rounding and an
 /// output zero point by the last add.
 #[test]

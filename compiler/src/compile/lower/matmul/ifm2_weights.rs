@@ -147,9 +147,11 @@ impl<'g> Ctx<'g> {
         if !zp_ok(a.a_zp) || !zp_ok(a.b_zp) || !(-128..=127).contains(&out_zp) {
             return Err(unsupported(node, "zero points out of range"));
         }
-        // A constant B: int8 as the weights of a 1x1 CONV, int16 stored transposed.
+        // A constant B: int8 as the weights of a 1x1 CONV (whose IFM depth is the contraction:
+        // at most 65536), int16 or a longer contraction stored transposed and read as IFM2.
         let const_b = !self.lowered.tensor_buffer.contains_key(&tb) && self.is_constant(tb);
-        if let (true, DType::Int8, Some(rq)) = (const_b, dtype, &fused_rq) {
+        let as_weights = const_b && c <= MAX_CONTRACTION;
+        if let (true, DType::Int8, Some(rq)) = (as_weights, dtype, &fused_rq) {
             let r = rq.out;
             let mm = ConstMatMul {
                 names,
