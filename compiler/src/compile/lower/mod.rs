@@ -681,6 +681,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::BitwiseAnd | Op::BitwiseOr | Op::BitwiseXor | Op::BitwiseNot if i32_out => {
                 cx.lower_elementwise(o)?
             }
+            Op::Add if cx.dtype(node.outputs()[0]) == DType::Int48 => cx.lower_add48(o)?,
             Op::Add
             | Op::Sub
             | Op::Mul(_)

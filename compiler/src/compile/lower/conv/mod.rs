@@ -4,6 +4,7 @@
 //! accumulator saturated to i32 (`acc_saturation`), and TRANSPOSE_CONV2D (`transpose`).
 
 pub(super) mod acc_saturation;
+pub(super) mod bias48;
 pub(super) mod conv2d;
 pub(super) mod depth_multiplier;
 pub(super) mod dynamic_weights;
