@@ -10,4 +10,5 @@ pub(super) mod depth_multiplier;
 pub(super) mod dynamic_weights;
 pub(super) mod padded_im2col;
 pub(super) mod raw_accumulator;
+pub(super) mod runtime_weights16;
 pub(super) mod transpose;
