@@ -589,3 +589,172 @@ fn matmul_transposes_b_with_one_ofm_transposing_copy_per_matrix() {
     assert_eq!(kernels(&g), [(true, T::Hwc), (false, T::Hwc)]);
     check_sim("matmul_wide", &g, SAMPLES);
 }
+
+// 16x8 convolutions whose weights and/or 48-bit bias are graph inputs (decisions L50, L51).
+
+/// Inputs for a graph of i16 data, i8 weights and i48 biases: full-range data and weights;
+/// biases that exercise every byte's carry (0, -1, 255, 256, -65536, ...) and reach close
+/// to the i48 range (|b| up to 2^47 - 2^42, far beyond what the accumulator adds).
+fn inputs48(g: &Graph, rng: &mut Rng) -> Vec<TensorValue> {
+    const EDGES: [i64; 8] = [
+        0,
+        -1,
+        255,
+        256,
+        -256,
+        -65536,
+        (1 << 47) - (1 << 42),
+        -(1 << 47) + (1 << 42),
+    ];
+    g.inputs()
+        .iter()
+        .map(|&t| {
+            let ty = &g.tensor(t).unwrap().ty;
+            let n = ty.shape.num_elements().unwrap();
+            let data = match ty.dtype {
+                DType::Int16 => TensorData::I16(rng.i16s(n)),
+                DType::Int48 => TensorData::I48(
+                    (0..n)
+                        .map(|i| match EDGES.get(i) {
+                            Some(&e) => e,
+                            None => rng.range(-(1 << 46), 1 << 46),
+                        })
+                        .collect(),
+                ),
+                _ => TensorData::I8(rng.i8s(n)),
+            };
+            TensorValue::new(ty.shape.clone(), data).unwrap()
+        })
+        .collect()
+}
+
+/// Compiles `g` for every configuration; the simulator must reproduce the reference
+/// interpreter byte for byte on `SAMPLES` inputs of [`inputs48`] (i48 data as 8-byte words,
+/// decision L33).
+fn check_sim48(name: &str, g: &Graph) {
+    use npuc_backend::arch::Accelerator;
+    let words = |v: &TensorValue| match v.data() {
+        TensorData::I48(w) => w.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        _ => v.to_le_bytes(),
+    };
+    for accel in Accelerator::ALL {
+        let m = compile(g, &options(accel)).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
+        let mut rng = Rng(0x5eed ^ accel.macs_per_cc() as u64);
+        for sample in 0..SAMPLES {
+            let inputs = inputs48(g, &mut rng);
+            let expected = npuc_ir::run_outputs(g, inputs.clone())
+                .unwrap_or_else(|e| panic!("{name}: reference: {e}"));
+            let bytes: Vec<Vec<u8>> = inputs.iter().map(words).collect();
+            let got = simulate(&m, &bytes);
+            for (i, (e, o)) in expected.iter().zip(&got).enumerate() {
+                let e = words(e);
+                assert_eq!(e.len(), o.len(), "{name} on {accel}: output {i} size");
+                if let Some(pos) = e.iter().zip(o).position(|(a, b)| a != b) {
+                    panic!(
+                        "{name} on {accel}, sample {sample}, output {i}: first mismatch at byte {pos}: expected {:#04x} got {:#04x}",
+                        e[pos], o[pos]
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// CONV2D 16x8 with constant weights and a bias that is a graph input: two images, padding,
+/// stride (2, 1); the raw i48 accumulator is the output.
+fn conv16_input_bias(rng: &mut Rng) -> Graph {
+    let (h, w, ic, oc) = (5, 6, 7, 9);
+    let mut b = GraphBuilder::new("conv16_input_bias");
+    let x = b.input("x", DType::Int16, [2, h, w, ic]);
+    let wt = b.const_i8("w", [oc, 3, 2, ic], &rng.i8s(oc * 6 * ic));
+    let bt = b.input("b", DType::Int48, [oc]);
+    let attrs = ConvAttrs {
+        pad: [1, 0, 1, 1],
+        stride: [2, 1],
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("conv", Op::Conv2d(attrs), &[x, wt, bt]);
+    b.output(acc);
+    b.finish().unwrap()
+}
+
+/// CONV2D 16x8 whose weights (with a weight zero point, TOSA allows one on i8 weights) and
+/// bias are graph inputs: padding, stride, dilation, two images.
+fn conv16_input_weights_and_bias(_rng: &mut Rng) -> Graph {
+    let (h, w, ic, oc) = (7, 6, 5, 4);
+    let mut b = GraphBuilder::new("conv16_input_weights_and_bias");
+    let x = b.input("x", DType::Int16, [2, h, w, ic]);
+    let wt = b.input("w", DType::Int8, [oc, 3, 2, ic]);
+    let bt = b.input("b", DType::Int48, [oc]);
+    let attrs = ConvAttrs {
+        pad: [1, 2, 0, 1],
+        stride: [2, 1],
+        dilation: [1, 2],
+        input_zp: 0,
+        weight_zp: -19,
+    };
+    let acc = b.op("conv", Op::Conv2d(attrs), &[x, wt, bt]);
+    b.output(acc);
+    b.finish().unwrap()
+}
+
+/// DEPTHWISE_CONV2D 16x8 with input weights (depth multiplier 2, weight zero point 77) and
+/// a constant bias.
+fn depthwise16_input_weights(rng: &mut Rng) -> Graph {
+    let (h, w, c, m) = (6, 7, 3, 2);
+    let mut b = GraphBuilder::new("depthwise16_input_weights");
+    let x = b.input("x", DType::Int16, [1, h, w, c]);
+    let wt = b.input("w", DType::Int8, [3, 3, c, m]);
+    let bt = b.const_i48("b", [c * m], &bias48(rng, c * m, 1 << 40));
+    let attrs = ConvAttrs {
+        pad: [1, 1, 1, 0],
+        stride: [1, 2],
+        input_zp: 0,
+        weight_zp: 77,
+        ..ConvAttrs::default()
+    };
+    let acc = b.op("dw", Op::DepthwiseConv2d(attrs), &[x, wt, bt]);
+    b.output(acc);
+    b.finish().unwrap()
+}
+
+/// TRANSPOSE_CONV2D 16x8 stride 2 with input weights and an input bias.
+fn tconv16_input_weights_and_bias(_rng: &mut Rng) -> Graph {
+    let (h, w, ic, oc) = (3, 4, 5, 6);
+    let mut b = GraphBuilder::new("tconv16_input_weights_and_bias");
+    let x = b.input("x", DType::Int16, [1, h, w, ic]);
+    let wt = b.input("w", DType::Int8, [oc, 2, 3, ic]);
+    let bt = b.input("b", DType::Int48, [oc]);
+    let attrs = TransposeConvAttrs {
+        out_pad: [0, 1, -1, 0],
+        stride: [2, 2],
+        input_zp: 0,
+        weight_zp: 0,
+    };
+    let acc = b.op("tconv", Op::TransposeConv2d(attrs), &[x, wt, bt]);
+    b.output(acc);
+    b.finish().unwrap()
+}
+
+#[test]
+fn a_16x8_conv_adds_an_input_bias_on_the_48_bit_accumulator() {
+    check_sim48("conv16_input_bias", &conv16_input_bias(&mut Rng(11)));
+}
+
+#[test]
+fn a_16x8_conv_with_input_weights_and_bias_runs_as_an_i16_matrix_product() {
+    let g = conv16_input_weights_and_bias(&mut Rng(12));
+    check_sim48("conv16_input_weights_and_bias", &g);
+}
+
+#[test]
+fn a_16x8_depthwise_with_input_weights_subtracts_the_weight_zero_point() {
+    let g = depthwise16_input_weights(&mut Rng(13));
+    check_sim48("depthwise16_input_weights", &g);
+}
+
+#[test]
+fn a_16x8_transpose_conv_with_input_weights_and_bias() {
+    let g = tconv16_input_weights_and_bias(&mut Rng(14));
+    check_sim48("tconv16_input_weights_and_bias", &g);
+}

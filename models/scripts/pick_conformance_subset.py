@@ -13,7 +13,8 @@ rank-0 test, the smallest test of rank 5 or more, the smallest RESHAPE to rank 0
 RESCALE of a non-scalar INT48 input of each set,
 plus, per convolution-family operator (CONV2D, DEPTHWISE_CONV2D, TRANSPOSE_CONV2D, CONV3D), the
 smallest PRO-INT test with runtime weights and the smallest with a runtime bias (decisions
-L36-L38), plus the PRO-INT tests of CLASS_TESTS (one per refusal class of issue 16 B that
+L36-L38) and the smallest EXT-INT16 ones with a runtime bias, runtime weights, and both
+(decisions L50, L51), plus the PRO-INT tests of CLASS_TESTS (one per refusal class of issue 16 B that
 now compiles: decisions L39-L45), plus, per operator family that splits feature maps above 65536
 (decision L46), the smallest PRO-INT test with an input side above 65536 (up to 512 KB).
 `--extras-only` copies just those, keeping the subset already there;
@@ -80,6 +81,18 @@ def runtime_operand_tests(all_tests):
     return chosen
 
 
+def int16_runtime_tests(all_tests):
+    """The smallest EXT-INT16 convolution-family test with a runtime bias only, with runtime
+    weights only, and with both (decisions L50, L51)."""
+    chosen = []
+    for pred in (lambda v: 2 in v and 1 not in v, lambda v: 1 in v and 2 not in v, lambda v: {1, 2} <= v):
+        c = sorted((t for t in all_tests if t["op"] in CONV_OPS and pred(t["variable"])),
+                   key=lambda t: (t["size"], str(t["dir"])))
+        if c:
+            chosen.append(c[0])
+    return chosen
+
+
 LARGE_DIM_OPS = ("LOGICAL_XOR", "RESCALE", "REDUCE_MAX", "MAX_POOL2D", "AVG_POOL2D", "DEPTHWISE_CONV2D")
 LARGE_DIM_MAX_BYTES = 512 * 1024
 
@@ -129,6 +142,11 @@ def main():
         if set_name == "pro-int":
             extras = runtime_operand_tests(all_tests) + large_dim_tests(every_test)
             extras += [t for t in class_tests(all_tests) if t not in extras]
+            if extras_only:
+                picked += [(set_name, t) for t in extras]
+                continue
+        elif set_name == "ext-int16":
+            extras = int16_runtime_tests(all_tests)
             if extras_only:
                 picked += [(set_name, t) for t in extras]
                 continue

@@ -201,7 +201,14 @@ fn infer_one(op: &Op, inputs: &[TensorType]) -> R<TensorType> {
             }
             same(dt, inputs[0].shape.clone())
         }
-        Op::Add | Op::Sub | Op::Maximum | Op::Minimum => {
+        // ADD of i48 too: a 16x8 convolution's accumulator plus a bias that is not a
+        // constant (the compiler's `conv-bias-as-add` rewrite).
+        Op::Add => {
+            dtype_in(inputs, 0, &[Int8, Int16, Int32, Int48])?;
+            let dt = same_dtype(inputs, &[0, 1])?;
+            same(dt, broadcast(inputs, &[0, 1])?)
+        }
+        Op::Sub | Op::Maximum | Op::Minimum => {
             dtype_in(inputs, 0, SIGNED_8_16_32)?;
             let dt = same_dtype(inputs, &[0, 1])?;
             same(dt, broadcast(inputs, &[0, 1])?)

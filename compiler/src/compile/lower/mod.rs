@@ -304,15 +304,15 @@ impl<'g> Ctx<'g> {
         sole_consumer(self.g, t)
     }
 
+    /// (An i48 tensor, a graph input or one that data movement writes, is held as one 8-byte
+    /// word per element, the b64 form the NPU reads and writes (decision L33): see
+    /// [`stored_bytes`].)
     fn new_buffer(&mut self, t: TensorId, producer: Option<usize>) -> usize {
         let tensor = self.g.tensor(t).expect("tensor");
         let n = tensor.ty.shape.num_elements().unwrap_or(0) as u64;
-        // An i48 graph input is held as one 8-byte word per element, the b64 form the NPU
-        // reads (decision L33), not the IR's 6 bytes.
-        let esize = match (producer, tensor.ty.dtype) {
-            (None, DType::Int48) => 8,
-            (_, dtype) => dtype.byte_size() as u64,
-        };
+        // An i48 tensor is held as one 8-byte word per element, the b64 form the NPU reads
+        // and writes (decision L33), not the IR's 6 bytes.
+        let esize = stored_bytes(tensor.ty.dtype) as u64;
         let size = n * esize;
         let idx = self.lowered.buffers.len();
         self.lowered.buffers.push(Buffer {
@@ -681,6 +681,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
             Op::BitwiseAnd | Op::BitwiseOr | Op::BitwiseXor | Op::BitwiseNot if i32_out => {
                 cx.lower_elementwise(o)?
             }
+            Op::Add if cx.dtype(node.outputs()[0]) == DType::Int48 => cx.lower_add48(o)?,
             Op::Add
             | Op::Sub
             | Op::Mul(_)
@@ -759,4 +760,14 @@ pub fn lower(g: &Graph) -> Result<Lowered, CompileError> {
     }
     split::split_large(g, &mut cx.lowered)?;
     Ok(cx.lowered)
+}
+
+/// Bytes one element of `dtype` occupies in an arena buffer: its size, except i48, which
+/// lives in memory as 8-byte words (b64, the form NPU operations read and write; decision
+/// L33), so that data movement copies whole words.
+pub(crate) fn stored_bytes(dtype: DType) -> usize {
+    match dtype {
+        DType::Int48 => 8,
+        d => d.byte_size(),
+    }
 }

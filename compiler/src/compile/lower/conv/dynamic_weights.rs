@@ -32,17 +32,23 @@ impl<'g> Ctx<'g> {
         };
         let ins = node.inputs();
         let (x, w, b) = (ins[0], ins[1], ins[2]);
-        if self.dtype(x) != DType::Int8 || self.dtype(w) != DType::Int8 {
-            return Err(unsupported(
-                node,
-                "non-constant weights on i8 x i8 convolutions only",
-            ));
-        }
+        // i16 data with i8 weights (16x8): the weights are widened to i16 first, as IFM2
+        // must have the IFM's precision (decision L51, `runtime_weights16`).
+        let wide = match (self.dtype(x), self.dtype(w)) {
+            (DType::Int8, DType::Int8) => false,
+            (DType::Int16, DType::Int8) => true,
+            _ => {
+                return Err(unsupported(
+                    node,
+                    "non-constant weights on i8 x i8 and i16 x i8 convolutions only",
+                ))
+            }
+        };
         let Some(bd) = self.folded_const(b) else {
             return Err(unsupported(node, "a non-constant bias"));
         };
         let zp_ok = |z: i64| (-128..=127).contains(&z);
-        if !zp_ok(a.input_zp) || !zp_ok(a.weight_zp) {
+        if !zp_ok(a.input_zp) || !zp_ok(a.weight_zp) || (wide && a.input_zp != 0) {
             return Err(unsupported(node, "zero points out of range"));
         }
         let (xd, wd, od) = (
@@ -74,11 +80,18 @@ impl<'g> Ctx<'g> {
             return Err(unsupported(node, "a matrix dimension above 65536"));
         }
         let rq = self.conv_rescale(node, node.outputs()[0])?;
-        // One 32-bit-multiplier RESCALE, or none (the raw accumulator, decision L36).
-        if rq.acc != AccFormat::I32 || rq.ops.len() > 1 {
+        // One 32-bit-multiplier RESCALE, or none (the raw accumulator, decision L36); for
+        // 16x8, one 16-bit-multiplier RESCALE of the 48-bit accumulator, or none.
+        let acc_format = if wide { AccFormat::I48 } else { AccFormat::I32 };
+        let scales_fit = !wide || rq.out.multiplier.iter().all(|&m| m <= 0x7fff);
+        if rq.acc != acc_format || rq.ops.len() > 1 || !scales_fit {
             return Err(unsupported(
                 rq.out_node,
-                "a 32-bit multiplier RESCALE of the accumulator",
+                if wide {
+                    "a 16-bit multiplier RESCALE of the 48-bit accumulator"
+                } else {
+                    "a 32-bit multiplier RESCALE of the accumulator"
+                },
             ));
         }
         let r = rq.out;
@@ -87,12 +100,26 @@ impl<'g> Ctx<'g> {
         }
         let mut names = vec![node.name.clone()];
         names.extend(rq.ops.iter().map(|&f| self.node(f).name.clone()));
-        let (out_t, act) = self.fuse_clamp(rq.out_node.outputs()[0], &mut names);
+        let raw48 = wide && rq.ops.is_empty();
+        let (out_t, act) = if raw48 {
+            (node.outputs()[0], NO_CLIP)
+        } else {
+            self.fuse_clamp(rq.out_node.outputs()[0], &mut names)
+        };
+        // Bytes per element of the data (and of the widened weights).
+        let e = if wide { 2 } else { 1 };
+        let in_dtype = if wide { DType::Int16 } else { DType::Int8 };
         let records = self.channel_records(&rq, bd, oc);
         let (xbuf, wbuf) = (self.input_buffer(node, x)?, self.input_buffer(node, w)?);
+        // The weights minus their zero point as i16 (IFM2 zero point 0).
+        let (wbuf, weight_zp) = if wide {
+            (self.widen_weights(node, wbuf, oc, k, a.weight_zp)?, 0)
+        } else {
+            (wbuf, a.weight_zp)
+        };
 
         // 1. im2col.
-        let col = self.scratch((rows * k) as u64);
+        let col = self.scratch((rows * k * e) as u64);
         if a.pad.iter().any(|&p| p != 0) {
             let axis = |input, output, kernel, stride, dilation, pad| ConvAxis {
                 input,
@@ -106,32 +133,35 @@ impl<'g> Ctx<'g> {
                 axis(ih, oh, kh, sy, dy, a.pad[0]),
                 axis(iw, ow, kw, sx, dx, a.pad[2]),
             );
-            self.padded_im2col(node, xbuf, col, axes, ic, a.input_zp)?;
+            // (i16: each element as `e` bytes, the zero point 0 as zero bytes.)
+            self.padded_im2col(node, xbuf, col, axes, ic * e, a.input_zp)?;
         } else {
-            let row = (iw * ic) as i64;
+            // Byte steps: an element is `e` bytes.
+            let (icb, kb) = (ic * e, k * e);
+            let row = (iw * icb) as i64;
             let axes = [
                 CopyAxis {
                     n: oh,
                     src: sy as i64 * row,
-                    dst: (ow * k) as i64,
+                    dst: (ow * kb) as i64,
                 },
                 CopyAxis {
                     n: ow,
-                    src: (sx * ic) as i64,
-                    dst: k as i64,
+                    src: (sx * icb) as i64,
+                    dst: kb as i64,
                 },
                 CopyAxis {
                     n: kh,
                     src: dy as i64 * row,
-                    dst: (kw * ic) as i64,
+                    dst: (kw * icb) as i64,
                 },
                 CopyAxis {
                     n: kw,
-                    src: (dx * ic) as i64,
-                    dst: ic as i64,
+                    src: (dx * icb) as i64,
+                    dst: icb as i64,
                 },
                 CopyAxis {
-                    n: ic,
+                    n: icb,
                     src: 1,
                     dst: 1,
                 },
@@ -148,7 +178,13 @@ impl<'g> Ctx<'g> {
             broadcast: (false, false, false),
             view: View::default(),
         };
-        let acc = self.scratch((rows * oc * 4) as u64);
+        // Raw accumulators: b32 words (i32), b64 words (i48).
+        let (acc_dtype, ae) = if wide {
+            (DType::Int64, 8)
+        } else {
+            (DType::Int32, 4)
+        };
+        let acc = self.scratch((rows * oc * ae) as u64);
         for first in (0..rows).step_by(65536) {
             let n = (rows - first).min(65536) as u32;
             let at = |f: Fm, bytes: usize| Fm {
@@ -158,21 +194,44 @@ impl<'g> Ctx<'g> {
                 },
                 ..f
             };
-            let name = format!("{} (accumulator)", node.name);
-            self.contraction_in_parts(
-                (&name, &[]),
-                at(fm(col, (1, n, k as u32), DType::Int8, a.input_zp), k),
-                fm(wbuf, (1, oc as u32, k as u32), DType::Int8, a.weight_zp),
-                at(fm(acc, (1, n, oc as u32), DType::Int32, 0), oc * 4),
-                &Finish::raw(),
-                MAX_CONTRACTION,
-            );
+            if wide {
+                // The i48 accumulator of a 16x8 product: no ELEMENTWISE adds partial
+                // contractions on 48 bits (L47), so the contraction is one operation.
+                if k > MAX_CONTRACTION {
+                    return Err(unsupported(node, "a 16-bit contraction above 65536"));
+                }
+                self.push(
+                    NpuOp::conv(
+                        format!("{} (accumulator)", node.name),
+                        Vec::new(),
+                        at(fm(col, (1, n, k as u32), in_dtype, a.input_zp), k * e),
+                        at(fm(acc, (1, n, oc as u32), acc_dtype, 0), oc * ae),
+                        NO_CLIP,
+                    )
+                    .with_ifm2(fm(wbuf, (1, oc as u32, k as u32), in_dtype, weight_zp))
+                    .with_acc(acc_format),
+                );
+            } else {
+                let name = format!("{} (accumulator)", node.name);
+                self.contraction_in_parts(
+                    (&name, &[]),
+                    at(fm(col, (1, n, k as u32), DType::Int8, a.input_zp), k),
+                    fm(wbuf, (1, oc as u32, k as u32), DType::Int8, a.weight_zp),
+                    at(fm(acc, (1, n, oc as u32), DType::Int32, 0), oc * 4),
+                    &Finish::raw(),
+                    MAX_CONTRACTION,
+                );
+            }
         }
 
         // 3. Bias and output rescale on the accumulators.
         let shape = (oh as u32, ow as u32, oc as u32);
-        let v = fm(acc, shape, DType::Int32, 0);
-        let ofm = self.ofm(node, out_t, true, r.output_zp)?;
+        let v = fm(acc, shape, acc_dtype, 0);
+        let ofm = if raw48 {
+            self.i48_ofm(out_t, shape)
+        } else {
+            self.ofm(node, out_t, true, r.output_zp)?
+        };
         let zeros = vec![0i16; oc];
         let weights = OhwiWeights::from_depthwise_hwc(1, 1, oc, &zeros)
             .map_err(|e| unsupported(node, e.to_string()))?;
@@ -181,13 +240,14 @@ impl<'g> Ctx<'g> {
                 node.name.clone(),
                 names,
                 Fm {
-                    dtype: DType::Int8,
+                    dtype: in_dtype,
                     ..v
                 },
                 ofm,
                 act,
             )
             .with_ifm2(v)
+            .with_acc(acc_format)
             .with_weights(weights)
             .with_requant(Requant::PerChannel(records))
             .with_round(rescale_round(r)),

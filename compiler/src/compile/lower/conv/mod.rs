@@ -4,9 +4,11 @@
 //! accumulator saturated to i32 (`acc_saturation`), and TRANSPOSE_CONV2D (`transpose`).
 
 pub(super) mod acc_saturation;
+pub(super) mod bias48;
 pub(super) mod conv2d;
 pub(super) mod depth_multiplier;
 pub(super) mod dynamic_weights;
 pub(super) mod padded_im2col;
 pub(super) mod raw_accumulator;
+pub(super) mod runtime_weights16;
 pub(super) mod transpose;

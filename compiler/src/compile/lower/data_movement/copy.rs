@@ -11,7 +11,7 @@
 //! reverse of that axis (TRM 3.6.5 write_ofm); a zero step re-reads the same bytes (TILE,
 //! fills). PAD fills the output from a read-only constant, then copies the input inside.
 
-use crate::compile::lower::{unsupported, Buffer, Ctx, Fm, NpuOp, View};
+use crate::compile::lower::{stored_bytes, unsupported, Buffer, Ctx, Fm, NpuOp, View};
 use crate::compile::CompileError;
 use npuc_backend::isa::{ActivationReverse, ActivationTranspose};
 use npuc_ir::{DType, Op, OpId, OpNode, TensorData, TensorId};
@@ -358,7 +358,7 @@ impl<'g> Ctx<'g> {
 
     /// Byte axes of a tensor of `dims` read with element steps `src` and written with `dst`.
     fn byte_axes(&self, t: TensorId, dims: &[usize], src: &[i64], dst: &[i64]) -> Vec<CopyAxis> {
-        let e = self.dtype(t).byte_size();
+        let e = stored_bytes(self.dtype(t));
         let mut axes: Vec<CopyAxis> = (0..dims.len())
             .map(|j| CopyAxis {
                 n: dims[j],
@@ -379,7 +379,7 @@ impl<'g> Ctx<'g> {
         let out = node.outputs()[0];
         let odims = self.dims(out).to_vec();
         let ostr = strides(&odims);
-        let e = self.dtype(out).byte_size() as i64;
+        let e = stored_bytes(self.dtype(out)) as i64;
         match &node.op {
             Op::Concat(a) => {
                 let srcs: Vec<usize> = node
@@ -660,7 +660,7 @@ impl<'g> Ctx<'g> {
         if idx.iter().any(|&i| i < 0 || i as usize >= k) || idx.len() != n * w {
             return Err(unsupported(node, "an index out of range"));
         }
-        let e = self.dtype(out).byte_size() as i64;
+        let e = stored_bytes(self.dtype(out)) as i64;
         let row = c as i64 * e;
         // Source byte offset of every output row.
         let rows: Vec<i64> = (0..n * w)

@@ -12,8 +12,8 @@
 //!
 //! The convolution's raw i32 accumulator is then a tensor of its own (decision L36) and the
 //! ADD a plain i32 elementwise ADD with broadcast; a RESCALE that read the accumulator now
-//! reads the ADD. Only i32 accumulators (i8 inputs): a 48-bit bias (i16 inputs) stays
-//! refused, as no i48 ADD exists on the NPU.
+//! reads the ADD. A 48-bit bias (i16 inputs) the same way: the ADD is then on i48, which
+//! the NPU runs on its 48-bit accumulator (`conv::bias48`, decision L50).
 
 use super::{dtype, graph_err, is_constant};
 use crate::compile::CompileError;
@@ -30,10 +30,11 @@ pub(super) fn rewrite(g: &Graph) -> Result<Option<Graph>, CompileError> {
                 n.op,
                 Op::Conv2d(_) | Op::DepthwiseConv2d(_) | Op::TransposeConv2d(_) | Op::Conv3d(_)
             );
+            let acc = dtype(g, n.outputs()[0]);
             conv && n.inputs().len() >= 3
                 && !is_constant(g, n.inputs()[2])
-                && dtype(g, n.inputs()[2]) == Some(DType::Int32)
-                && dtype(g, n.outputs()[0]) == Some(DType::Int32)
+                && matches!(acc, Some(DType::Int32 | DType::Int48))
+                && dtype(g, n.inputs()[2]) == acc
         })
         .collect();
     if convs.is_empty() {
@@ -62,7 +63,8 @@ fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
         .map(|t| t.ty.shape.dims().len())
         .ok_or_else(|| graph_err("accumulator"))?;
     let n: usize = bias_dims.iter().product();
-    let zeros = TensorData::from_i64(DType::Int32, &vec![0; n]).map_err(graph_err)?;
+    let bias_dtype = dtype(g, b).ok_or_else(|| graph_err("bias"))?;
+    let zeros = TensorData::from_i64(bias_dtype, &vec![0; n]).map_err(graph_err)?;
     let zero = g
         .add_const(format!("{name}/zero_bias"), bias_dims, zeros)
         .map_err(graph_err)?;

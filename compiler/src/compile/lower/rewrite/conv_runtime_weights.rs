@@ -16,7 +16,8 @@
 //!   put element `(j, c)` at `(j, c, c)` (row `c` starts `c` places later); transposed to
 //!   `[C, J, C]` and reshaped, the CONV2D weights.
 //!
-//! Convolutions with i8 inputs and weights only (the others stay refused by `conv_dynamic`),
+//! Convolutions with i8 or i16 inputs and i8 weights only (the others stay refused by
+//! `conv_dynamic`),
 //! batches of at most [`MAX_IMAGES`], depthwise convolutions of at most [`MAX_DW_CHANNELS`]
 //! channels.
 
@@ -56,7 +57,7 @@ pub(super) fn rewrite(g: &Graph) -> Result<Option<Graph>, CompileError> {
     Ok(Some(g))
 }
 
-/// DEPTHWISE_CONV2Ds of i8 with runtime weights on at most [`MAX_DW_CHANNELS`] channels.
+/// DEPTHWISE_CONV2Ds of i8 or i16 with runtime weights on at most [`MAX_DW_CHANNELS`] channels.
 fn depthwise_candidates(g: &Graph) -> Vec<OpId> {
     g.op_ids()
         .filter(|&o| {
@@ -67,16 +68,24 @@ fn depthwise_candidates(g: &Graph) -> Vec<OpId> {
             let (x, w) = (n.inputs()[0], n.inputs()[1]);
             let wd = dims(g, w);
             !is_constant(g, w)
-                && dtype(g, x) == Some(DType::Int8)
-                && dtype(g, w) == Some(DType::Int8)
-                && dtype(g, n.outputs()[0]) == Some(DType::Int32)
+                && runtime_types(g, x, w, n.outputs()[0])
                 && wd.len() == 4
                 && wd[2] <= MAX_DW_CHANNELS
         })
         .collect()
 }
 
-/// The operators `is_kind` picks of i8 with runtime i8 weights and an i32 accumulator.
+/// The data, weight and accumulator types the matrix-product lowering takes: i8 x i8 into
+/// i32, and i16 x i8 into i48 (its weights widened to i16 first, decision L51).
+fn runtime_types(g: &Graph, x: TensorId, w: TensorId, acc: TensorId) -> bool {
+    matches!(
+        (dtype(g, x), dtype(g, w), dtype(g, acc)),
+        (Some(DType::Int8), Some(DType::Int8), Some(DType::Int32))
+            | (Some(DType::Int16), Some(DType::Int8), Some(DType::Int48))
+    )
+}
+
+/// The operators `is_kind` picks with runtime i8 weights (types: [`runtime_types`]).
 fn runtime_weights(g: &Graph, is_kind: impl Fn(&Op) -> bool) -> Vec<OpId> {
     g.op_ids()
         .filter(|&o| {
@@ -88,9 +97,7 @@ fn runtime_weights(g: &Graph, is_kind: impl Fn(&Op) -> bool) -> Vec<OpId> {
             is_kind(&n.op)
                 && n.inputs().len() >= 3
                 && !is_constant(g, w)
-                && dtype(g, x) == Some(DType::Int8)
-                && dtype(g, w) == Some(DType::Int8)
-                && dtype(g, n.outputs()[0]) == Some(DType::Int32)
+                && runtime_types(g, x, w, n.outputs()[0])
                 && dims(g, x).len() == 4
         })
         .collect()
@@ -198,7 +205,7 @@ fn transpose_conv_as_conv(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
     Ok(())
 }
 
-/// CONV2Ds of i8 with runtime weights that are padded or batched.
+/// CONV2Ds of i8 or i16 with runtime weights that are padded or batched.
 fn conv_candidates(g: &Graph) -> Vec<OpId> {
     g.op_ids()
         .filter(|&o| {
@@ -218,9 +225,7 @@ fn conv_candidates(g: &Graph) -> Vec<OpId> {
                 return false;
             }
             !is_constant(g, w)
-                && dtype(g, x) == Some(DType::Int8)
-                && dtype(g, w) == Some(DType::Int8)
-                && dtype(g, n.outputs()[0]) == Some(DType::Int32)
+                && runtime_types(g, x, w, n.outputs()[0])
                 && d.len() == 4
                 && (a.pad.iter().any(|&p| p != 0) || batched)
         })
