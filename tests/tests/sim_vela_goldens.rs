@@ -405,6 +405,12 @@ fn run_accepts_an_input_in_another_shape_with_the_same_dtype_and_element_count()
 /// (`models/vela-conformance/<set>__<test>/`, made by
 /// `models/scripts/make_vela_conformance_fixtures.py`), with Vela's output run on the simulator.
 fn vela_conformance_fixture(name: &str) -> (Vec<npy::Array>, Vec<npy::Array>, Vec<npy::Array>) {
+    let (inputs, expected, out) = vela_conformance_run(name);
+    (inputs, expected, out.outputs)
+}
+
+/// [`vela_conformance_fixture`] with the whole [`npuc::run::RunOutput`].
+fn vela_conformance_run(name: &str) -> (Vec<npy::Array>, Vec<npy::Array>, npuc::run::RunOutput) {
     let dir = common::models_dir().join("vela-conformance").join(name);
     let desc: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("desc.json")).unwrap()).unwrap();
@@ -419,7 +425,7 @@ fn vela_conformance_fixture(name: &str) -> (Vec<npy::Array>, Vec<npy::Array>, Ve
     let (inputs, expected) = (files("ifm_file"), files("ofm_file"));
     let model = std::fs::read(dir.join("test_vela.tflite")).unwrap();
     let out = npuc::run::run_vela(&model, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
-    (inputs, expected, out.outputs)
+    (inputs, expected, out)
 }
 
 /// Element values of an integer array.
@@ -499,4 +505,26 @@ fn vela_argmax_of_a_window_whose_maximum_is_not_positive_is_the_pc_identity() {
             g.len()
         );
     }
+}
+
+#[test]
+fn run_accepts_a_graph_input_no_operator_reads() {
+    // Vela 5.2 on EXT-INT4 conv2d_8192x2_1x3x3x2 (stride 8192, padding 8189: every tap falls
+    // in the padding) keeps input-0 as a graph input but gives it no arena offset
+    // (OfflineMemoryAllocation -1) and no operator reads it. `npuc run` refused the file
+    // ("tensor input-0 has no arena offset"); it now checks the data, says it is not used,
+    // and the result equals the TOSA reference model's.
+    let (inputs, expected, out) = vela_conformance_run(
+        "ext-int4__conv2d_8192x2_1x3x3x2_i8xi4_acci32_st8192x8192_pad8189x8192x8189x4097_dilat1x4096_lclbnd0",
+    );
+    assert_eq!(inputs.len(), 1);
+    assert_eq!(out.outputs.len(), 1);
+    assert_eq!(int_values(&out.outputs[0]), int_values(&expected[0]));
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("input 0") && n.contains("not used")),
+        "{:?}",
+        out.notes
+    );
 }
