@@ -15,7 +15,8 @@
 //!   the IR reference interpreter, its non-constant inputs read from and its outputs written
 //!   to their arena offsets. An operator the interpreter cannot run is an error naming it.
 //!
-//! Graph inputs are written at their offsets first and outputs read back at the end.
+//! Graph inputs are written at their offsets first (an input with no offset is read by no
+//! operator: its data is checked, then not used) and outputs read back at the end.
 
 #[path = "npy.rs"]
 pub mod npy;
@@ -144,6 +145,15 @@ fn placed(
     oma: Option<&OfflineMemoryAllocation>,
     t: TensorId,
 ) -> Result<Placed, RunError> {
+    let mut p = unplaced(sg, t)?;
+    p.at = oma
+        .and_then(|o| o.offset(sg.id, t))
+        .ok_or_else(|| RunError::NoOffset(p.name.clone()))? as usize;
+    Ok(p)
+}
+
+/// A tensor's name, dtype, shape and size, its offset left 0 (for a tensor not in the arena).
+fn unplaced(sg: &Subgraph, t: TensorId) -> Result<Placed, RunError> {
     let tensor = sg
         .tensor(t)
         .ok_or_else(|| RunError::Model(format!("tensor {t} is not in the subgraph")))?;
@@ -154,13 +164,10 @@ fn placed(
     let size = tensor
         .byte_size()
         .ok_or_else(|| RunError::Dtype(name.clone(), tensor.dtype))?;
-    let at = oma
-        .and_then(|o| o.offset(sg.id, t))
-        .ok_or_else(|| RunError::NoOffset(name.clone()))? as usize;
     Ok(Placed {
         dtype: npy_dtype(&name, tensor.dtype)?,
         name,
-        at,
+        at: 0,
         size,
         shape,
     })
@@ -231,6 +238,11 @@ pub fn run_vela_patched(
         oma.and_then(|o| o.offset(sg.id, op.scratch_tensor))
             .map_or(0, |o| o as usize)
     };
+    // A graph input without an arena offset is read by no ethos-u operator (they see only
+    // the arena); Vela leaves one so when the output does not depend on it (e.g. a
+    // convolution whose every tap falls in the padding). Its data is checked and not used; a
+    // CPU operator reading it is still an error (`NoOffset`).
+    let in_arena = |t: TensorId| oma.and_then(|o| o.offset(sg.id, t)).is_some();
     // Every CPU operator is lowered before anything runs (an operator the interpreter cannot
     // run is reported up front). The arena covers every operator's scratch and every arena
     // tensor an operator or the graph touches.
@@ -239,6 +251,7 @@ pub fn run_vela_patched(
     let mut arena_tensors: Vec<TensorId> = vsg
         .inputs
         .iter()
+        .filter(|fm| in_arena(fm.tensor))
         .chain(&vsg.outputs)
         .map(|fm| fm.tensor)
         .collect();
@@ -287,6 +300,15 @@ pub fn run_vela_patched(
     }
     let mut notes = Vec::new();
     for (index, (fm, a)) in vsg.inputs.iter().zip(inputs).enumerate() {
+        if !in_arena(fm.tensor) {
+            let p = unplaced(sg, fm.tensor)?;
+            notes.extend(accept_input(index, a, &p.name, p.dtype, &p.shape, p.size)?);
+            notes.push(format!(
+                "input {index} ({}): not in the arena (no OfflineMemoryAllocation offset), so no operator reads it; not used",
+                p.name
+            ));
+            continue;
+        }
         let p = placed(sg, oma, fm.tensor)?;
         notes.extend(accept_input(index, a, &p.name, p.dtype, &p.shape, p.size)?);
         sim.memory_mut().buffer_mut(arena)[p.at..p.at + p.size].copy_from_slice(&a.data);

@@ -343,7 +343,7 @@ pub fn elementwise(
                 // The exact result (a 32x32-bit product keeps 64 bits for the shift-only
                 // rescale Vela relies on): docs/decisions.md, simulator #9.
                 out.finish(
-                    st, oy as u64, ox as u64, oc as u64, acc, rescale, false, true,
+                    st, oy as u64, ox as u64, oc as u64, acc, rescale, false, false,
                 )?;
             }
         }

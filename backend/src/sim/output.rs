@@ -163,7 +163,8 @@ impl Output {
     }
 
     /// `rescale`; `acc_checks` applies the ACC_FORMAT range asserts (off for ELEMENTWISE, whose
-    /// operand is its own result, not the accumulator: docs/decisions.md, simulator #9).
+    /// operand is its own result, not the accumulator: docs/decisions.md, simulator #9; and
+    /// for RESIZE, whose operand is its int64 `acc << 16`: simulator #45).
     #[inline]
     pub fn rescale_checked(
         &self,
@@ -397,7 +398,8 @@ impl Output {
         Some(())
     }
 
-    /// Rescale, activation and write of an elementwise/resize result (no bias).
+    /// Rescale, activation and write of an elementwise/resize result (no bias); `acc_checks`
+    /// as for [`Output::rescale_checked`].
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub fn finish(
@@ -409,9 +411,9 @@ impl Output {
         acc: i64,
         mode: Rescale,
         allowed_all: bool,
-        elementwise: bool,
+        acc_checks: bool,
     ) -> Result<(), Fault> {
-        let v = self.rescale_checked(acc, oc, mode, !elementwise)?;
+        let v = self.rescale_checked(acc, oc, mode, acc_checks)?;
         let v = self.act.apply(v, st.mem.lut())?;
         self.write_ofm(st, oy, ox, oc, v, allowed_all)
     }

@@ -156,6 +156,10 @@ pub fn resize(
                     ResizeMode::Replicate => v0,
                 };
                 let acc = npuc_codecs::arith::sign_extend(acc, acc_bits);
+                // `acc2 = (int64_t)acc << 16` goes to rescale without its ACC_FORMAT range
+                // asserts: an int39 acc (int16 IFM) shifted by 16 holds up to 55 bits, which
+                // the 48-bit assert would refuse for any |acc| >= 2^31 (docs/decisions.md,
+                // simulator #45).
                 out.finish(
                     st,
                     oy as u64,
