@@ -23,7 +23,7 @@ pub struct Runs {
     /// Number of runs.
     pub count: u64,
     /// The bytes a run within one port-width word takes its share of a burst against (P18:
-    /// the word; P26: a kernel's IFM position against its IFM block depth).
+    /// the word; P26: a kernel's IFM position against 16 channels of its element size).
     pub unit: u64,
 }
 
@@ -161,7 +161,7 @@ mod tests {
         let mut word = Access::default();
         word.add(2, 2, 10);
         assert_eq!(word.effective_bytes(128), 160.0);
-        // P26: against one IFM block depth of a 16-bit IFM (16 x 2 bytes): 8 bytes, as Vela
+        // P26: against 16 channels of a 16-bit IFM (32 bytes): 8 bytes, as Vela
         // 5.2 charges `bytes x burst / min(burst, depth x element size)`.
         let mut block = Access::default();
         block.add_in(2, 2, 10, 32);
