@@ -243,3 +243,29 @@ fn the_largest_operation_in_one_element_blocks_is_estimated_at_once() {
     assert!(p.ops.iter().all(|o| o.cycles > 65536u64.pow(3) / 4));
     assert!(start.elapsed() < std::time::Duration::from_secs(2));
 }
+
+#[test]
+fn a_kernel_held_back_by_a_dma_wait_overlaps_its_memory_cycles_with_the_wait() {
+    use npuc_backend::perf::Timeline;
+    // P25: a 100-cycle kernel, then a 500-cycle DMA issued alongside it and a DMA_WAIT: the
+    // next kernel could start at 100 and starts at 500, held back 400 cycles.
+    let mut t = Timeline::default();
+    t.schedule(false, 100);
+    t.schedule(true, 500);
+    assert_eq!(t.held_by_dma_waits(), 0);
+    t.dma_wait(0);
+    assert_eq!(t.issue, 500);
+    assert_eq!(t.held_by_dma_waits(), 400);
+    // Scheduling the kernel ends the hold; a KERNEL_WAIT is not a DMA wait.
+    t.schedule(false, 50);
+    assert_eq!(t.held_by_dma_waits(), 0);
+    t.kernel_wait(0);
+    assert_eq!(t.held_by_dma_waits(), 0);
+    // A DMA the previous kernel hides holds nothing back.
+    let mut u = Timeline::default();
+    u.schedule(true, 80);
+    u.schedule(false, 300);
+    u.schedule(true, 100);
+    u.dma_wait(0);
+    assert_eq!(u.held_by_dma_waits(), 0);
+}

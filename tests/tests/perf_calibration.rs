@@ -1,6 +1,6 @@
 //! npuc's performance model (backend/src/perf) calibrated against Vela 5.2's own estimate, per
 //! operation, on Vela's command streams for every corpus network and configuration with Vela
-//! fixtures (decisions P17..P24 in docs/decisions.md).
+//! fixtures (decisions P17..P25 in docs/decisions.md).
 //!
 //! The fixture `models/vela/per_layer.csv` is written by `models/scripts/vela_per_layer.py`:
 //! Vela's `--enable-debug-db` tables, one row per command-stream offset where a scheduled
@@ -11,7 +11,8 @@
 //! end`: its own cycles plus any wait for a DMA), so they add up to npuc's total.
 //!
 //! The tables: `cargo test -p npuc-tests --test perf_calibration -- --ignored --nocapture`
-//! (`NPUC_CALIB_NET` restricts the per-operation table to one network).
+//! (`NPUC_CALIB_NET` restricts the per-operation table to one network, `NPUC_CALIB_CONFIG` the
+//! list of the largest outliers to one configuration).
 
 mod common;
 
@@ -162,17 +163,17 @@ fn share_within(nets: &[&Network], tol: f64) -> f64 {
     ok as f64 / all.max(1) as f64
 }
 
-/// What the calibration reaches (docs/decisions.md P17..P24; issue 13 asks for every total
+/// What the calibration reaches (docs/decisions.md P17..P25; issue 13 asks for every total
 /// within 0.90..1.10 and, per layer, ±20 % for at least 90 % of the cycles): every network's
 /// total within `TOTAL_BAND` of Vela's, at least `TOTAL_WITHIN_TEN` of the 36 within 0.90..1.10,
 /// and per configuration at least `LAYER_SHARE_MIN` of Vela's cycles in layers within ±20 %.
-/// The remaining outliers and their reasons are listed in P21, P23 and P24.
-const TOTAL_BAND: std::ops::RangeInclusive<f64> = 0.79..=1.32;
+/// The remaining outliers and their reasons are listed in P21, P23, P24 and P25.
+const TOTAL_BAND: std::ops::RangeInclusive<f64> = 0.77..=1.21;
 const TOTAL_WITHIN_TEN: usize = 30;
 const LAYER_TOLERANCE: f64 = 0.20;
 const LAYER_SHARE_MIN: [(&str, f64); 3] = [
-    ("u85_256", 0.94),
-    ("u85_2048", 0.89),
+    ("u85_256", 0.945),
+    ("u85_2048", 0.92),
     ("u85_256_sram_only", 0.96),
 ];
 
@@ -222,6 +223,7 @@ fn most_cycles_are_in_layers_within_twenty_percent_of_velas_estimate() {
 fn print_calibration_tables() {
     let nets = networks();
     let only = std::env::var("NPUC_CALIB_NET").ok();
+    let only_config = std::env::var("NPUC_CALIB_CONFIG").ok();
     println!(
         "{:<18} {:<32} {:>9} {:>9} {:>6} {:>7} {:>7} {:>7}",
         "config", "network", "npuc", "Vela", "ratio", "±10%", "±20%", "±50%"
@@ -313,9 +315,9 @@ fn print_calibration_tables() {
                 .iter()
                 .map(move |l| (l.npuc as i64 - l.vela as i64, n, l))
         })
-        .filter(|(_, _, l)| {
+        .filter(|(_, n, l)| {
             let r = l.npuc as f64 / l.vela.max(1) as f64;
-            !(0.8..=1.2).contains(&r)
+            !(0.8..=1.2).contains(&r) && only_config.as_ref().is_none_or(|c| *c == n.config)
         })
         .collect();
     out.sort_by_key(|o| -o.0.abs());
@@ -336,7 +338,10 @@ fn print_calibration_tables() {
         );
     }
     if let Some(name) = only {
-        for n in nets.iter().filter(|n| n.name == name) {
+        for n in nets
+            .iter()
+            .filter(|n| n.name == name && only_config.as_ref().is_none_or(|c| *c == n.config))
+        {
             println!("{} {}:", n.config, n.name);
             for l in &n.layers {
                 println!(

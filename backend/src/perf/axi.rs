@@ -22,6 +22,9 @@ pub struct Runs {
     pub align: u64,
     /// Number of runs.
     pub count: u64,
+    /// The bytes a run within one port-width word takes its share of a burst against (P18:
+    /// the word; P26: a kernel's IFM position against 16 channels of its element size).
+    pub unit: u64,
 }
 
 /// The accesses of one operation in one direction (read or write) to one region.
@@ -63,6 +66,12 @@ pub fn chunks(len: u64, align: u64, unit: u64) -> f64 {
 impl Access {
     /// Adds `count` runs of `len` bytes aligned to `align`.
     pub fn add(&mut self, len: u64, align: u64, count: u64) {
+        self.add_in(len, align, count, u64::from(crate::system::AXI_PORT_BYTES));
+    }
+
+    /// Adds `count` runs of `len` bytes aligned to `align`; a run within one word costs
+    /// `len x burst / unit` ([`Runs::unit`]).
+    pub fn add_in(&mut self, len: u64, align: u64, count: u64, unit: u64) {
         if len == 0 || count == 0 {
             return;
         }
@@ -70,17 +79,22 @@ impl Access {
         match self
             .families
             .iter_mut()
-            .find(|f| f.len == len && f.align == align)
+            .find(|f| f.len == len && f.align == align && f.unit == unit)
         {
             Some(f) => f.count += count,
-            None => self.families.push(Runs { len, align, count }),
+            None => self.families.push(Runs {
+                len,
+                align,
+                count,
+                unit,
+            }),
         }
     }
 
     /// Adds every family of `other`.
     pub fn merge(&mut self, other: &Access) {
         for f in &other.families {
-            self.add(f.len, f.align, f.count);
+            self.add_in(f.len, f.align, f.count, f.unit);
         }
     }
 
@@ -110,7 +124,8 @@ impl Access {
     /// Bytes the accesses cost on a memory with bursts of `burst` bytes (decision P18): a run
     /// of at least a burst costs its bytes; a shorter run of whole 16-byte words costs a whole
     /// burst; a run within one word (an NHWC position of a few channels) costs its share of a
-    /// word's burst, `len x burst / 16`.
+    /// burst, `len x burst / unit` (`unit`: the word, or what [`Access::add_in`] gave, at most
+    /// a burst; P26).
     pub fn effective_bytes(&self, burst: u64) -> f64 {
         let burst = burst.max(1) as f64;
         let word = f64::from(crate::system::AXI_PORT_BYTES);
@@ -123,7 +138,7 @@ impl Access {
                 } else if len >= word {
                     burst
                 } else {
-                    len * burst / word
+                    len * burst / (f.unit as f64).clamp(word, burst.max(word))
                 };
                 each * f.count as f64
             })
@@ -139,6 +154,34 @@ impl Access {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_position_within_a_word_costs_its_share_of_a_burst_against_its_unit() {
+        // P18: a 2-byte position against the 16-byte word, on 128-byte bursts: 16 bytes.
+        let mut word = Access::default();
+        word.add(2, 2, 10);
+        assert_eq!(word.effective_bytes(128), 160.0);
+        // P26: against 16 channels of a 16-bit IFM (32 bytes): 8 bytes, as Vela
+        // 5.2 charges `bytes x burst / min(burst, depth x element size)`.
+        let mut block = Access::default();
+        block.add_in(2, 2, 10, 32);
+        assert_eq!(block.effective_bytes(128), 80.0);
+        // The unit is at least the word and at most a burst; runs of a word or more are
+        // unchanged.
+        let mut small = Access::default();
+        small.add_in(2, 2, 10, 8);
+        assert_eq!(small.effective_bytes(128), 160.0);
+        let mut large = Access::default();
+        large.add_in(2, 2, 10, 256);
+        assert_eq!(large.effective_bytes(128), 20.0);
+        let mut whole = Access::default();
+        whole.add_in(32, 32, 1, 64);
+        assert_eq!(whole.effective_bytes(128), 128.0);
+        // Families with different units stay apart when merged.
+        word.merge(&block);
+        assert_eq!(word.runs().len(), 2);
+        assert_eq!(word.effective_bytes(128), 240.0);
+    }
 
     #[test]
     fn a_run_costs_the_aligned_chunks_it_overlaps() {

@@ -17,8 +17,9 @@
 //! after another (a chained pair together); DMAs run on the mem2mem channel alongside them,
 //! and the stream's NPU_OP_DMA_WAIT / NPU_OP_KERNEL_WAIT (TRM 3.10.5, 3.10.8), at most four
 //! outstanding DMA descriptors and at most two remaining kernel operations decide when each
-//! starts ([`Timeline`]). Branches are not taken: the model counts each command once, in
-//! stream order. See `docs/decisions.md` P1..P21.
+//! starts ([`Timeline`]); an operation's memory-bound cycles overlap the time DMA_WAITs held it
+//! back (P25). Branches are not taken: the model counts each command once, in stream order.
+//! See `docs/decisions.md` P1..P25.
 
 pub mod axi;
 pub mod cycles;
@@ -89,6 +90,8 @@ pub struct Timeline {
     /// When each memory channel (read and write of each memory, as
     /// [`OpPerf::channel_cycles`]) has served everything issued so far.
     pub channel_free: [u64; 2 * NUM_MEMORIES],
+    /// How far NPU_OP_DMA_WAITs have moved the CC since the last kernel operation (P25).
+    pub dma_waited: u64,
 }
 
 /// Kernel operations that may be remaining when a command starts (TRM 3.10.8).
@@ -115,7 +118,22 @@ impl Timeline {
 
     /// NPU_OP_DMA_WAIT k.
     pub fn dma_wait(&mut self, k: usize) {
+        let before = self.issue;
         self.issue = Self::wait(self.issue, &self.dma_ends, k);
+        self.dma_waited += self.issue - before;
+    }
+
+    /// How long the stream's DMA_WAITs hold the next kernel operation back: from when it could
+    /// start without them (the CC's position before the waits, at the earliest the end of the
+    /// previous kernel operation) to when it starts.
+    ///
+    /// The model lets the operation's memory-bound cycles overlap this time (P25): Vela 5.2
+    /// times an operation as the longer of its NPU cycles plus its weight and lookup-table
+    /// transfers that the previous operation does not hide, and its memory accesses.
+    pub fn held_by_dma_waits(&self) -> u64 {
+        let previous = self.kernel_ends.last().copied().unwrap_or(0);
+        let ready = self.issue.saturating_sub(self.dma_waited).max(previous);
+        self.issue.max(previous).saturating_sub(ready)
     }
 
     /// Schedules a kernel operation (`dma = false`) or DMA of `cycles`; returns its start.
@@ -133,6 +151,9 @@ impl Timeline {
         compute: u64,
         channels: &[u64; 2 * NUM_MEMORIES],
     ) -> (u64, u64) {
+        if !dma {
+            self.dma_waited = 0;
+        }
         let (ends, limit) = if dma {
             (&mut self.dma_ends, DMA_DESCRIPTORS - 1)
         } else {
@@ -413,6 +434,14 @@ impl PerfModel {
             let mut p = self.op(d.offset, d.opcode().spec().name, cost);
             let dma = matches!(d.command, Command::OpDmaStart(_));
             let reads_chain = !dma && matches!(time.last_kernel, Some((_, true)));
+            if !dma && !reads_chain {
+                // P25: the memory-bound part of a kernel operation overlaps the time the
+                // stream's DMA_WAITs held it back.
+                p.cycles = p
+                    .npu_cycles
+                    .max(p.cycles.saturating_sub(time.held_by_dma_waits()));
+                p.end = p.cycles;
+            }
             (p.start, p.end) = time.schedule_on(dma, p.cycles, &[0; 2 * NUM_MEMORIES]);
             if reads_chain {
                 if let Some((start, mut pipe, mac)) = producer.take() {

@@ -415,6 +415,10 @@ fn kernel(
         _ => bd,
     };
     let au = cycles::ifm_alloc_unit(arch.accelerator, ublk, raw_ifm_block_depth * ifm_bits);
+    // P26: an IFM position within one word takes its share of a burst against 16 channels of
+    // its element size (Vela 5.2's NHWC read burst, one IFM block depth, for the
+    // part-kernel-first IFM block depth of 16 it gives narrow IFMs).
+    let unit = raw_ifm_block_depth.min(16) * ifm.esize();
     let (kh, kw) = (kh_dil.div_ceil(dy), kw_dil.div_ceil(dx));
     let subkernels = kh.div_ceil(8) * kw.div_ceil(8);
     let fetch = |win: &[(u64, u64)], block: u64, s: u64, k: u64, au: u64, len: u64| {
@@ -466,7 +470,7 @@ fn kernel(
                         c: ic,
                         d: id,
                     };
-                    traffic::fm_box(&ifm, b, n * subkernels, c.read_runs(ifm.region));
+                    traffic::fm_box_in(&ifm, b, n * subkernels, unit, c.read_runs(ifm.region));
                 }
                 if acc_ifm2 {
                     let b = FmBox {
@@ -621,7 +625,7 @@ fn kernel(
                 c: 0,
                 d,
             };
-            traffic::fm_box(&ifm, b, 1, &mut a);
+            traffic::fm_box_in(&ifm, b, 1, unit, &mut a);
             c.pipe.ifm_block.push((ifm.region, a));
         }
     }

@@ -41,6 +41,12 @@ const WORD: u64 = 16;
 
 /// Adds the runs of `times` reads (or writes) of box `b` of `fm` to `acc`.
 pub fn fm_box(fm: &Fm, b: FmBox, times: u64, acc: &mut Access) {
+    fm_box_in(fm, b, times, WORD, acc);
+}
+
+/// [`fm_box`], an NHWC position within one word costing its share of a burst against `unit`
+/// bytes instead of the word (a kernel's IFM read, P26).
+pub fn fm_box_in(fm: &Fm, b: FmBox, times: u64, unit: u64, acc: &mut Access) {
     if b.h == 0 || b.w == 0 || b.d == 0 || times == 0 {
         return;
     }
@@ -91,7 +97,7 @@ pub fn fm_box(fm: &Fm, b: FmBox, times: u64, acc: &mut Access) {
         base,
         &[offsets[0], offsets[1], offsets[2], steps[0], steps[1]],
     );
-    acc.add(len, align, count * times);
+    acc.add_in(len, align, count * times, unit);
 }
 
 /// Spans grouped by length, as (gcd of their starts, length, number of spans): a group stands
