@@ -28,16 +28,18 @@ pub struct Decisions<'l> {
     pub(super) cascades: Vec<Cascade>,
     /// The copy of the constant feature maps and/or lookup tables at the start, if any.
     pub(super) consts: Option<ConstCopy>,
-    /// The global optimisation's schedule (decision S13) where it differs from the greedy's
-    /// (`ops`): `emit` keeps the one whose stream the cost model prefers.
-    pub(super) alternative: Option<Alternative>,
+    /// The global optimisation's schedules (decision S13) where they differ from the
+    /// greedy's (`ops`): with the constant copy the greedy's rule takes, and without it
+    /// where it took one (S14); `emit` keeps the one whose stream the cost model prefers.
+    pub(super) alternatives: Vec<Alternative>,
 }
 
-/// Another schedule of the same operations: per-operation decisions and the placement with
-/// its staging buffers.
+/// Another schedule of the same operations: per-operation decisions, the placement with
+/// its staging buffers, and the constant copy.
 pub(crate) struct Alternative {
     pub ops: Vec<OpDecision>,
     pub placement: Placement,
+    pub consts: Option<ConstCopy>,
 }
 
 /// What was decided for one operation.
@@ -138,7 +140,7 @@ pub(crate) fn decide<'l>(
             ops,
             cascades,
             consts: None,
-            alternative: None,
+            alternatives: Vec::new(),
         });
     };
     let plan_refs: Vec<&OpPlan> = plans.iter().collect();
@@ -149,9 +151,13 @@ pub(crate) fn decide<'l>(
     let stage = staging::stage(
         target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
     );
-    let lp = opts.as_ref().and_then(|o| {
-        optimise::optimise(target, &lowered, &plans, &placement, &chains, &cascades, o)
-    });
+    let lp = |consts: bool| {
+        opts.as_ref().and_then(|o| {
+            optimise::optimise(
+                target, &lowered, &plans, &placement, &chains, &cascades, o, consts,
+            )
+        })
+    };
     let grow = |p: &mut Placement, end: u64| {
         if region == REGION_FAST {
             p.fast_size = p.fast_size.max(end);
@@ -159,22 +165,31 @@ pub(crate) fn decide<'l>(
             p.arena_size = p.arena_size.max(end);
         }
     };
-    let alternative = match lp {
-        Some((lp, alts, choices)) if alts.iter().any(|&a| a != 0) || !same_staging(&lp, &stage) => {
-            let mut p = placement.clone();
-            grow(&mut p, lp.end);
-            let lp_plans = plans
-                .iter()
-                .zip(&alts)
-                .map(|(plan, &a)| optimise::plan_for(plan, a))
-                .collect();
-            Some(Alternative {
-                ops: decisions(lp_plans, lp, &chains, &in_cascade, Some(choices)),
-                placement: p,
-            })
+    let mut alternatives = Vec::new();
+    let with_consts = lp(true);
+    // Where the program's schedule copies the constants, the same program without the copy,
+    // whose bytes the streams may then take (S14).
+    let without = with_consts
+        .as_ref()
+        .filter(|(s, _, _)| s.consts.is_some())
+        .and_then(|_| lp(false));
+    for (lp, alts, choices) in with_consts.into_iter().chain(without) {
+        if alts.iter().all(|&a| a == 0) && same_staging(&lp, &stage) {
+            continue;
         }
-        _ => None,
-    };
+        let mut p = placement.clone();
+        grow(&mut p, lp.end);
+        let lp_plans = plans
+            .iter()
+            .zip(&alts)
+            .map(|(plan, &a)| optimise::plan_for(plan, a))
+            .collect();
+        alternatives.push(Alternative {
+            consts: lp.consts,
+            ops: decisions(lp_plans, lp, &chains, &in_cascade, Some(choices)),
+            placement: p,
+        });
+    }
     let choices = opts.as_ref().map(|o| optimise::greedy_choices(o, &stage));
     grow(&mut placement, stage.end);
     let consts = stage.consts;
@@ -185,7 +200,7 @@ pub(crate) fn decide<'l>(
         ops,
         cascades,
         consts,
-        alternative,
+        alternatives,
     })
 }
 
@@ -216,7 +231,8 @@ fn decisions(
 
 /// Whether two stagings copy and stage every operation's streams the same way.
 fn same_staging(a: &Staging, b: &Staging) -> bool {
-    a.copies == b.copies
+    a.consts.is_some() == b.consts.is_some()
+        && a.copies == b.copies
         && a.how.len() == b.how.len()
         && a.how.iter().zip(&b.how).all(|(x, y)| match (x, y) {
             (Staged::Direct, Staged::Direct) => true,

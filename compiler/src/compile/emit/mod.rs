@@ -143,11 +143,13 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     let mut decisions = decide::decide(target, l)?;
     let mut written = target.write(&decisions)?;
     let mut est = target.estimate_stream(&written.words).unwrap_or_default();
-    // The global optimisation's schedule (S13), where it differs, replaces the greedy's when
-    // the cost model's estimate of its whole stream has the lower objective (S11).
-    if let Some(alt) = decisions.alternative.take() {
-        let greedy_ops = std::mem::replace(&mut decisions.ops, alt.ops);
-        let greedy_placement = std::mem::replace(&mut decisions.placement, alt.placement);
+    // The global optimisation's schedules (S13), where they differ, replace the greedy's when
+    // the cost model's estimate of the whole stream has a lower objective (S11; ties: the
+    // earlier).
+    for alt in std::mem::take(&mut decisions.alternatives) {
+        let kept_ops = std::mem::replace(&mut decisions.ops, alt.ops);
+        let kept_placement = std::mem::replace(&mut decisions.placement, alt.placement);
+        let kept_consts = std::mem::replace(&mut decisions.consts, alt.consts);
         let better = target.write(&decisions).ok().and_then(|w| {
             let e = target.estimate_stream(&w.words)?;
             (stream_objective(&e) < stream_objective(&est)).then_some((w, e))
@@ -158,8 +160,9 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
                 est = e;
             }
             None => {
-                decisions.ops = greedy_ops;
-                decisions.placement = greedy_placement;
+                decisions.ops = kept_ops;
+                decisions.placement = kept_placement;
+                decisions.consts = kept_consts;
             }
         }
     }

@@ -52,7 +52,8 @@ pub(super) enum Read {
 /// One option of one operation.
 #[derive(Clone, Debug)]
 pub(super) struct Opt {
-    /// 0: the plan; 1: its SWD alternative ([`OpPlan::alt`]).
+    /// 0: the plan; 1: its SWD alternative ([`OpPlan::alt`]); 2: its staged block
+    /// ([`OpPlan::staged`]).
     pub alt: usize,
     /// The IFM is copied into the staging memory.
     pub copy: bool,
@@ -133,6 +134,7 @@ pub(super) fn options<'s>(
         // (The SWD alternative is offered read in place or staged whole: its slices are not
         // encoded, which would cost a second encoding of every slice candidate.)
         let alt = plans[k].alt.as_deref().filter(|_| !chained);
+        let staged = plans[k].staged.as_deref().filter(|_| !chained);
         let mut opts = Vec::new();
         let buf = op.ifm.buffer;
         let copyable = matches!(
@@ -142,8 +144,11 @@ pub(super) fn options<'s>(
             && !l.constants.contains_key(&buf)
             && p.regions[buf] != region
             && p.regions[buf] != alloc::CHAINED;
-        let plan_alts = std::iter::once(&plans[k]).chain(alt);
-        for (a, plan) in plan_alts.enumerate() {
+        let plan_alts = [(0, Some(&plans[k])), (1, alt), (2, staged)];
+        for (a, plan) in plan_alts {
+            let Some(plan) = plan else {
+                continue;
+            };
             let cands: &[_] = if a == 0 { &sliced[k] } else { &[] };
             let format = if plan.enc.is_some() || plan.block.weight_streams == WeightStreams::Single
             {
@@ -182,7 +187,14 @@ pub(super) fn options<'s>(
                     copy_size,
                     buf,
                     second,
-                    label: format!("{format}{what}{suffix}"),
+                    label: if a == 2 {
+                        // The staged block (S14): named by its OFM block, as the plan's is
+                        // in the operation's `block` line.
+                        let (h, w, d) = plan.block.ofm_block;
+                        format!("{format}{what}{suffix}, ofm block {h}x{w}x{d}")
+                    } else {
+                        format!("{format}{what}{suffix}")
+                    },
                 };
                 opts.push(opt(
                     Read::Direct,
@@ -617,10 +629,11 @@ pub(super) fn greedy_choices(opts: &Options, s: &Staging) -> Vec<Option<Choice>>
 
 /// An operation's plan for alternative `alt` (0: the plan itself).
 pub(super) fn plan_for(plan: &OpPlan, alt: usize) -> OpPlan {
-    match (alt, &plan.alt) {
-        (1, Some(a)) => (**a).clone(),
+    match (alt, &plan.alt, &plan.staged) {
+        (1, Some(a), _) | (2, _, Some(a)) => (**a).clone(),
         _ => OpPlan {
             alt: None,
+            staged: None,
             ..plan.clone()
         },
     }
@@ -628,7 +641,10 @@ pub(super) fn plan_for(plan: &OpPlan, alt: usize) -> OpPlan {
 
 /// The staging the program chooses ([`options`], [`solve`], [`place`]), with each
 /// operation's alternative and [`Choice`]; `None` when there is no staging memory, no
-/// choice to make, or no solution within the node limit.
+/// choice to make, or no solution within the node limit. `consts`: whether the constant
+/// copy ([`staging::stage_consts`]) may take its bytes first (without it, they are left to
+/// the streams: decision S14).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn optimise(
     target: &dyn Target,
     l: &Lowered,
@@ -637,21 +653,26 @@ pub(super) fn optimise(
     chains: &[Option<chain::Operand>],
     cascades: &[cascade::Cascade],
     opts: &Options,
+    consts: bool,
 ) -> Option<(Staging, Vec<usize>, Vec<Option<Choice>>)> {
     let (region, capacity) = target.staging()?;
     let (mut occupied, hwm) = staging::occupancy(l, p, region, capacity);
     let copy_traffic = staging::copy_traffic(target, region);
     // The constant copy (decided from the plans alone) takes its bytes first.
-    let consts = staging::stage_consts(
-        target,
-        l,
-        plans,
-        p,
-        region,
-        hwm,
-        &mut occupied,
-        &copy_traffic,
-    );
+    let consts = if consts {
+        staging::stage_consts(
+            target,
+            l,
+            plans,
+            p,
+            region,
+            hwm,
+            &mut occupied,
+            &copy_traffic,
+        )
+    } else {
+        None
+    };
     let n = l.ops.len();
     let after_chain: Vec<bool> = (0..n).map(|k| k >= 2 && chains[k - 2].is_some()).collect();
     let in_cascade: Vec<bool> = cascade::members(cascades, n);
@@ -728,11 +749,12 @@ mod tests {
         };
         let greedy = objective(&d);
         let alt = d
-            .alternative
-            .take()
+            .alternatives
+            .pop()
             .expect("the program differs from the greedy");
         d.ops = alt.ops;
         d.placement = alt.placement;
+        d.consts = alt.consts;
         let optimised = objective(&d);
         assert!(optimised < greedy, "{optimised} >= {greedy}");
     }

@@ -38,6 +38,11 @@ pub(super) struct OpPlan {
     /// optimisation (decision S13) may take instead (staging the FWD stream may cost more
     /// than reading the SWD streams in place).
     pub alt: Option<Box<OpPlan>>,
+    /// Where there is a staging memory: the cheapest SWD candidate with its streams read from
+    /// it, when that is another block than the plan's and `alt`'s (decision S14: a block a
+    /// whole OFM deep fetches the scales once, which staging repays and reading the streams
+    /// in place may not). The global optimisation may take it, staged.
+    pub staged: Option<Box<OpPlan>>,
 }
 
 /// Estimated cycles of `op` with `block`, its streams laid out as `layout` in `region`.
@@ -142,6 +147,7 @@ fn plan_op(
                 cycles: 0,
                 offchip: 0,
                 alt: None,
+                staged: None,
             });
         }
         let enc0 = encode(target, op, &geom, &first)?;
@@ -223,10 +229,57 @@ fn plan_op(
                     cycles,
                     offchip,
                     alt: None,
+                    staged: None,
                 }));
                 c
             }
             None => swd_plan(),
+        };
+        // The cheapest SWD candidate with its streams in the staging memory (S14).
+        let staged = match (target.staging(), &swd) {
+            (Some((region, _)), Some(layout)) => {
+                let staged_costs = costs
+                    .iter()
+                    .filter(|(_, c)| c.weight_streams != WeightStreams::Single)
+                    .map(|(_, c)| {
+                        let layout = Layout {
+                            sparse: c.sparse,
+                            ..layout.clone()
+                        };
+                        (
+                            estimate_traffic(target, op, c, Some(&layout), region, &at),
+                            *c,
+                        )
+                    })
+                    .collect::<Vec<_>>();
+                let taken = [Some(block), alt.as_ref().map(|a| a.block)];
+                pick(false, staged_costs.into_iter())
+                    .filter(|(_, c)| !taken.contains(&Some(*c)))
+                    .and_then(|(_, c)| match encode(target, op, &geom, &c) {
+                        Ok(e) => Some((c, e)),
+                        Err(_) => None,
+                    })
+                    .map(|(c, e)| {
+                        let layout = e.as_ref().map(Encoded::layout);
+                        let (cycles, offchip) = estimate_traffic(
+                            target,
+                            op,
+                            &c,
+                            layout.as_ref(),
+                            REGION_READ_ONLY,
+                            &at,
+                        );
+                        Box::new(OpPlan {
+                            block: c,
+                            enc: e,
+                            cycles,
+                            offchip,
+                            alt: None,
+                            staged: None,
+                        })
+                    })
+            }
+            _ => None,
         };
         Ok(OpPlan {
             block,
@@ -234,6 +287,7 @@ fn plan_op(
             cycles,
             offchip,
             alt,
+            staged,
         })
     }
 }
