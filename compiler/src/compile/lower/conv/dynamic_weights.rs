@@ -17,6 +17,7 @@
 use crate::compile::lower::common::contraction::{Finish, MAX_CONTRACTION};
 use crate::compile::lower::conv::padded_im2col::ConvAxis;
 use crate::compile::lower::data_movement::copy::CopyAxis;
+use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::{rescale_round, unsupported, Ctx, Fm, NpuOp, Requant, View};
 use crate::compile::CompileError;
 use npuc_backend::isa::AccFormat;

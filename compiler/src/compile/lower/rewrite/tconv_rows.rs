@@ -17,7 +17,7 @@
 //! Every step is data movement or L34's CONV2D; the conformance suite's `transpose_conv2d_8192x2`
 //! (kernel 8192 x 2, stride 8192 x 1) needed 1.6 G elements of zero-inserted input before.
 
-use super::{dims, graph_err};
+use super::{dims, dtype, graph_err};
 use crate::compile::CompileError;
 use npuc_ir::{
     AxisAttrs, DType, Graph, Op, OpId, PadAttrs, ReshapeAttrs, SliceAttrs, TensorData, TensorId,
@@ -26,7 +26,8 @@ use npuc_ir::{
 
 /// Whether TRANSPOSE_CONV2D `o` (runtime weights, as `runtime_weights` picked it) takes this
 /// form: a row stride above 1 and at least the kernel height, at most 65536 output channels
-/// `OC * KH`.
+/// `OC * KH`, and an i32 accumulator (8-bit data: a 16x8 one keeps L38's form, whose i48 bias
+/// stays in the scale/bias stream instead of a constant i48 ADD).
 pub(super) fn applies(g: &Graph, o: OpId) -> bool {
     let Some(node) = g.op(o) else { return false };
     let Op::TransposeConv2d(a) = &node.op else {
@@ -36,7 +37,10 @@ pub(super) fn applies(g: &Graph, o: OpId) -> bool {
     let [oc, kh, _, _] = wd[..] else {
         return false;
     };
-    a.stride[0] > 1 && a.stride[0] >= kh && oc * kh <= 65536
+    a.stride[0] > 1
+        && a.stride[0] >= kh
+        && oc * kh <= 65536
+        && dtype(g, node.outputs()[0]) == Some(DType::Int32)
 }
 
 /// Rewrites TRANSPOSE_CONV2D `o` (see the module documentation).
@@ -106,7 +110,9 @@ pub(super) fn rewrite(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
         Op::Reverse(AxisAttrs { axis: 2 }),
         &[w1],
     )?;
-    let zeros = TensorData::from_i64(DType::Int32, &vec![0; oc * kh]).map_err(graph_err)?;
+    // The zero bias of the accumulator type: i32, or i48 for 16-bit data (L50/L51).
+    let bias_dtype = dtype(g, b).ok_or_else(|| graph_err("bias"))?;
+    let zeros = TensorData::from_i64(bias_dtype, &vec![0; oc * kh]).map_err(graph_err)?;
     let zero = g
         .add_const(format!("{name}/zero_bias"), vec![oc * kh], zeros)
         .map_err(graph_err)?;
