@@ -48,24 +48,28 @@ fn up(x: u64, g: u64) -> u64 {
 /// Cycles of a CONV on the MAC unit: the rounded-up work at the table's rate. The OFM granule
 /// is the microblock the stream selects (ACC_FORMAT.microblock: chapter 4's OFM granules are
 /// the microblocks of TRM 3.10.13); 16-bit activations run at half the rate, 2:4 sparsity at
-/// twice the rate (entries marked `*`, not kernel-first with IFM depth <= 8).
+/// twice the rate (entries marked `*`).
+///
+/// The 8-bit tables have no row for a 2:4 sparse kernel-first convolution of IFM depth <= 8
+/// (the `ifm_depth<=8` row is "no sparsity", the sparse row is `ifm_depth>8`): that case
+/// takes the `ifm_depth<=8` row's granules at twice the rate, as Vela 5.2's estimate halves
+/// the dense part-kernel walk for any IFM depth (decision P27). The 16-bit tables' kernel-first
+/// row covers every depth (sparsity: IFM granule 16 at twice the rate) and is kept.
 pub fn conv_cycles(arch: &ArchConfig, ublk: (u64, u64, u64), order: ConvOrder, j: &MacJob) -> u64 {
     let (oh, ow, od) = j.ofm;
-    let (gk, gn, sparse_ok) = match order {
-        ConvOrder::DepthFirst => (j.taps, if j.sparse { 64 } else { 32 }, true),
-        ConvOrder::KernelFirst if j.wide => {
-            (k_rnd(j.taps, 10, 4), if j.sparse { 16 } else { 8 }, true)
-        }
-        ConvOrder::KernelFirst if j.ifm_depth <= 8 && !j.sparse => (k_rnd(j.taps, 5, 4), 8, false),
-        ConvOrder::KernelFirst if j.sparse => (k_rnd(j.taps, 10, 4), 16, true),
-        ConvOrder::KernelFirst => (k_rnd(j.taps, 5, 2), 16, true),
+    let (gk, gn) = match order {
+        ConvOrder::DepthFirst => (j.taps, if j.sparse { 64 } else { 32 }),
+        ConvOrder::KernelFirst if j.wide => (k_rnd(j.taps, 10, 4), if j.sparse { 16 } else { 8 }),
+        ConvOrder::KernelFirst if j.ifm_depth <= 8 => (k_rnd(j.taps, 5, 4), 8),
+        ConvOrder::KernelFirst if j.sparse => (k_rnd(j.taps, 10, 4), 16),
+        ConvOrder::KernelFirst => (k_rnd(j.taps, 5, 2), 16),
     };
     let work = up(oh, ublk.0) * up(ow, ublk.1) * up(od, ublk.2) * gk * up(j.ifm_depth, gn);
     let mut rate = u64::from(arch.macs_per_cc);
     if j.wide {
         rate /= 2;
     }
-    if j.sparse && sparse_ok {
+    if j.sparse {
         rate *= 2;
     }
     work.div_ceil(rate)
@@ -504,6 +508,47 @@ mod tests {
             conv_cycles(&arch, (2, 2, 8), ConvOrder::KernelFirst, &j),
             32 * 9 * 8 / 256
         );
+    }
+
+    #[test]
+    fn sparse_kernel_first_below_depth_9_halves_the_dense_row() {
+        // P27: ds_cnn's first convolution (8-bit, IFM depth 1, 10x4 kernel, 2:4 sparse) on the
+        // 256 in 2x2x8 microblocks: the `ifm_depth<=8` row (k_rnd(40,5,4) = 44 taps, IFM
+        // granule 8) at twice the rate, half the dense figure (Vela 5.2's block walk: 6 240
+        // cycles for the 25x5x64 OFM).
+        let arch = Accelerator::U85_256.config();
+        let dense = MacJob {
+            ofm: (25, 5, 64),
+            taps: 40,
+            ifm_depth: 1,
+            wide: false,
+            sparse: false,
+        };
+        let sparse = MacJob {
+            sparse: true,
+            ..dense
+        };
+        let kf = ConvOrder::KernelFirst;
+        assert_eq!(conv_cycles(&arch, (2, 2, 8), kf, &dense), 13_728);
+        assert_eq!(conv_cycles(&arch, (2, 2, 8), kf, &sparse), 6_864);
+        // Above depth 8 the sparse row: k_rnd(40,10,4) = 44 taps, IFM granule 16, twice the rate.
+        let deep = MacJob {
+            ifm_depth: 16,
+            ..sparse
+        };
+        assert_eq!(conv_cycles(&arch, (2, 2, 8), kf, &deep), 13_728);
+        // 16 bits: one kernel-first row for every depth; sparsity's IFM granule of 16 at twice
+        // the rate gives a 1-channel IFM no speed-up (Table 4-4).
+        let wide = MacJob {
+            wide: true,
+            ..dense
+        };
+        let wide_sparse = MacJob {
+            wide: true,
+            ..sparse
+        };
+        assert_eq!(conv_cycles(&arch, (2, 2, 8), kf, &wide), 27_456);
+        assert_eq!(conv_cycles(&arch, (2, 2, 8), kf, &wide_sparse), 27_456);
     }
 
     #[test]
