@@ -1,6 +1,6 @@
-//! AVG_POOL2D above the NPU's 8x8 average pooling as one NPU_OP_POOL in `sum` mode whose
-//! OFM_SCALE divides by the window size (decision L52): the operation Vela 5.2 programs for
-//! DS-CNN's 25x5 head, and bit-exact against the reference interpreter on the inputs where
+//! AVG_POOL2D above the NPU's 8x8 average pooling, and MEAN over height and width, as one
+//! NPU_OP_POOL in `sum` mode whose OFM_SCALE divides (decision L52): the operation Vela 5.2
+//! programs for DS-CNN's 25x5 head, and bit-exact against the reference interpreter on the inputs where
 //! the rounding matters (full-range extremes, exact halves of TFLite's rounding).
 
 mod compile_common;
@@ -130,4 +130,18 @@ fn a_padded_large_average_pool_sums_with_a_pool_and_divides_per_count() {
     check_sim("avgpool_9x9_pad4", &g, 3);
     check_input("avgpool_9x9_pad4 max", &g, vec![127; 243]);
     check_input("avgpool_9x9_pad4 min", &g, vec![-128; 243]);
+}
+
+#[test]
+fn a_mean_that_keeps_the_depth_is_one_sum_pool_with_the_rescale_as_ofm_scale() {
+    // MEAN over height and width (7x5, 19 channels, double rounding): the window sums of a
+    // POOL in sum mode, the output RESCALE's multiplier and shift as OFM_SCALE, no weights
+    // (L5, L52); bit-exact on every configuration.
+    let g = mean_hw(&mut Rng(5));
+    let ops = kernel_ops(&g);
+    assert_eq!(ops.len(), 1, "{ops:?}");
+    assert_eq!((ops[0].0, ops[0].1), (Some(PoolingMode::Sum), (7, 5)));
+    check_sim("mean_hw", &g, 3);
+    check_input("mean_hw max", &g, vec![127; 7 * 5 * 19]);
+    check_input("mean_hw min", &g, vec![-128; 7 * 5 * 19]);
 }
