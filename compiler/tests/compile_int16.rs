@@ -628,36 +628,9 @@ fn inputs48(g: &Graph, rng: &mut Rng) -> Vec<TensorValue> {
         .collect()
 }
 
-/// Compiles `g` for every configuration; the simulator must reproduce the reference
-/// interpreter byte for byte on `SAMPLES` inputs of [`inputs48`] (i48 data as 8-byte words,
-/// decision L33).
+/// [`check_sim`] on inputs of [`inputs48`] (i48 data as 8-byte words, decision L33).
 fn check_sim48(name: &str, g: &Graph) {
-    use npuc_backend::arch::Accelerator;
-    let words = |v: &TensorValue| match v.data() {
-        TensorData::I48(w) => w.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        _ => v.to_le_bytes(),
-    };
-    for accel in Accelerator::ALL {
-        let m = compile(g, &options(accel)).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
-        let mut rng = Rng(0x5eed ^ accel.macs_per_cc() as u64);
-        for sample in 0..SAMPLES {
-            let inputs = inputs48(g, &mut rng);
-            let expected = npuc_ir::run_outputs(g, inputs.clone())
-                .unwrap_or_else(|e| panic!("{name}: reference: {e}"));
-            let bytes: Vec<Vec<u8>> = inputs.iter().map(words).collect();
-            let got = simulate(&m, &bytes);
-            for (i, (e, o)) in expected.iter().zip(&got).enumerate() {
-                let e = words(e);
-                assert_eq!(e.len(), o.len(), "{name} on {accel}: output {i} size");
-                if let Some(pos) = e.iter().zip(o).position(|(a, b)| a != b) {
-                    panic!(
-                        "{name} on {accel}, sample {sample}, output {i}: first mismatch at byte {pos}: expected {:#04x} got {:#04x}",
-                        e[pos], o[pos]
-                    );
-                }
-            }
-        }
-    }
+    check_sim_with(name, g, SAMPLES, inputs48);
 }
 
 /// CONV2D 16x8 with constant weights and a bias that is a graph input: two images, padding,

@@ -1,7 +1,7 @@
 //! Reductions through `npuc::compile`: MEAN as a unit-weight depthwise / convolution and
 //! REDUCE_MAX / REDUCE_MIN as a max / min pool, ARGMAX as an argmax pool,
 //! RESIZE as NPU_OP_RESIZE, large
-//! AVG_POOL2D windows as a unit-weight depthwise with a per-channel division, bit-exact against the reference interpreter on
+//! AVG_POOL2D windows as a POOL sum divided by OFM_SCALE (L6, L52), bit-exact against the reference interpreter on
 //! all five configurations.
 
 mod compile_common;

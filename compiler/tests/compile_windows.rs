@@ -251,7 +251,7 @@ fn avg_pool_stride_4x5_padded(_rng: &mut Rng) -> Graph {
     avg_pool([1, 14, 23, 4], [5, 3], [4, 5], [2, 2, 1, 1])
 }
 
-/// AVG_POOL2D 10x9 stride 5 without padding, over a batch of 2: a unit-weight DEPTHWISE (L6)
+/// AVG_POOL2D 10x9 stride 5 without padding, over a batch of 2: a POOL sum (L6, L52)
 /// split into stride phases.
 fn avg_pool_10x9_stride_5_batch_2(_rng: &mut Rng) -> Graph {
     avg_pool([2, 21, 19, 3], [10, 9], [5, 5], [0; 4])

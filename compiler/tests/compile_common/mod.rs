@@ -483,6 +483,25 @@ pub fn random_inputs(g: &Graph, rng: &mut Rng) -> Vec<TensorValue> {
 /// that the simulator reproduces the reference interpreter byte for byte on `samples` seeded
 /// random full-range inputs (samples the reference leaves undefined are skipped).
 pub fn check_sim(name: &str, g: &Graph, samples: usize) {
+    check_sim_with(name, g, samples, random_inputs);
+}
+
+/// A tensor's bytes as the NPU holds them: an i48 tensor as 8-byte words (decision L33), the
+/// IR's as 6 bytes.
+pub fn npu_bytes(v: &TensorValue) -> Vec<u8> {
+    match v.data() {
+        TensorData::I48(w) => w.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        _ => v.to_le_bytes(),
+    }
+}
+
+/// [`check_sim`] on the inputs `inputs` makes from a seeded generator.
+pub fn check_sim_with(
+    name: &str,
+    g: &Graph,
+    samples: usize,
+    inputs: fn(&Graph, &mut Rng) -> Vec<TensorValue>,
+) {
     use npuc::compile::compile;
     use npuc_backend::arch::Accelerator;
     use npuc_backend::isa::{decode_stream, Command};
@@ -500,20 +519,17 @@ pub fn check_sim(name: &str, g: &Graph, samples: usize) {
             if compared == samples {
                 break;
             }
-            let inputs = random_inputs(g, &mut rng);
+            let inputs = inputs(g, &mut rng);
             let expected = match npuc_ir::run_outputs(g, inputs.clone()) {
                 Ok(v) => v,
                 Err(npuc_ir::InterpError::Undefined { .. }) => continue,
                 Err(e) => panic!("{name}: reference: {e}"),
             };
-            let bytes: Vec<Vec<u8>> = inputs.iter().map(|v| v.to_le_bytes()).collect();
+            let bytes: Vec<Vec<u8>> = inputs.iter().map(npu_bytes).collect();
             let got = simulate(&m, &bytes);
             for (i, (e, o)) in expected.iter().zip(&got).enumerate() {
-                // An i48 output is held as 8-byte words (decision L33), the IR's as 6 bytes.
-                let e = match e.data() {
-                    TensorData::I48(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-                    _ => e.to_le_bytes(),
-                };
+                let e = npu_bytes(e);
+                assert_eq!(e.len(), o.len(), "{name} on {accel}: output {i} size");
                 if let Some(pos) = e.iter().zip(o).position(|(a, b)| a != b) {
                     panic!(
                         "{name} on {accel}, sample {sample}, output {i}: first mismatch at byte {pos}: expected {:#04x} got {:#04x}",

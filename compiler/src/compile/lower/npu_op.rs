@@ -1,6 +1,7 @@
 //! Constructors of [`NpuOp`], one per kernel kind, and its `with_*` builders: the one place
 //! that says what an operation is by default.
 
+use crate::compile::lower::elementwise::logical::IDENTITY;
 use crate::compile::lower::{DmaCopy, Fm, InputScale, Kernel, NpuOp, Requant, ResizeParams};
 use npuc_backend::isa::{AccFormat, ElementwiseMode, IfmUpscaleMode, PoolingMode, RoundModeOfm};
 use npuc_codecs::ordering::OhwiWeights;
@@ -74,6 +75,24 @@ impl NpuOp {
         act: (i64, i64),
     ) -> NpuOp {
         NpuOp::new(Kernel::Elementwise(mode), name, fused, ifm, ofm, act)
+    }
+
+    /// An ELEMENTWISE ADD of the scalar 0 to `ifm`: IFM2 is `ifm`'s element type broadcast
+    /// from 1x1x1 with zero point 0, both input scales the identity, so the result is
+    /// `ifm - ifm.zero_point` exactly, written to `ofm` (a change of type or zero point) in
+    /// the accumulator `acc`. The caller registers the scalar (IFM2, value 0) at the
+    /// operation's index.
+    pub fn add_zero(name: String, ifm: Fm, ofm: Fm, act: (i64, i64), acc: AccFormat) -> NpuOp {
+        NpuOp::elementwise(ElementwiseMode::Add, name, Vec::new(), ifm, ofm, act)
+            .with_ifm2(Fm {
+                shape: (1, 1, 1),
+                broadcast: (true, true, true),
+                zero_point: 0,
+                ..ifm
+            })
+            .with_ifm_scale(IDENTITY)
+            .with_ifm2_scale(IDENTITY)
+            .with_acc(acc)
     }
 
     /// NPU_OP_RESIZE with `params`.

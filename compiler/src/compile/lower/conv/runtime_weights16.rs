@@ -8,10 +8,9 @@
 //! as their zero point (`w - weight_zp`, -255..=255) and writes them as i16, exact with unit
 //! input and output scales. The product then runs on i16 x i16 into the 48-bit accumulator.
 
-use crate::compile::lower::elementwise::logical::IDENTITY;
 use crate::compile::lower::{unsupported, Ctx, Fm, NpuOp, ScalarOperand, View};
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode};
+use npuc_backend::isa::AccFormat;
 use npuc_ir::{DType, OpNode};
 
 impl<'g> Ctx<'g> {
@@ -44,25 +43,13 @@ impl<'g> Ctx<'g> {
                 value: 0,
             },
         );
-        self.push(
-            NpuOp::elementwise(
-                ElementwiseMode::Add,
-                format!("{} (weights as i16)", node.name),
-                Vec::new(),
-                ifm,
-                wide,
-                (i64::from(i16::MIN), i64::from(i16::MAX)),
-            )
-            .with_ifm2(Fm {
-                shape: (1, 1, 1),
-                broadcast: (true, true, true),
-                zero_point: 0,
-                ..ifm
-            })
-            .with_ifm_scale(IDENTITY)
-            .with_ifm2_scale(IDENTITY)
-            .with_acc(AccFormat::I32),
-        );
+        self.push(NpuOp::add_zero(
+            format!("{} (weights as i16)", node.name),
+            ifm,
+            wide,
+            (i64::from(i16::MIN), i64::from(i16::MAX)),
+            AccFormat::I32,
+        ));
         Ok(wide.buffer)
     }
 }

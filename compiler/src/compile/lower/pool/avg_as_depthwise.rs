@@ -1,8 +1,10 @@
-//! AVG_POOL2D beyond the NPU's average pooling (kernels above 8x8) as a DEPTHWISE convolution
-//! with unit weights and a per-channel division by the window size.
+//! The division of an average pool's window sums by the window size, for AVG_POOL2D beyond
+//! the NPU's average pooling (kernels above 8x8, TRM 3.10.10). (The file's name is from
+//! decision L6's first form, a DEPTHWISE with unit weights; decision L52 sums with a POOL.)
 //!
-//! Without padding every window has `count = kh * kw` taps, so the sum (exact in the 32-bit
-//! accumulator) is divided by a constant:
+//! Without padding every window has `count = kh * kw` taps, so the sum (one NPU_OP_POOL in
+//! `sum` mode, which TRM 3.10.10 allows up to 65536 x 65536 taps, exact in the 32-bit
+//! accumulator) is divided by a constant through OFM_SCALE (decision L52):
 //! * TOSA rounding: the reference's own `reciprocal_scale(count)` with single (natural)
 //!   rounding, i.e. exactly the IR's `apply_scale_32`.
 //! * TFLite rounding (`sum / count` rounded half away from zero): multiplier
@@ -12,18 +14,16 @@
 //!   `2 * max|sum| * count < 2^s`, i.e. always for i8 inputs, windows below 2^14 for i16): an
 //!   exact half moves strictly away from zero (rounded away from zero, as TFLite does) and any
 //!   other quotient, at least `1 / (2 * count)` from a half, keeps its nearest integer.
-//!   (Decision L6 in docs/decisions.md.)
+//!   (Decision L6 in docs/decisions.md.) Vela 5.2 programs the same POOL and OFM_SCALE for
+//!   DS-CNN's 25x5 average pool (scale 1,099,511,628, shift 37).
 //!
 //! 16-bit inputs use the same 32-bit accumulator (the window sum of `|x| <= 32768` fits it for
 //! windows below 65536 taps), as the int16 fully-connected does (decision L1).
 
-use crate::compile::lower::common::window::Window;
-use crate::compile::lower::{unsupported, Ctx, Fm, NpuOp, Requant};
+use crate::compile::lower::{unsupported, Ctx, Fm};
 use crate::compile::CompileError;
-use npuc_codecs::ordering::OhwiWeights;
-use npuc_codecs::scale::ChannelScale;
 use npuc_ir::quant::reciprocal_scale;
-use npuc_ir::{AvgPoolRounding, DType, Op, OpId};
+use npuc_ir::{AvgPool2dAttrs, AvgPoolRounding, DType, OpNode};
 
 /// The per-channel division of a window sum by `count` for the IR rounding mode.
 pub(crate) fn divide_by(count: u32, rounding: AvgPoolRounding) -> Option<(u32, u8)> {
@@ -45,27 +45,24 @@ pub(crate) fn divide_by(count: u32, rounding: AvgPoolRounding) -> Option<(u32, u
 }
 
 impl<'g> Ctx<'g> {
-    pub(crate) fn lower_avgpool_large(&mut self, o: OpId) -> Result<(), CompileError> {
-        let node = self.node(o);
-        let Op::AvgPool2d(a) = &node.op else {
-            unreachable!("lower_avgpool_large on another op")
-        };
-        if a.pad.iter().any(|&p| p != 0) {
-            return self.lower_avgpool_padded(o);
-        }
-        let x = node.inputs()[0];
-        if !matches!(self.dtype(x), DType::Int8 | DType::Int16) {
+    /// The OFM scale `(M, S)` that divides the window sums of AVG_POOL2D `node` (attributes
+    /// `a`, no padding: every window has `kh * kw` taps) by the window size, after checking
+    /// that the sum stays inside the 32-bit accumulator and, for TFLite rounding, inside the
+    /// bound of the division's analysis (see the module documentation).
+    pub(crate) fn avgpool_division(
+        &self,
+        node: &OpNode,
+        a: &AvgPool2dAttrs,
+    ) -> Result<(u32, u8), CompileError> {
+        let dt = self.dtype(node.inputs()[0]);
+        if !matches!(dt, DType::Int8 | DType::Int16) {
             return Err(unsupported(
                 node,
                 "average pool kernels above 8x8 on i8/i16 feature maps only",
             ));
         }
-        // The largest |x - zp|: the window sum must stay inside the 32-bit accumulator, and
-        // for TFLite rounding inside the bound of the division's analysis.
-        let span = {
-            let dt = self.dtype(x);
-            (dt.max_value() - a.input_zp).max(a.input_zp - dt.min_value()) as u64
-        };
+        // The largest |x - zp|.
+        let span = (dt.max_value() - a.input_zp).max(a.input_zp - dt.min_value()) as u64;
         let count = (a.kernel[0] * a.kernel[1]) as u64;
         let sum_fits = span * count < 1 << 31;
         let exact = a.rounding != AvgPoolRounding::Tflite
@@ -76,35 +73,10 @@ impl<'g> Ctx<'g> {
                 "average pool window too large for its input range",
             ));
         }
-        let mut names = vec![node.name.clone()];
-        let (out_t, act) = self.fuse_clamp(node.outputs()[0], &mut names);
-        let (ifm, images) = self.image_fm(node, x, true, a.input_zp)?;
-        let (ofm, _) = self.image_ofm(node, out_t, true, a.output_zp)?;
-        let k = (a.kernel[0] as u32, a.kernel[1] as u32);
-        let stride = unit_stride_if_single(a.stride, &ofm);
-        let c = ifm.shape.2 as usize;
-        let (scale, shift) = divide_by(k.0 * k.1, a.rounding)
-            .ok_or_else(|| unsupported(node, "average pool window too large"))?;
-        let ones = vec![1i16; k.0 as usize * k.1 as usize * c];
-        let weights = OhwiWeights::from_depthwise_hwc(k.0 as usize, k.1 as usize, c, &ones)
-            .map_err(|e| unsupported(node, e.to_string()))?;
-        let record = ChannelScale {
-            bias: 0,
-            scale,
-            shift,
-        };
-        let op = NpuOp::depthwise(node.name.clone(), names, ifm, ofm, act)
-            .with_kernel_size(k)
-            .with_weights(weights)
-            .with_requant(Requant::PerChannel(vec![record; c]));
-        let window = Window {
-            kernel: (a.kernel[0], a.kernel[1]),
-            stride,
-            dilation: [1, 1],
-            pad: a.pad,
-        };
-        self.push_window(node, op, window, images)?;
-        Ok(())
+        u32::try_from(count)
+            .ok()
+            .and_then(|n| divide_by(n, a.rounding))
+            .ok_or_else(|| unsupported(node, "average pool window too large"))
     }
 }
 

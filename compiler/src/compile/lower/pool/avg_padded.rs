@@ -8,9 +8,11 @@
 //! input: the count of a window is the product of its row count and its column count, so the
 //! outputs fall into rectangles (a run of rows with one row count times a run of columns with
 //! one column count), each with one count. Two steps per image:
-//! 1. the window sums: a DEPTHWISE with unit weights and the padding (padding taps read the
-//!    zero point, so they add 0) writing its raw 32-bit accumulator (b32, scale 1, shift 0,
-//!    no clamp) to a scratch buffer; large kernels split like any window (L23);
+//! 1. the window sums: a POOL in `sum` mode with the padding (padding taps add the sum's
+//!    identity 0, as the zero point would after its subtraction; TRM 3.10.10) writing its
+//!    raw 32-bit accumulator (b32, OFM_SCALE 1, shift 0, no clamp) to a scratch buffer;
+//!    large kernels split like any window (L23) (decision L52; a DEPTHWISE with unit
+//!    weights before);
 //! 2. per rectangle, a 1x1 DEPTHWISE with zero weights whose initial accumulator is that
 //!    rectangle of the sums (IFM2 b32, ACC_FORMAT.acc_input = ifm2, as L27/L30) and whose
 //!    per-channel record divides by the rectangle's count exactly as the unpadded form does
@@ -21,6 +23,7 @@ use crate::compile::lower::elementwise::arith::NO_CLIP;
 use crate::compile::lower::pool::avg_as_depthwise::{ceil_log2, divide_by, unit_stride_if_single};
 use crate::compile::lower::{unsupported, Buffer, Ctx, Fm, NpuOp, Requant, View};
 use crate::compile::CompileError;
+use npuc_backend::isa::PoolingMode;
 use npuc_codecs::ordering::OhwiWeights;
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{AvgPoolRounding, DType, Op, OpId};
@@ -96,16 +99,8 @@ impl<'g> Ctx<'g> {
         }
         let k = (a.kernel[0] as u32, a.kernel[1] as u32);
         let c_us = c as usize;
-        let ones = vec![1i16; k.0 as usize * k.1 as usize * c_us];
-        let ones = OhwiWeights::from_depthwise_hwc(k.0 as usize, k.1 as usize, c_us, &ones)
-            .map_err(|e| unsupported(node, e.to_string()))?;
         let zeros = OhwiWeights::from_depthwise_hwc(1, 1, c_us, &vec![0i16; c_us])
             .map_err(|e| unsupported(node, e.to_string()))?;
-        let unit = ChannelScale {
-            bias: 0,
-            scale: 1,
-            shift: 0,
-        };
         let window = Window {
             kernel: (a.kernel[0], a.kernel[1]),
             stride: unit_stride_if_single(a.stride, &ofm),
@@ -139,16 +134,15 @@ impl<'g> Ctx<'g> {
             let mut one = ifm;
             one.view.offset += b * ib;
             // A partial result computes no IR tensor (`verify` skips it when localising).
-            let op = NpuOp::depthwise(
+            let op = NpuOp::pool(
+                PoolingMode::Sum,
                 format!("{} (window sums)", node.name),
                 Vec::new(),
                 one,
                 sums,
                 NO_CLIP,
             )
-            .with_kernel_size(k)
-            .with_weights(ones.clone())
-            .with_requant(Requant::PerChannel(vec![unit; c_us]));
+            .with_kernel_size(k);
             self.push_window(node, op, window, 1)?;
             // Step 2: each rectangle divided by its count.
             let (ssy, ssx) = sums.strides();

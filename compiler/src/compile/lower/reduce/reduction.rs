@@ -4,9 +4,10 @@
 //!
 //! Every reduction works on the (H, W, C) view of its tensor (the same view the other
 //! operations use: batch 1, rank 1..=4):
-//! * MEAN is one convolution with unit weights: DEPTHWISE with an H x W kernel when the depth
-//!   is kept, CONV to depth 1 when it is reduced. The accumulator is the exact sum of
-//!   `x - zp` and the output RESCALE is the per-channel scale (bias 0).
+//! * MEAN is one POOL in sum mode with an H x W kernel when the depth is kept (its OFM_SCALE
+//!   the output RESCALE, decision L52), one CONV to depth 1 with unit weights when it is
+//!   reduced (the RESCALE as the per-channel scale, bias 0). The accumulator is the exact sum
+//!   of `x - zp`.
 //! * REDUCE_MAX / REDUCE_MIN are one max / min pool over the reduced axes. A reduction over the
 //!   depth reads the tensor as (H*W, C, 1), so the channels become the pooled width.
 
@@ -396,7 +397,11 @@ impl<'g> Ctx<'g> {
             if reduced[0] { h } else { 1 },
             if reduced[1] { w } else { 1 },
         );
-        if !conv_window_ok(k.0, k.1) {
+        let window_ok = match reduced[2] {
+            true => conv_window_ok(k.0, k.1),
+            false => pool_window_ok(k.0, k.1),
+        };
+        if !window_ok {
             return Err(unsupported(node, "reduction window too large"));
         }
         self.fused.insert(wp);
@@ -409,7 +414,8 @@ impl<'g> Ctx<'g> {
         let (out_t, act) = self.fuse_clamp(rnode.outputs()[0], &mut names);
         let od = if reduced[2] { 1 } else { c };
         let ofm = self.ofm_shaped(node, out_t, (h / k.0, w / k.1, od), r.output_zp)?;
-        let (kernel, weights) = if reduced[2] {
+        let (m, shift) = (r.multiplier[0] as u32, r.shift[0] as u8);
+        let op = if reduced[2] {
             let shape = WeightShape {
                 ofm_depth: 1,
                 kernel_height: k.0 as usize,
@@ -418,25 +424,21 @@ impl<'g> Ctx<'g> {
             };
             let ones = vec![1i16; shape.len()];
             let w = OhwiWeights::new(shape, ones).map_err(|e| unsupported(node, e.to_string()))?;
-            (Kernel::Conv, w)
-        } else {
-            let ones = vec![1i16; (k.0 * k.1 * c) as usize];
-            let w = OhwiWeights::from_depthwise_hwc(k.0 as usize, k.1 as usize, c as usize, &ones)
-                .map_err(|e| unsupported(node, e.to_string()))?;
-            (Kernel::Depthwise, w)
-        };
-        let scale = ChannelScale {
-            bias: 0,
-            scale: r.multiplier[0] as u32,
-            shift: r.shift[0] as u8,
-        };
-        self.push(
-            NpuOp::new(kernel, rnode.name.clone(), names, ifm, ofm, act)
-                .with_kernel_size(k)
-                .with_weights(weights)
+            let scale = ChannelScale {
+                bias: 0,
+                scale: m,
+                shift,
+            };
+            NpuOp::new(Kernel::Conv, rnode.name.clone(), names, ifm, ofm, act)
+                .with_weights(w)
                 .with_requant(Requant::PerChannel(vec![scale; od as usize]))
-                .with_round(rescale_round(r)),
-        );
+        } else {
+            // The depth kept: the window sums of a POOL in sum mode, the RESCALE as OFM_SCALE
+            // (decision L52: no weights or scale stream).
+            NpuOp::pool(PoolingMode::Sum, rnode.name.clone(), names, ifm, ofm, act)
+                .with_requant(Requant::Global { scale: m, shift })
+        };
+        self.push(op.with_kernel_size(k).with_round(rescale_round(r)));
         Ok(())
     }
 }

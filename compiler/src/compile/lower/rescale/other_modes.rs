@@ -25,12 +25,11 @@
 //! for an i32 output.
 
 use crate::compile::lower::elementwise::arith::NO_CLIP;
-use crate::compile::lower::elementwise::logical::IDENTITY;
 use crate::compile::lower::{
     rescale_round, unsupported, Ctx, Fm, NpuOp, Requant, ScalarOperand, View,
 };
 use crate::compile::CompileError;
-use npuc_backend::isa::{AccFormat, ElementwiseMode};
+use npuc_backend::isa::AccFormat;
 use npuc_codecs::ordering::OhwiWeights;
 use npuc_codecs::scale::ChannelScale;
 use npuc_ir::{DType, Op, OpId, OpNode, TensorId};
@@ -107,25 +106,7 @@ impl<'g> Ctx<'g> {
             },
         );
         let name = format!("{}/widen", node.name);
-        self.push(
-            NpuOp::elementwise(
-                ElementwiseMode::Add,
-                name.clone(),
-                Vec::new(),
-                ifm,
-                wide,
-                NO_CLIP,
-            )
-            .with_ifm2(Fm {
-                shape: (1, 1, 1),
-                broadcast: (true, true, true),
-                zero_point: 0,
-                ..ifm
-            })
-            .with_ifm_scale(IDENTITY)
-            .with_ifm2_scale(IDENTITY)
-            .with_acc(AccFormat::I48),
-        );
+        self.push(NpuOp::add_zero(name, ifm, wide, NO_CLIP, AccFormat::I48));
         wide
     }
 

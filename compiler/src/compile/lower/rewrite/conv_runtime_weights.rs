@@ -21,12 +21,11 @@
 //! batches of at most [`MAX_IMAGES`], depthwise convolutions of at most [`MAX_DW_CHANNELS`]
 //! channels.
 
+use super::builder::Builder;
 use super::{dims, dtype, graph_err, is_constant};
 use crate::compile::lower::data_movement::copy::MAX_PAD_ELEMENTS;
 use crate::compile::CompileError;
-use npuc_ir::{
-    AxisAttrs, DType, Graph, Op, OpId, PadAttrs, ReshapeAttrs, SliceAttrs, TensorId, TransposeAttrs,
-};
+use npuc_ir::{AxisAttrs, DType, Graph, Op, OpId, SliceAttrs, TensorId};
 
 /// The largest batch split into per-image convolutions.
 pub(super) const MAX_IMAGES: usize = 64;
@@ -125,34 +124,16 @@ fn transpose_conv_as_conv(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
     let (n, h, wi, c) = (xd[0], xd[1], xd[2], xd[3]);
     let (kh, kw) = (wd[1] as i64, wd[2] as i64);
     let [sy, sx] = a.stride;
-    let add = |g: &mut Graph, suffix: &str, op: Op, ins: &[TensorId]| {
-        g.add_op_inferred(format!("{name}/{suffix}"), op, ins)
-            .map(|(_, t)| t)
-            .map_err(graph_err)
-    };
-    let reshape = |g: &mut Graph, suffix: &str, t: TensorId, shape: Vec<usize>| {
-        let attrs = ReshapeAttrs {
-            shape: shape.into(),
-        };
-        add(g, suffix, Op::Reshape(attrs), &[t])
-    };
-    let pad_axis2 = |g: &mut Graph, suffix: &str, t: TensorId, after: usize| {
-        let attrs = PadAttrs {
-            padding: vec![[0, 0], [0, 0], [0, after], [0, 0]],
-            pad_const: a.input_zp,
-        };
-        add(g, suffix, Op::Pad(attrs), &[t])
-    };
+    let build = Builder::new(&name);
     let mut u = x;
     if sy > 1 {
-        let t = reshape(g, "rows", u, vec![n, h, 1, wi * c])?;
-        let t = pad_axis2(g, "rows_inserted", t, sy - 1)?;
-        u = reshape(g, "rows_upscaled", t, vec![n, h * sy, wi, c])?;
+        let shape = vec![n, h * sy, wi, c];
+        u = build.insert_after(g, "rows", u, [n, h, wi * c], sy, a.input_zp, shape)?;
     }
     if sx > 1 {
-        let t = reshape(g, "columns", u, vec![n * h * sy, wi, 1, c])?;
-        let t = pad_axis2(g, "columns_inserted", t, sx - 1)?;
-        u = reshape(g, "columns_upscaled", t, vec![n, h * sy, wi * sx, c])?;
+        let shape = vec![n, h * sy, wi * sx, c];
+        let view = [n * h * sy, wi, c];
+        u = build.insert_after(g, "columns", u, view, sx, a.input_zp, shape)?;
     }
     let [pt, pb, pl, pr] = a.out_pad;
     let before = [kh - 1 + pt, kw - 1 + pl];
@@ -173,15 +154,15 @@ fn transpose_conv_as_conv(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
                 c,
             ],
         };
-        u = add(g, "cut", Op::Slice(attrs), &[u])?;
+        u = build.add(g, "cut", Op::Slice(attrs), &[u])?;
     }
-    let t = add(
+    let t = build.add(
         g,
         "weights_flip_y",
         Op::Reverse(AxisAttrs { axis: 1 }),
         &[w],
     )?;
-    let w2 = add(
+    let w2 = build.add(
         g,
         "weights_flip_x",
         Op::Reverse(AxisAttrs { axis: 2 }),
@@ -240,18 +221,11 @@ fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
     let name = node.name.clone();
     let (x, w, b) = (node.inputs()[0], node.inputs()[1], node.inputs()[2]);
     let acc = node.outputs()[0];
-    let add = |g: &mut Graph, suffix: &str, op: Op, ins: &[TensorId]| {
-        g.add_op_inferred(format!("{name}/{suffix}"), op, ins)
-            .map(|(_, t)| t)
-            .map_err(graph_err)
-    };
+    let build = Builder::new(&name);
     g.remove_op(o).map_err(graph_err)?;
     let xp = if a.pad.iter().any(|&p| p != 0) {
-        let attrs = PadAttrs {
-            padding: vec![[0, 0], [a.pad[0], a.pad[1]], [a.pad[2], a.pad[3]], [0, 0]],
-            pad_const: a.input_zp,
-        };
-        add(g, "pad", Op::Pad(attrs), &[x])?
+        let padding = vec![[0, 0], [a.pad[0], a.pad[1]], [a.pad[2], a.pad[3]], [0, 0]];
+        build.pad(g, "pad", x, padding, a.input_zp)?
     } else {
         x
     };
@@ -269,7 +243,7 @@ fn one(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
             start: vec![n, 0, 0, 0],
             size: vec![1, d[1], d[2], d[3]],
         };
-        let xn = add(g, &format!("image{n}"), Op::Slice(slice), &[xp])?;
+        let xn = build.add(g, &format!("image{n}"), Op::Slice(slice), &[xp])?;
         let (_, yn) = g
             .add_op_inferred(
                 format!("{name}#{n}"),
@@ -304,39 +278,23 @@ fn depthwise_as_conv(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
     let wd = dims(g, w);
     let (kh, kw, c, m) = (wd[0], wd[1], wd[2], wd[3]);
     let j = m * kh * kw;
-    let add = |g: &mut Graph, suffix: &str, op: Op, ins: &[TensorId]| {
-        g.add_op_inferred(format!("{name}/{suffix}"), op, ins)
-            .map(|(_, t)| t)
-            .map_err(graph_err)
-    };
-    let reshape = |g: &mut Graph, suffix: &str, t: TensorId, shape: Vec<usize>| {
-        let attrs = ReshapeAttrs {
-            shape: shape.into(),
-        };
-        add(g, suffix, Op::Reshape(attrs), &[t])
-    };
-    let transpose = |g: &mut Graph, suffix: &str, t: TensorId, perms: Vec<usize>| {
-        add(g, suffix, Op::Transpose(TransposeAttrs { perms }), &[t])
-    };
+    let build = Builder::new(&name);
     // [KH, KW, C, M] -> [M, KH, KW, C] -> [J, C, 1] -> [J, C, C + 1] (weight zero point)
-    let t = transpose(g, "weights_mhwc", w, vec![3, 0, 1, 2])?;
-    let t = reshape(g, "weights_jc", t, vec![j, c, 1])?;
-    let pad = PadAttrs {
-        padding: vec![[0, 0], [0, 0], [0, c]],
-        pad_const: a.weight_zp,
-    };
-    let t = add(g, "weights_pad", Op::Pad(pad), &[t])?;
+    let t = build.transpose(g, "weights_mhwc", w, vec![3, 0, 1, 2])?;
+    let t = build.reshape(g, "weights_jc", t, vec![j, c, 1])?;
+    let padding = vec![[0, 0], [0, 0], [0, c]];
+    let t = build.pad(g, "weights_pad", t, padding, a.weight_zp)?;
     // The first C*C of every row of C*(C+1): element (j, c) lands at (j, c, c).
-    let t = reshape(g, "weights_rows", t, vec![j, c * (c + 1)])?;
+    let t = build.reshape(g, "weights_rows", t, vec![j, c * (c + 1)])?;
     let diag = SliceAttrs {
         start: vec![0, 0],
         size: vec![j, c * c],
     };
-    let t = add(g, "weights_diag", Op::Slice(diag), &[t])?;
-    let t = reshape(g, "weights_jcc", t, vec![j, c, c])?;
+    let t = build.add(g, "weights_diag", Op::Slice(diag), &[t])?;
+    let t = build.reshape(g, "weights_jcc", t, vec![j, c, c])?;
     // [J, C, C] -> [C, J, C] = [C*M, KH, KW, C]
-    let t = transpose(g, "weights_cjc", t, vec![1, 0, 2])?;
-    let w2 = reshape(g, "weights_ohwi", t, vec![c * m, kh, kw, c])?;
+    let t = build.transpose(g, "weights_cjc", t, vec![1, 0, 2])?;
+    let w2 = build.reshape(g, "weights_ohwi", t, vec![c * m, kh, kw, c])?;
     g.remove_op(o).map_err(graph_err)?;
     g.add_op(name.clone(), Op::Conv2d(a.clone()), &[x, w2, b], &[acc])
         .map_err(graph_err)?;

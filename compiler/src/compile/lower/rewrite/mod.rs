@@ -7,6 +7,7 @@
 
 mod argmax_i16;
 mod broadcast_tile;
+mod builder;
 mod conv3d;
 mod conv_bias;
 mod conv_runtime_weights;

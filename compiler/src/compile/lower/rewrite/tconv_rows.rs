@@ -17,12 +17,10 @@
 //! Every step is data movement or L34's CONV2D; the conformance suite's `transpose_conv2d_8192x2`
 //! (kernel 8192 x 2, stride 8192 x 1) needed 1.6 G elements of zero-inserted input before.
 
+use super::builder::Builder;
 use super::{dims, dtype, graph_err};
 use crate::compile::CompileError;
-use npuc_ir::{
-    AxisAttrs, DType, Graph, Op, OpId, PadAttrs, ReshapeAttrs, SliceAttrs, TensorData, TensorId,
-    TransposeAttrs,
-};
+use npuc_ir::{AxisAttrs, DType, Graph, Op, OpId, SliceAttrs, TensorData};
 
 /// Whether TRANSPOSE_CONV2D `o` (runtime weights, as `runtime_weights` picked it) takes this
 /// form: a row stride above 1 and at least the kernel height, at most 65536 output channels
@@ -61,24 +59,7 @@ pub(super) fn rewrite(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
     let (oh, ow) = (od[1], od[2]);
     let [sy, sx] = a.stride;
     let [pt, _, pl, pr] = a.out_pad;
-    let add = |g: &mut Graph, suffix: &str, op: Op, ins: &[TensorId]| {
-        g.add_op_inferred(format!("{name}/{suffix}"), op, ins)
-            .map(|(_, t)| t)
-            .map_err(graph_err)
-    };
-    let reshape = |g: &mut Graph, suffix: &str, t: TensorId, shape: Vec<usize>| {
-        let attrs = ReshapeAttrs {
-            shape: shape.into(),
-        };
-        add(g, suffix, Op::Reshape(attrs), &[t])
-    };
-    let pad = |g: &mut Graph, suffix: &str, t: TensorId, padding: Vec<[usize; 2]>, value| {
-        let attrs = PadAttrs {
-            padding,
-            pad_const: value,
-        };
-        add(g, suffix, Op::Pad(attrs), &[t])
-    };
+    let build = Builder::new(&name);
     // Along x as L38: columns of `input_zp` inserted, padding `KW - 1 + pl` before and
     // `KW + pr - sx` after (a negative one cuts inserted columns).
     let (before, after) = (kw - 1 + pl, kw + pr - sx as i64);
@@ -90,21 +71,19 @@ pub(super) fn rewrite(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
     }
     let mut u = x;
     if sx > 1 {
-        let t = reshape(g, "columns", u, vec![n * h, wi, 1, c])?;
-        let padding = vec![[0, 0], [0, 0], [0, sx - 1], [0, 0]];
-        let t = pad(g, "columns_inserted", t, padding, a.input_zp)?;
-        u = reshape(g, "columns_upscaled", t, vec![n, h, wi * sx, c])?;
+        let shape = vec![n, h, wi * sx, c];
+        u = build.insert_after(g, "columns", u, [n * h, wi, c], sx, a.input_zp, shape)?;
         if after < 0 {
             let attrs = SliceAttrs {
                 start: vec![0, 0, 0, 0],
                 size: vec![n, h, wi * sx - (-after) as usize, c],
             };
-            u = add(g, "cut", Op::Slice(attrs), &[u])?;
+            u = build.add(g, "cut", Op::Slice(attrs), &[u])?;
         }
     }
     // 1. The kernel rows as output channels, reversed along KW.
-    let w1 = reshape(g, "weights_rows", w, vec![oc * kh, 1, wd[2], wd[3]])?;
-    let w2 = add(
+    let w1 = build.reshape(g, "weights_rows", w, vec![oc * kh, 1, wd[2], wd[3]])?;
+    let w2 = build.add(
         g,
         "weights_flip_x",
         Op::Reverse(AxisAttrs { axis: 2 }),
@@ -128,25 +107,20 @@ pub(super) fn rewrite(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
         .add_op_inferred(name.clone(), Op::Conv2d(attrs), &[u, w2, zero])
         .map_err(graph_err)?;
     // 2. Row `iy * sy + ky`.
-    let t = reshape(g, "rows_split", r, vec![n, h, ow, oc, kh])?;
+    let t = build.reshape(g, "rows_split", r, vec![n, h, ow, oc, kh])?;
     let perms = vec![0, 1, 4, 2, 3];
-    let mut t = add(
-        g,
-        "rows_first",
-        Op::Transpose(TransposeAttrs { perms }),
-        &[t],
-    )?;
+    let mut t = build.transpose(g, "rows_first", t, perms)?;
     if sy > kh {
         let padding = vec![[0, 0], [0, 0], [0, sy - kh], [0, 0], [0, 0]];
-        t = pad(g, "rows_spaced", t, padding, 0)?;
+        t = build.pad(g, "rows_spaced", t, padding, 0)?;
     }
-    let mut t = reshape(g, "rows_stacked", t, vec![n, h * sy, ow, oc])?;
+    let mut t = build.reshape(g, "rows_stacked", t, vec![n, h * sy, ow, oc])?;
     // 3. Output row `oy` is stacked row `oy - pt`.
     let rows = (h * sy) as i64;
     let (front, back) = (pt.max(0), (oh as i64 - (rows + pt)).max(0));
     if front > 0 || back > 0 {
         let padding = vec![[0, 0], [front as usize, back as usize], [0, 0], [0, 0]];
-        t = pad(g, "rows_placed", t, padding, 0)?;
+        t = build.pad(g, "rows_placed", t, padding, 0)?;
     }
     let start = (-pt).max(0) as usize;
     if start > 0 || (rows + front + back) as usize - start != oh {
@@ -154,11 +128,11 @@ pub(super) fn rewrite(g: &mut Graph, o: OpId) -> Result<(), CompileError> {
             start: vec![0, start, 0, 0],
             size: vec![n, oh, ow, oc],
         };
-        t = add(g, "rows_cut", Op::Slice(attrs), &[t])?;
+        t = build.add(g, "rows_cut", Op::Slice(attrs), &[t])?;
     }
     // 4. The bias.
     let bc: usize = dims(g, b).iter().product();
-    let bias = reshape(g, "bias_shape", b, vec![1, 1, 1, bc])?;
+    let bias = build.reshape(g, "bias_shape", b, vec![1, 1, 1, bc])?;
     g.add_op(format!("{name}/bias"), Op::Add, &[t, bias], &[acc])
         .map_err(graph_err)?;
     Ok(())
