@@ -1,6 +1,7 @@
 //! The OHWI weight tensor the ordering reads.
 
 use super::OrderingError;
+use std::sync::Arc;
 
 /// Dimensions of a weight tensor in the TRM's `weight[ofm][ky][kx][ifm]` layout.
 ///
@@ -36,10 +37,13 @@ impl WeightShape {
 }
 
 /// Weight values (zero point already subtracted, -255..=255) in OHWI order.
+///
+/// Clones share the values (cloning copies no weight), and [`Self::identity`] tells clones
+/// of one set apart from other sets without comparing values.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OhwiWeights {
     shape: WeightShape,
-    values: Vec<i16>,
+    values: Arc<[i16]>,
 }
 
 impl OhwiWeights {
@@ -54,7 +58,10 @@ impl OhwiWeights {
                 actual: values.len(),
             });
         }
-        Ok(Self { shape, values })
+        Ok(Self {
+            shape,
+            values: values.into(),
+        })
     }
 
     /// Depthwise weights given as TFLite's `[1, KH, KW, C]` (C order), stored as
@@ -85,7 +92,10 @@ impl OhwiWeights {
             let (hw, c) = (hwc / channels, hwc % channels);
             out[c * kernel_height * kernel_width + hw] = v;
         }
-        Ok(Self { shape, values: out })
+        Ok(Self {
+            shape,
+            values: out.into(),
+        })
     }
 
     /// The inverse of [`Self::from_depthwise_hwc`]: values as `[1, KH, KW, C]`.
@@ -111,8 +121,47 @@ impl OhwiWeights {
         &self.values
     }
 
+    /// The address of the shared values and the shape: equal for clones of one value set,
+    /// and distinct from every other set's while this one lives (a cache keyed by it keeps a
+    /// clone, so that the address is not reused).
+    pub fn identity(&self) -> (usize, WeightShape) {
+        (self.values.as_ptr() as usize, self.shape)
+    }
+
+    /// Whether another clone of these values lives.
+    pub fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.values) > 1
+    }
+
     /// `weight[o][y][x][i]`.
     pub fn get(&self, o: usize, y: usize, x: usize, i: usize) -> i16 {
         self.values[self.shape.index(o, y, x, i)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OhwiWeights, WeightShape};
+
+    #[test]
+    fn clones_share_their_values_and_identity() {
+        let shape = WeightShape {
+            ofm_depth: 2,
+            kernel_height: 1,
+            kernel_width: 1,
+            ifm_depth: 2,
+        };
+        let a = OhwiWeights::new(shape, vec![1, -2, 3, -4]).unwrap();
+        let b = OhwiWeights::new(shape, vec![1, -2, 3, -4]).unwrap();
+        assert!(!a.is_shared());
+        let c = a.clone();
+        assert!(a.is_shared() && c.is_shared());
+        assert_eq!(a.identity(), c.identity());
+        // Equal values, another set: equal, but not the same identity.
+        assert_eq!(a, b);
+        assert_ne!(a.identity(), b.identity());
+        drop(c);
+        assert!(!a.is_shared());
+        assert_eq!(a.values(), &[1, -2, 3, -4]);
     }
 }

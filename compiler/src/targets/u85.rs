@@ -21,13 +21,78 @@ use npuc_codecs::ordering::{
     OrderingParams, WeightOrder, WeightOrdering, WeightSparsity,
 };
 use npuc_codecs::scale::{encode_scale_stream, AccFormat, ChannelScale, ScaleStreamParams};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// The Ethos-U85 in one of its five configurations, in a memory system.
+///
+/// A target serves one compilation ([`crate::targets::select`] makes one per compile): it
+/// keeps every weight stream it encodes ([`EncodeCache`]), so that the scheduling passes,
+/// which encode the same weights in the same order for several block candidates and in
+/// both planning passes, encode each once.
 #[derive(Debug, Clone)]
 pub struct U85Target {
     arch: ArchConfig,
     perf: PerfModel,
     goal: Optimise,
+    cache: Arc<EncodeCache>,
+}
+
+/// Weight streams by what determines them: the weights (their [`OhwiWeights::identity`]),
+/// the ordering parameters and the weight format. Each entry keeps a clone of its weights,
+/// so that no other weight set can take their address while the entry lives; entries whose
+/// weights nothing else holds any more (e.g. an OFM-depth slice's, once encoded) can never
+/// be asked for again and are dropped when the cache has doubled since the last sweep.
+#[derive(Debug, Default)]
+struct EncodeCache {
+    streams: Mutex<CacheMap>,
+}
+
+#[derive(Debug, Default)]
+struct CacheMap {
+    /// Each key's weights (kept) and streams.
+    map: HashMap<EncodeKey, (OhwiWeights, Streams)>,
+    /// The size at which the next sweep runs.
+    sweep_at: usize,
+}
+
+/// The weights' [`OhwiWeights::identity`], the ordering parameters and the weight format.
+type EncodeKey = (WeightsId, OrderingParams, WeightFormat);
+
+/// [`OhwiWeights::identity`].
+type WeightsId = (usize, npuc_codecs::ordering::WeightShape);
+
+/// Encoded weight streams, shared.
+type Streams = Arc<[Vec<u8>]>;
+
+impl EncodeCache {
+    /// The streams of `key`, encoded by `encode` the first time.
+    fn get_or_encode(
+        &self,
+        weights: &OhwiWeights,
+        params: OrderingParams,
+        format: WeightFormat,
+        encode: impl FnOnce() -> Result<Vec<Vec<u8>>, TargetError>,
+    ) -> Result<Vec<Vec<u8>>, TargetError> {
+        let key = (weights.identity(), params, format);
+        let lock = || self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, streams)) = lock().map.get(&key) {
+            return Ok(streams.to_vec());
+        }
+        // Encoded outside the lock: another thread may encode the same key meanwhile, with
+        // the same result (the encoders are deterministic).
+        let streams = encode()?;
+        let mut cache = lock();
+        cache
+            .map
+            .entry(key)
+            .or_insert_with(|| (weights.clone(), streams.clone().into()));
+        if cache.map.len() >= cache.sweep_at {
+            cache.map.retain(|_, (w, _)| w.is_shared());
+            cache.sweep_at = (2 * cache.map.len()).max(64);
+        }
+        Ok(streams)
+    }
 }
 
 impl U85Target {
@@ -44,6 +109,7 @@ impl U85Target {
             arch,
             perf: PerfModel::new(arch, map),
             goal: Optimise::Performance,
+            cache: Arc::default(),
         }
     }
 
@@ -292,23 +358,25 @@ impl Target for U85Target {
             microblock: u85.microblock,
             macs_per_cc: macs,
         };
-        let ordering = WeightOrdering::new(&params, weights.shape())?;
-        if u85.weight_format == WeightFormat::Fwd {
-            if kind != KernelKind::Conv {
-                return Err(TargetError::Unsupported(
-                    "FWD weights are for convolutions only".into(),
-                ));
-            }
-            let merged = ordering.order_fwd(weights)?;
-            let stream = npuc_codecs::fwd::encode_fwd(&merged)
-                .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
-            return Ok(EncodedWeights {
-                streams: vec![stream],
-            });
+        if u85.weight_format == WeightFormat::Fwd && kind != KernelKind::Conv {
+            return Err(TargetError::Unsupported(
+                "FWD weights are for convolutions only".into(),
+            ));
         }
-        let streams = ordering.order(weights)?;
-        let streams = npuc_codecs::swd::encode::encode_streams(&streams)
-            .map_err(|e| TargetError::Swd(e.to_string()))?;
+        let streams = self
+            .cache
+            .get_or_encode(weights, params, u85.weight_format, || {
+                let ordering = WeightOrdering::new(&params, weights.shape())?;
+                if u85.weight_format == WeightFormat::Fwd {
+                    let merged = ordering.order_fwd(weights)?;
+                    let stream = npuc_codecs::fwd::encode_fwd(&merged)
+                        .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
+                    return Ok(vec![stream]);
+                }
+                let streams = ordering.order(weights)?;
+                npuc_codecs::swd::encode::encode_streams(&streams)
+                    .map_err(|e| TargetError::Swd(e.to_string()))
+            })?;
         Ok(EncodedWeights { streams })
     }
 
@@ -430,5 +498,105 @@ impl Target for U85Target {
             None if map.arena == MemoryKind::Sram => Some((1, u64::MAX)),
             None => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{U85Block, U85Target};
+    use crate::arch_interface::{BlockConfig, KernelKind, Target, WeightStreams};
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::isa::Microblock;
+    use npuc_codecs::ordering::{IfmPrecision, OhwiWeights, WeightOrder, WeightShape};
+
+    fn weights(seed: u32) -> OhwiWeights {
+        let shape = WeightShape {
+            ofm_depth: 32,
+            kernel_height: 3,
+            kernel_width: 3,
+            ifm_depth: 8,
+        };
+        let mut x = seed | 1;
+        let values = (0..shape.len())
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                (x % 255) as i16 - 127
+            })
+            .collect();
+        OhwiWeights::new(shape, values).unwrap()
+    }
+
+    fn encode(t: &U85Target, w: &OhwiWeights, depth: u32, streams: WeightStreams) -> Vec<Vec<u8>> {
+        // (A 16-deep u1x1/u1x2 microblock is for 16-bit IFMs and 1x1 kernels only.)
+        let mb = t
+            .arch
+            .microblocks()
+            .into_iter()
+            .find(|mb| {
+                mb.depth != 16 || !matches!(mb.encoding, Microblock::U1x1 | Microblock::U1x2)
+            })
+            .unwrap();
+        let block = BlockConfig {
+            ofm_block: (mb.height, mb.width, depth),
+            microblock: (mb.height, mb.width, mb.depth),
+            weight_streams: streams,
+            sparse: false,
+            private: U85Block::private(mb.encoding, WeightOrder::DepthFirst),
+        };
+        t.encode_weights(
+            KernelKind::Conv,
+            w,
+            IfmPrecision::B8,
+            (1, 1),
+            (1, 1),
+            &block,
+        )
+        .unwrap()
+        .streams
+    }
+
+    #[test]
+    fn a_weight_stream_is_encoded_once_per_weights_and_ordering() {
+        let t = U85Target::new(Accelerator::U85_256);
+        let fresh = U85Target::new(Accelerator::U85_256);
+        let entries = || t.cache.streams.lock().unwrap().map.len();
+        let a = weights(7);
+        let swd = encode(&t, &a, 16, WeightStreams::PerDecoder);
+        assert_eq!(entries(), 1);
+        // The same weights (a clone shares them) and ordering: the cached streams.
+        assert_eq!(encode(&t, &a.clone(), 16, WeightStreams::PerDecoder), swd);
+        assert_eq!(entries(), 1);
+        // Another ordering, another format, other weights with equal values: new entries,
+        // each what a target without a cache encodes.
+        for (w, depth, streams) in [
+            (a.clone(), 32, WeightStreams::PerDecoder),
+            (a.clone(), 16, WeightStreams::Single),
+            (weights(7), 16, WeightStreams::PerDecoder),
+        ] {
+            let before = entries();
+            assert_eq!(
+                encode(&t, &w, depth, streams),
+                encode(&fresh, &w, depth, streams)
+            );
+            assert_eq!(entries(), before + 1);
+        }
+    }
+
+    #[test]
+    fn entries_of_weights_no_one_holds_are_swept() {
+        let t = U85Target::new(Accelerator::U85_256);
+        let kept = weights(1);
+        encode(&t, &kept, 16, WeightStreams::PerDecoder);
+        for seed in 2..200 {
+            encode(&t, &weights(seed), 16, WeightStreams::PerDecoder);
+        }
+        let cache = t.cache.streams.lock().unwrap();
+        assert!(cache.map.len() < 64, "{}", cache.map.len());
+        assert!(cache
+            .map
+            .values()
+            .any(|(w, _)| w.identity() == kept.identity()));
     }
 }

@@ -94,10 +94,11 @@ pub(crate) fn decide<'l>(
         placement.regions[i] == REGION_ARENA && !b.is_input && !b.is_output
     });
     let (cascades, uncascaded_plans) = if spills && target.fast_storage().is_some() {
-        let plans = plan::plan(target, &lowered, &placement)?;
+        let plans = plan::plan(target, &lowered, &placement, None)?;
+        let cascades = cascade::choose(target, &lowered, &placement, &plans, &chains);
         (
-            cascade::choose(target, &lowered, &placement, &plans, &chains),
-            Some(plans),
+            cascades,
+            Some(plan::Planned::new(&lowered, &placement, plans)),
         )
     } else {
         (Vec::new(), None)
@@ -114,8 +115,9 @@ pub(crate) fn decide<'l>(
     }
     // Without cascades the operations and their placement are the ones just planned.
     let mut plans = match uncascaded_plans {
-        Some(plans) if cascades.is_empty() => plans,
-        _ => plan::plan(target, &lowered, &placement)?,
+        Some(planned) if cascades.is_empty() => planned.into_plans(),
+        // Operations the cascades leave as they were, where they were, keep their plans.
+        earlier => plan::plan(target, &lowered, &placement, earlier.as_ref())?,
     };
     // A consumer runs with its producer's block and microblock.
     for k in 0..lowered.ops.len() {

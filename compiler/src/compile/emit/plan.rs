@@ -79,16 +79,54 @@ pub(super) fn estimate_traffic(
     target.estimate_traffic(&w.commands)
 }
 
-/// Plans every operation of `l` with the feature maps at `p`.
+/// Plans every operation of `l` with the feature maps at `p`; an operation that `earlier`
+/// planned already, the same operation with its feature maps at the same places, keeps that
+/// plan (planning is a function of the operation and its locations alone).
 pub(super) fn plan(
     target: &dyn Target,
     l: &Lowered,
     p: &Placement,
+    earlier: Option<&Planned>,
 ) -> Result<Vec<OpPlan>, CompileError> {
+    let none = BTreeMap::new();
     // Operations are planned independently: on every thread available, in order.
-    par_map(&l.ops, |_, op| plan_op(target, l, p, op))
-        .into_iter()
-        .collect()
+    par_map(&l.ops, |k, op| {
+        if let Some(e) = earlier {
+            if let (Some((op0, at0)), Some(plan0)) = (e.keys.get(k), e.plans.get(k)) {
+                if op0 == op && *at0 == locs(op, p, l, &none) {
+                    return Ok(plan0.clone());
+                }
+            }
+        }
+        plan_op(target, l, p, op)
+    })
+    .into_iter()
+    .collect()
+}
+
+/// A planning pass's operations with their locations, and its plans, for a later pass
+/// ([`plan`]'s `earlier`).
+pub(super) struct Planned {
+    keys: Vec<(NpuOp, Locs)>,
+    plans: Vec<OpPlan>,
+}
+
+impl Planned {
+    /// `plans` of the operations of `l` with the feature maps at `p`.
+    pub(super) fn new(l: &Lowered, p: &Placement, plans: Vec<OpPlan>) -> Planned {
+        let none = BTreeMap::new();
+        let keys = l
+            .ops
+            .iter()
+            .map(|op| (op.clone(), locs(op, p, l, &none)))
+            .collect();
+        Planned { keys, plans }
+    }
+
+    /// The plans.
+    pub(super) fn into_plans(self) -> Vec<OpPlan> {
+        self.plans
+    }
 }
 
 /// `f(i, &items[i])` for every item, in order, computed on up to `available_parallelism`
