@@ -13,6 +13,7 @@
 //! [`Commands`], which only the target that made them looks into.
 
 use crate::compile::emit::{Decisions, Written};
+use crate::compile::lower::Lowered;
 use crate::compile::CompileError;
 use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights};
 use npuc_codecs::scale::{AccFormat, ChannelScale};
@@ -215,6 +216,11 @@ pub trait Target: Sync {
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
+    /// Lowers a validated graph to the target's NPU operations over buffers: the U85's
+    /// lowering recipes (`npuc-backend-lower`). The form is the U85's `Lowered` (its
+    /// operations hold ISA enums), which the schedule framework reads: see ARCHITECTURE.md,
+    /// "Seam status".
+    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError>;
     /// Writes the command stream and read-only region of a scheduled graph: the target's
     /// writer (the U85's sequences the operations in `compile/emit/write.rs` and programs the
     /// registers with the backend's `writer`).

@@ -9,6 +9,7 @@ use crate::arch_interface::{
     OpGeometry, StreamEstimate, Target, TargetError, WeightStreams,
 };
 use crate::compile::emit::{write, Decisions, Written};
+use crate::compile::lower::Lowered;
 use crate::compile::{CompileError, Optimise};
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::stream::StreamDecoder;
@@ -395,6 +396,10 @@ impl Target for U85Target {
                 .collect(),
             total: perf.total_cycles,
         })
+    }
+
+    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError> {
+        Ok(npuc_backend_lower::lower(graph)?)
     }
 
     fn write(&self, decisions: &Decisions) -> Result<Written, CompileError> {
