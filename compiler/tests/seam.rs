@@ -34,12 +34,7 @@ const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
         "artifact.rs",
         "opens U85 streams: containers, COP payloads, Vela .tflite",
     ),
-    ("disasm.rs", "U85 disassembly"),
     ("report.rs", "the U85 cost model over a stream"),
-    (
-        "layers.rs",
-        "decodes U85 streams to map commands to source operators",
-    ),
     ("run.rs", "the U85 simulator"),
     ("verify.rs", "the U85 simulator"),
     ("vela_output.rs", "Vela's output files"),
