@@ -13,6 +13,7 @@
 //! [`Commands`], which only the target that made them looks into.
 
 use crate::compile::emit::{Decisions, Written};
+use crate::compile::lower::Lowered;
 use crate::compile::CompileError;
 use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights};
 use npuc_codecs::scale::{AccFormat, ChannelScale};
@@ -150,6 +151,47 @@ pub struct CommandCounts {
     pub dma: usize,
 }
 
+/// A command that starts work (a kernel operation or a DMA), as the layer map sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkCommand {
+    /// Its byte offset in the stream.
+    pub offset: u32,
+    /// A DMA (else a kernel operation).
+    pub dma: bool,
+    /// Where it writes (a kernel: its OFM; a DMA: its destination): region and address.
+    pub region: u8,
+    /// See `region`.
+    pub address: u64,
+}
+
+/// One command of a stream, as its target disassembles it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisasmCommand {
+    /// Byte offset in the stream.
+    pub offset: usize,
+    /// The command's name (U85: `NPU_SET_IFM_BASE0`).
+    pub name: &'static str,
+    /// The text line `npuc disasm` prints (offset, name, fields).
+    pub line: String,
+    /// Each field's name and the unsigned integer its bits hold, in the target's field order.
+    pub fields: Vec<(&'static str, u64)>,
+}
+
+/// A command stream its target cannot decode; the target's words for why and where.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{0}")]
+pub struct StreamError(pub String);
+
+/// The disassembly of a command stream: the commands up to the first one that does not
+/// decode, and that error.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Disassembly {
+    /// The commands decoded, in stream order.
+    pub commands: Vec<DisasmCommand>,
+    /// Why decoding stopped before the end, if it did.
+    pub error: Option<StreamError>,
+}
+
 /// Why a target could not encode something.
 #[derive(Debug, Error)]
 pub enum TargetError {
@@ -208,6 +250,12 @@ pub trait Target: Sync {
     fn estimate_traffic(&self, commands: &Commands) -> (u64, u64);
     /// Counts the kernel and DMA commands of a stream this target wrote.
     fn count_commands(&self, words: &[u32]) -> CommandCounts;
+    /// Disassembles a command stream of this target's kind (any, not only its own writer's:
+    /// Vela's too).
+    fn disassemble(&self, words: &[u32]) -> Disassembly;
+    /// The commands of a stream of this target's kind that start work, in order (`None` if
+    /// it does not decode).
+    fn work_commands(&self, words: &[u32]) -> Option<Vec<WorkCommand>>;
     /// Estimates a whole command stream (`None` if it does not decode).
     fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate>;
     /// The name of the memory holding a region (`Sram`, `Dram`, ...).
@@ -215,6 +263,11 @@ pub trait Target: Sync {
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
+    /// Lowers a validated graph to the target's NPU operations over buffers: the U85's
+    /// lowering recipes (`npuc-backend-lower`). The form is the U85's `Lowered` (its
+    /// operations hold ISA enums), which the schedule framework reads: see ARCHITECTURE.md,
+    /// "Seam status".
+    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError>;
     /// Writes the command stream and read-only region of a scheduled graph: the target's
     /// writer (the U85's sequences the operations in `compile/emit/write.rs` and programs the
     /// registers with the backend's `writer`).

@@ -1,4 +1,5 @@
-//! `npuc disasm`: command streams as text or JSON, through the backend's ISA table.
+//! `npuc disasm`: command streams as text or JSON, as the stream's target disassembles them
+//! ([`Target::disassemble`]; the Ethos-U85's through its ISA table).
 //!
 //! JSON contract: an object `{"version": 1, "streams": [...], "commands": [...]}`. Each stream
 //! is `{"op": <ordinal of the ethos-u operator>, "origin", "accelerator" (or null), "words"}`;
@@ -8,8 +9,9 @@
 //! range (bits \[63:32\] are the cmd1 payload word). `version` rises when a key changes meaning
 //! or goes away; new keys may appear without it.
 
+use crate::arch_interface::{DisasmCommand, Disassembly, StreamError, Target};
 use crate::artifact::{Artifact, NpuStream, StreamOrigin};
-use npuc_backend::isa::{disasm, stream::StreamDecoder, DecodeError, Decoded};
+use crate::targets;
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
 
@@ -20,7 +22,7 @@ pub struct DisasmError {
     /// The stream's header line.
     pub header: String,
     /// The error.
-    pub source: DecodeError,
+    pub source: StreamError,
     /// Output produced before the error (text or JSON lines).
     pub partial: String,
 }
@@ -52,9 +54,9 @@ fn op_index(i: usize, s: &NpuStream) -> usize {
     }
 }
 
-/// Decodes one stream fully.
-pub fn decode(s: &NpuStream) -> Result<Vec<Decoded>, DecodeError> {
-    StreamDecoder::new(&s.words).collect()
+/// Disassembles one stream with the target that reads it ([`targets::reader`]).
+pub fn disassemble(s: &NpuStream) -> Disassembly {
+    targets::reader(s.accelerator).disassemble(&s.words)
 }
 
 /// Text disassembly of every stream: a header line per stream, then one line per command.
@@ -63,40 +65,42 @@ pub fn text(artifact: &Artifact) -> Result<String, DisasmError> {
     for (i, s) in artifact.streams.iter().enumerate() {
         let h = header(op_index(i, s), s);
         let _ = writeln!(out, "{h}");
-        for d in StreamDecoder::new(&s.words) {
-            match d {
-                Ok(d) => {
-                    let _ = writeln!(out, "{}", disasm::line(&d));
-                }
-                Err(source) => {
-                    return Err(DisasmError {
-                        header: h,
-                        source,
-                        partial: out,
-                    })
-                }
-            }
+        let d = disassemble(s);
+        for c in &d.commands {
+            let _ = writeln!(out, "{}", c.line);
+        }
+        if let Some(source) = d.error {
+            return Err(DisasmError {
+                header: h,
+                source,
+                partial: out,
+            });
         }
     }
     Ok(out)
 }
 
-/// Text disassembly of one command stream, one line per command (no header).
-pub fn words_text(words: &[u32]) -> Result<String, DecodeError> {
+/// Text disassembly of one command stream `target` wrote, one line per command (no header).
+pub fn words_text(target: &dyn Target, words: &[u32]) -> Result<String, StreamError> {
+    let d = target.disassemble(words);
+    if let Some(e) = d.error {
+        return Err(e);
+    }
     let mut out = String::new();
-    for d in StreamDecoder::new(words) {
-        let _ = writeln!(out, "{}", disasm::line(&d?));
+    for c in &d.commands {
+        let _ = writeln!(out, "{}", c.line);
     }
     Ok(out)
 }
 
 /// The JSON object of one command.
-pub fn command_json(op: usize, d: &Decoded) -> Value {
-    let fields: Map<String, Value> = disasm::raw_fields(d)
-        .into_iter()
-        .map(|(n, v)| (n.to_string(), json!(v)))
+pub fn command_json(op: usize, c: &DisasmCommand) -> Value {
+    let fields: Map<String, Value> = c
+        .fields
+        .iter()
+        .map(|&(n, v)| (n.to_string(), json!(v)))
         .collect();
-    json!({ "op": op, "offset": d.offset, "name": d.opcode().spec().name, "fields": fields })
+    json!({ "op": op, "offset": c.offset, "name": c.name, "fields": fields })
 }
 
 /// Version of the `--json` object; raised when a key changes meaning or goes away.
@@ -124,19 +128,16 @@ pub fn json(artifact: &Artifact) -> Result<Value, DisasmError> {
             "accelerator": s.accelerator.map(|a| a.name()),
             "words": s.words.len(),
         }));
-        for d in StreamDecoder::new(&s.words) {
-            match d {
-                Ok(d) => all.push(command_json(op, &d)),
-                Err(source) => {
-                    let partial = serde_json::to_string_pretty(&json_object(streams, all))
-                        .unwrap_or_default();
-                    return Err(DisasmError {
-                        header: header(op, s),
-                        source,
-                        partial,
-                    });
-                }
-            }
+        let d = disassemble(s);
+        all.extend(d.commands.iter().map(|c| command_json(op, c)));
+        if let Some(source) = d.error {
+            let partial =
+                serde_json::to_string_pretty(&json_object(streams, all)).unwrap_or_default();
+            return Err(DisasmError {
+                header: header(op, s),
+                source,
+                partial,
+            });
         }
     }
     Ok(json_object(streams, all))

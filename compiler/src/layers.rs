@@ -12,10 +12,10 @@
 //! stream alone, and checked: if the stream's kernel commands do not match the schedule's
 //! operations one for one, there is no map (and `--per-layer` says so).
 
+use crate::arch_interface::Target;
 use crate::compile::schedule::{FmPlacement, Schedule, Staging};
 use crate::container::{LayerMaps, OperatorEntry, SourceEntry};
-use npuc_backend::isa::stream::StreamDecoder;
-use npuc_backend::isa::{Command, RegisterFile};
+use crate::targets;
 
 /// The version of the layer map (operators' `sources` and `commands`) this npuc writes.
 pub const LAYERS_VERSION: u32 = 1;
@@ -23,59 +23,6 @@ pub const LAYERS_VERSION: u32 = 1;
 /// The name of the `.tflite` metadata entry holding the layer maps of the `ethos-u`
 /// operators ([`LayerMaps`], protobuf).
 pub const TFLITE_METADATA_NAME: &str = "npuc_layers";
-
-/// A command of a stream, as the attribution sees it.
-#[derive(Debug, Clone, Copy)]
-struct Cmd {
-    /// Byte offset of the NPU_OP_* command.
-    offset: u32,
-    /// A DMA (else a kernel command).
-    dma: bool,
-    /// OFM (kernels) or DMA destination (DMAs): region and address.
-    region: u8,
-    address: u64,
-}
-
-fn address(hi: u8, lo: u32) -> u64 {
-    (u64::from(hi) << 32) | u64::from(lo)
-}
-
-/// The kernel and DMA commands of a stream, in order (`None` if it does not decode).
-fn commands(words: &[u32]) -> Option<Vec<Cmd>> {
-    let mut regs = RegisterFile::default();
-    let mut out = Vec::new();
-    for d in StreamDecoder::new(words) {
-        let d = d.ok()?;
-        if regs.apply(&d.command) {
-            continue;
-        }
-        let offset = u32::try_from(d.offset).ok()?;
-        let kernel = |out: &mut Vec<Cmd>| {
-            out.push(Cmd {
-                offset,
-                dma: false,
-                region: regs.ofm_region.region,
-                address: address(regs.ofm_base0.addr_hi, regs.ofm_base0.addr_lo),
-            })
-        };
-        match d.command {
-            Command::OpStop(_) => break,
-            Command::OpConv(_)
-            | Command::OpDepthwise(_)
-            | Command::OpPool(_)
-            | Command::OpElementwise(_)
-            | Command::OpResize(_) => kernel(&mut out),
-            Command::OpDmaStart(_) => out.push(Cmd {
-                offset,
-                dma: true,
-                region: regs.dma0_dst_region.region,
-                address: address(regs.dma0_dst.addr_hi, regs.dma0_dst.addr_lo),
-            }),
-            _ => {}
-        }
-    }
-    Some(out)
-}
 
 /// What the schedule says comes next in the stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,10 +43,10 @@ fn ofm_at(s: &Schedule, k: usize) -> Option<(u8, u64)> {
 }
 
 /// The byte offsets of the kernel and DMA commands of each operation of `schedule` in
-/// `words`, the stream written for it (see the module documentation); `None` when the stream
-/// and the schedule do not match.
-pub fn attribute(words: &[u32], schedule: &Schedule) -> Option<Vec<Vec<u32>>> {
-    let cmds = commands(words)?;
+/// `words`, the stream `target` wrote for it (see the module documentation); `None` when the
+/// stream and the schedule do not match.
+pub fn attribute(target: &dyn Target, words: &[u32], schedule: &Schedule) -> Option<Vec<Vec<u32>>> {
+    let cmds = target.work_commands(words)?;
     let n = schedule.ops.len();
     let mut slots = Vec::new();
     let mut k = 0;
@@ -174,7 +121,8 @@ pub fn attribute(words: &[u32], schedule: &Schedule) -> Option<Vec<Vec<u32>>> {
 /// The manifest's operator entries of a compiled model: each NPU operation with its source
 /// operators and, when the attribution succeeds, its commands.
 pub fn operator_entries(m: &crate::compile::CompiledModel) -> (Vec<OperatorEntry>, bool) {
-    let owned = attribute(&m.command_stream, &m.schedule);
+    let target = targets::reader(Some(m.accelerator));
+    let owned = attribute(target.as_ref(), &m.command_stream, &m.schedule);
     let entries = m
         .operators
         .iter()

@@ -285,7 +285,8 @@ pub fn disasm_text(bytes: &[u8], options: &Options) -> Result<String, Error> {
 /// The disassembly of a compiled model's command stream: one line per command, as
 /// `npuc disasm` prints them.
 pub fn stream_text(m: &CompiledModel) -> Result<String, Error> {
-    disasm::words_text(&m.command_stream)
+    let target = targets::reader(Some(m.accelerator));
+    disasm::words_text(target.as_ref(), &m.command_stream)
         .map_err(|e| Error::Compile(CompileError::Stream(e.to_string())))
 }
 

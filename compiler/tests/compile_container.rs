@@ -3,6 +3,7 @@
 mod compile_common;
 
 use compile_common::*;
+use npuc::compile::lower::LowerError;
 use npuc::compile::{compile, CompileError, Options};
 use npuc::container;
 use npuc_backend::isa::{decode_stream, Command};
@@ -70,7 +71,7 @@ fn unsupported_operators_are_errors_naming_the_operator() {
     let g = b.finish().unwrap();
     let e = compile(&g, &Options::default()).unwrap_err();
     assert!(
-        matches!(&e, CompileError::Unsupported { name, .. } if name == "the_argmax"),
+        matches!(&e, CompileError::Lower(LowerError::Unsupported { name, .. }) if name == "the_argmax"),
         "{e}"
     );
 

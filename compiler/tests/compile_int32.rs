@@ -7,6 +7,7 @@
 mod compile_common;
 
 use compile_common::*;
+use npuc::compile::lower::LowerError;
 use npuc::compile::{compile, CompileError, Options};
 use npuc_backend::arch::Accelerator;
 use npuc_ir::*;
@@ -455,7 +456,7 @@ fn a_table_gather_with_a_provable_index_is_a_lut_on_the_index_operation() {
     // Offset 254 could index -1: not provably in range.
     let e = compile(&table_gather(&table, 254), &Options::default()).unwrap_err();
     assert!(
-        matches!(&e, CompileError::Unsupported { name, reason, .. }
+        matches!(&e, CompileError::Lower(LowerError::Unsupported { name, reason, .. })
             if name == "exp" && reason.contains("0..=255")),
         "{e}"
     );

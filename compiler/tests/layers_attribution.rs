@@ -14,7 +14,8 @@ fn check(model: &Path, options: &Options) -> Result<(), String> {
     let Ok(m) = npuc::compile_file(&bytes, options) else {
         return Ok(()); // refused: nothing to attribute
     };
-    let owned = npuc::layers::attribute(&m.command_stream, &m.schedule)
+    let target = npuc::targets::reader(Some(m.accelerator));
+    let owned = npuc::layers::attribute(target.as_ref(), &m.command_stream, &m.schedule)
         .ok_or("the stream does not match the schedule")?;
     let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
     let report = npuc::vela_output::report(&[&m], &map).map_err(|e| e.to_string())?;

@@ -14,16 +14,13 @@ const REGISTRY: &str = "targets/";
 /// Files and directories of `compiler/src` that still name `npuc_backend`, and why.
 const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
     (
-        "compile/lower/",
-        "U85 lowering recipes (NpuOp holds ISA enums)",
-    ),
-    (
         "compile/emit/",
         "U85 candidate planning and stream sequencing",
     ),
     (
         "compile/mod.rs",
-        "Options name the U85 accelerator and vela.ini systems; validation",
+        "Options name the U85 accelerator and vela.ini systems; validation; re-exports \
+         npuc-backend-lower as compile::lower",
     ),
     (
         "lib.rs",
@@ -37,12 +34,7 @@ const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
         "artifact.rs",
         "opens U85 streams: containers, COP payloads, Vela .tflite",
     ),
-    ("disasm.rs", "U85 disassembly"),
     ("report.rs", "the U85 cost model over a stream"),
-    (
-        "layers.rs",
-        "decodes U85 streams to map commands to source operators",
-    ),
     ("run.rs", "the U85 simulator"),
     ("verify.rs", "the U85 simulator"),
     ("vela_output.rs", "Vela's output files"),
@@ -132,4 +124,22 @@ fn the_shared_parts_of_the_driver_name_no_backend() {
             .unwrap_or_else(|| panic!("{shared} exists"));
         assert!(!text.contains("npuc_backend"), "{shared} names the backend");
     }
+}
+
+#[test]
+fn compile_lowers_through_the_target() {
+    // The lowering recipes are the U85's (`npuc-backend-lower`); `compile()` asks its target.
+    let files = driver_files();
+    let (_, text) = files
+        .iter()
+        .find(|(p, _)| p == "compile/mod.rs")
+        .expect("compile/mod.rs exists");
+    assert!(
+        text.contains("target.lower(graph)") && !text.contains("lower::lower("),
+        "compile() must lower through Target::lower"
+    );
+    assert!(
+        !files.iter().any(|(p, _)| p.starts_with("compile/lower/")),
+        "the lowering recipes live in backend/lower, not in the driver"
+    );
 }

@@ -31,7 +31,8 @@
 
 pub mod alloc;
 pub mod emit;
-pub mod lower;
+/// The Ethos-U85 lowering recipes (the `npuc-backend-lower` crate).
+pub use npuc_backend_lower as lower;
 pub mod schedule;
 pub mod summary;
 
@@ -196,13 +197,10 @@ impl Default for Options {
 /// Why a graph could not be compiled.
 #[derive(Debug, Error)]
 pub enum CompileError {
-    /// An operator (group) the NPU path does not support (yet).
-    #[error("operator {name} ({kind}) is not supported on the NPU: {reason}")]
-    Unsupported {
-        name: String,
-        kind: String,
-        reason: String,
-    },
+    /// Lowering refused the graph: an operator (group) the NPU path does not support (yet),
+    /// or a malformed graph.
+    #[error(transparent)]
+    Lower(#[from] lower::LowerError),
     /// The graph itself is malformed.
     #[error("invalid graph: {0}")]
     Graph(String),
@@ -353,7 +351,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
     let arena = map.arena;
     let target = targets::select(options, map);
-    let lowered = lower::lower(graph)?;
+    let lowered = target.lower(graph)?;
     let mut emitted = emit::emit(target.as_ref(), &lowered)?;
     if let Some(budget) = options.sram_budget {
         check_sram_budget(&lowered, &emitted.placement, arena, budget)?;

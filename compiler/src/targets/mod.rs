@@ -34,6 +34,16 @@ impl TargetFamily {
     }
 }
 
+/// The target that reads a stream of an artifact (disassembly): in the configuration the
+/// artifact records (the default one when it records none) and the default memory system.
+/// Every artifact npuc opens (containers, Vela's `.tflite`, raw streams) holds Ethos-U85
+/// streams.
+pub fn reader(accelerator: Option<npuc_backend::arch::Accelerator>) -> Box<dyn Target> {
+    Box::new(U85Target::new(
+        accelerator.unwrap_or(npuc_backend::arch::Accelerator::U85_256),
+    ))
+}
+
 /// The target `options` ask for, in the memory system `map`.
 pub fn select(options: &Options, map: MemoryMap) -> Box<dyn Target> {
     match options.family() {

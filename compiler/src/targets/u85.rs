@@ -5,10 +5,12 @@
 //! model ([`npuc_backend::perf`]).
 
 use crate::arch_interface::{
-    BlockConfig, BlockNames, CommandCounts, Commands, EncodedWeights, KernelKind, OpEstimate,
-    OpGeometry, StreamEstimate, Target, TargetError, WeightStreams,
+    BlockConfig, BlockNames, CommandCounts, Commands, DisasmCommand, Disassembly, EncodedWeights,
+    KernelKind, OpEstimate, OpGeometry, StreamError, StreamEstimate, Target, TargetError,
+    WeightStreams, WorkCommand,
 };
 use crate::compile::emit::{write, Decisions, Written};
+use crate::compile::lower::Lowered;
 use crate::compile::{CompileError, Optimise};
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::stream::StreamDecoder;
@@ -463,6 +465,66 @@ impl Target for U85Target {
                 .collect(),
             total: perf.total_cycles,
         })
+    }
+
+    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError> {
+        Ok(npuc_backend_lower::lower(graph)?)
+    }
+
+    fn work_commands(&self, words: &[u32]) -> Option<Vec<WorkCommand>> {
+        let address = |hi: u8, lo: u32| (u64::from(hi) << 32) | u64::from(lo);
+        let mut regs = RegisterFile::default();
+        let mut out = Vec::new();
+        for d in StreamDecoder::new(words) {
+            let d = d.ok()?;
+            if regs.apply(&d.command) {
+                continue;
+            }
+            let offset = u32::try_from(d.offset).ok()?;
+            let kernel = |out: &mut Vec<WorkCommand>| {
+                out.push(WorkCommand {
+                    offset,
+                    dma: false,
+                    region: regs.ofm_region.region,
+                    address: address(regs.ofm_base0.addr_hi, regs.ofm_base0.addr_lo),
+                })
+            };
+            match d.command {
+                Command::OpStop(_) => break,
+                Command::OpConv(_)
+                | Command::OpDepthwise(_)
+                | Command::OpPool(_)
+                | Command::OpElementwise(_)
+                | Command::OpResize(_) => kernel(&mut out),
+                Command::OpDmaStart(_) => out.push(WorkCommand {
+                    offset,
+                    dma: true,
+                    region: regs.dma0_dst_region.region,
+                    address: address(regs.dma0_dst.addr_hi, regs.dma0_dst.addr_lo),
+                }),
+                _ => {}
+            }
+        }
+        Some(out)
+    }
+
+    fn disassemble(&self, words: &[u32]) -> Disassembly {
+        let mut out = Disassembly::default();
+        for d in StreamDecoder::new(words) {
+            match d {
+                Ok(d) => out.commands.push(DisasmCommand {
+                    offset: d.offset,
+                    name: d.opcode().spec().name,
+                    line: npuc_backend::isa::disasm::line(&d),
+                    fields: npuc_backend::isa::disasm::raw_fields(&d),
+                }),
+                Err(e) => {
+                    out.error = Some(StreamError(e.to_string()));
+                    break;
+                }
+            }
+        }
+        out
     }
 
     fn write(&self, decisions: &Decisions) -> Result<Written, CompileError> {

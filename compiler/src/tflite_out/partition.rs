@@ -9,6 +9,7 @@
 //!    the segment's operators when the error names none) and the segments are formed again.
 //! 3. A segment without any NPU kernel operation (only reshapes) stays on the CPU.
 
+use crate::compile::lower::LowerError as NpuLowerError;
 use crate::compile::{self, CompileError, CompiledModel, Options};
 use npuc_frontend_tflite::lower::partition::{boundary, lower_ops};
 use npuc_frontend_tflite::lower::LowerError;
@@ -69,7 +70,9 @@ fn lower_reason(e: &LowerError) -> String {
 
 fn compile_reason(e: &CompileError) -> String {
     match e {
-        CompileError::Unsupported { kind, reason, .. } => format!("{kind}: {reason}"),
+        CompileError::Lower(NpuLowerError::Unsupported { kind, reason, .. }) => {
+            format!("{kind}: {reason}")
+        }
         e => e.to_string(),
     }
 }
@@ -80,7 +83,7 @@ pub fn check_op(model: &TfliteModel, op: OpId) -> Result<(), String> {
     let node = sg.operator(op).ok_or("no such operator")?;
     let inputs = boundary(model, &[op]).inputs;
     let lowered = lower_ops(model, &[op], &inputs, &node.outputs).map_err(|e| lower_reason(&e))?;
-    compile::lower::lower(&lowered.graph).map_err(|e| compile_reason(&e))?;
+    compile::lower::lower(&lowered.graph).map_err(|e| compile_reason(&e.into()))?;
     Ok(())
 }
 
@@ -89,7 +92,8 @@ fn culprits(seg: &[OpId], e: &SegmentError) -> Vec<OpId> {
     let named = match e {
         SegmentError::Lower(LowerError::Operator { op, .. }) => Some(*op),
         SegmentError::Compile(
-            CompileError::Unsupported { name, .. } | CompileError::Encode { name, .. },
+            CompileError::Lower(NpuLowerError::Unsupported { name, .. })
+            | CompileError::Encode { name, .. },
         ) => tflite_op_of(name),
         _ => None,
     };
