@@ -1,6 +1,6 @@
 //! npuc's performance model (backend/src/perf) calibrated against Vela 5.2's own estimate, per
 //! operation, on Vela's command streams for every corpus network and configuration with Vela
-//! fixtures (decisions P17..P27 in docs/decisions.md).
+//! fixtures (decisions P17..P28 in docs/decisions.md).
 //!
 //! The fixture `models/vela/per_layer.csv` is written by `models/scripts/vela_per_layer.py`:
 //! Vela's `--enable-debug-db` tables, one row per command-stream offset where a scheduled
@@ -163,18 +163,18 @@ fn share_within(nets: &[&Network], tol: f64) -> f64 {
     ok as f64 / all.max(1) as f64
 }
 
-/// What the calibration reaches (docs/decisions.md P17..P27; issue 13 asks for every total
+/// What the calibration reaches (docs/decisions.md P17..P28; issue 13 asks for every total
 /// within 0.90..1.10 and, per layer, ±20 % for at least 90 % of the cycles): every network's
 /// total within `TOTAL_BAND` of Vela's, at least `TOTAL_WITHIN_TEN` of the 36 within 0.90..1.10,
 /// and per configuration at least `LAYER_SHARE_MIN` of Vela's cycles in layers within ±20 %.
-/// The remaining outliers and their reasons are listed in P21, P23, P24, P25 and P27.
+/// The remaining outliers and their reasons are listed in P21, P23, P24, P25, P27 and P28.
 const TOTAL_BAND: std::ops::RangeInclusive<f64> = 0.77..=1.21;
-const TOTAL_WITHIN_TEN: usize = 32;
+const TOTAL_WITHIN_TEN: usize = 33;
 const LAYER_TOLERANCE: f64 = 0.20;
 const LAYER_SHARE_MIN: [(&str, f64); 3] = [
-    ("u85_256", 0.95),
+    ("u85_256", 0.952),
     ("u85_2048", 0.925),
-    ("u85_256_sram_only", 0.97),
+    ("u85_256_sram_only", 0.975),
 ];
 
 #[test]

@@ -443,6 +443,8 @@ impl PerfModel {
                 p.end = p.cycles;
             }
             (p.start, p.end) = time.schedule_on(dma, p.cycles, &[0; 2 * NUM_MEMORIES]);
+            // The chain so far when this operation reads it (P24, P28).
+            let mut chain = None;
             if reads_chain {
                 if let Some((start, mut pipe, mac)) = producer.take() {
                     // P24: one AO unit performs every operation of a chain (TRM 2.6.3), so
@@ -465,13 +467,19 @@ impl PerfModel {
                             *last = end;
                         }
                     }
+                    chain = Some((start, pipe, mac));
                 }
             }
             if !dma {
                 time.last_kernel = Some((p.start, p.cost.chained_ofm));
+                // P28: an operation that reads the chaining buffer and writes it again extends
+                // the chain: the next reader joins the whole chain's pipeline (from the first
+                // writer's start, every operation's AO work so far), not this operation's alone.
                 producer = p.cost.chained_ofm.then(|| {
-                    let mac = !matches!(p.cost.kind, OpKind::Elementwise | OpKind::Resize);
-                    (p.start, p.cost.pipe.clone(), mac)
+                    chain.unwrap_or_else(|| {
+                        let mac = !matches!(p.cost.kind, OpKind::Elementwise | OpKind::Resize);
+                        (p.start, p.cost.pipe.clone(), mac)
+                    })
                 });
             }
             perf.serial_cycles += p.cycles;
@@ -491,5 +499,91 @@ impl PerfModel {
         }
         perf.total_cycles = time.end();
         Ok(perf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::Accelerator;
+    use crate::isa::{
+        encode_stream, ActivationFormat, ActivationPrecision, ActivationReverse, ActivationStorage,
+        ActivationTranspose, ActivationType, ElementwiseMode, OfmScaleMode, OpElementwise, OpStop,
+        SetIfm2Region, SetIfmDepthM1, SetIfmPrecision, SetIfmRegion, SetOfmBlkDepthM1,
+        SetOfmBlkHeightM1, SetOfmBlkWidthM1, SetOfmDepthM1, SetOfmHeight0M1, SetOfmHeight1M1,
+        SetOfmHeightM1, SetOfmPrecision, SetOfmRegion, SetOfmWidth0M1, SetOfmWidthM1,
+    };
+    use crate::system::presets;
+
+    /// `n` elementwise ADDs of 8x8x16 int8 tensors in SRAM, each after the first reading its
+    /// IFM from the chaining buffer the one before writes (the last writes SRAM).
+    fn add_chain(n: usize) -> Vec<u32> {
+        let storage = |chained: bool| {
+            if chained {
+                ActivationStorage::Chained
+            } else {
+                ActivationStorage::Tile2x2
+            }
+        };
+        let mut c = vec![
+            Command::SetOfmHeightM1(SetOfmHeightM1 { height_m1: 7 }),
+            Command::SetOfmWidthM1(SetOfmWidthM1 { width_m1: 7 }),
+            Command::SetOfmDepthM1(SetOfmDepthM1 { depth_m1: 15 }),
+            Command::SetIfmDepthM1(SetIfmDepthM1 { depth_m1: 15 }),
+            Command::SetOfmWidth0M1(SetOfmWidth0M1 { width_m1: 7 }),
+            Command::SetOfmHeight0M1(SetOfmHeight0M1 { height_m1: 7 }),
+            Command::SetOfmHeight1M1(SetOfmHeight1M1 { height_m1: 7 }),
+            Command::SetOfmBlkHeightM1(SetOfmBlkHeightM1 { height_m1: 7 }),
+            Command::SetOfmBlkWidthM1(SetOfmBlkWidthM1 { width_m1: 7 }),
+            Command::SetOfmBlkDepthM1(SetOfmBlkDepthM1 { depth_m1: 15 }),
+            Command::SetIfmRegion(SetIfmRegion { region: 1 }),
+            Command::SetIfm2Region(SetIfm2Region { region: 1 }),
+            Command::SetOfmRegion(SetOfmRegion { region: 1 }),
+        ];
+        for i in 0..n {
+            let (reads, writes) = (i > 0, i + 1 < n);
+            c.push(Command::SetIfmPrecision(SetIfmPrecision {
+                activation_type: ActivationType::Signed,
+                activation_precision: ActivationPrecision::B8,
+                activation_format: ActivationFormat::Nhwc,
+                activation_storage: storage(reads),
+            }));
+            c.push(Command::SetOfmPrecision(SetOfmPrecision {
+                activation_type: ActivationType::Signed,
+                activation_precision: ActivationPrecision::B8,
+                activation_format: ActivationFormat::Nhwc,
+                scale_mode: OfmScaleMode::Global,
+                activation_reverse: ActivationReverse::None,
+                activation_transpose: ActivationTranspose::Hwc,
+                activation_storage: storage(writes),
+            }));
+            c.push(Command::OpElementwise(OpElementwise {
+                elementwise_mode: ElementwiseMode::Add,
+            }));
+        }
+        c.push(Command::OpStop(OpStop { mask: 0 }));
+        encode_stream(&c).unwrap()
+    }
+
+    #[test]
+    fn every_operation_of_a_longer_chain_adds_its_ao_work_to_the_chain() {
+        let map = MemoryMap::new(
+            &presets::system_config("Ethos_U85_SYS_DRAM_Mid").unwrap(),
+            &presets::memory_mode("Sram_Only").unwrap(),
+        )
+        .unwrap();
+        let m = PerfModel::new(Accelerator::U85_256.config(), map);
+        let one = m.stream(&add_chain(1)).unwrap();
+        // Table 4-12: CB_8 -> OB_8 at 1 element per SU per cycle, 4 SUs: 1024 / 4.
+        assert_eq!(one.ops[0].cost.compute_cycles, 256);
+        // TRM 2.6: one AO unit performs every operation of a chain, so each ADD of the chain
+        // adds its 256 AO cycles to the chain's, and the chain ends with its last operation
+        // (before P28 a third ADD joined only the second's pipeline, not the first's).
+        for n in 2..=4 {
+            let p = m.stream(&add_chain(n)).unwrap();
+            assert_eq!(p.ops.len(), n);
+            assert_eq!(p.total_cycles, 256 * n as u64, "{n} ADDs");
+            assert_eq!(p.ops[n - 1].end, p.total_cycles, "{n} ADDs");
+        }
     }
 }
