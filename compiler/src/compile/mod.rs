@@ -353,7 +353,8 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
     let arena = map.arena;
     let target = targets::select(options, map);
-    let lowered = lower::lower(graph)?;
+    let mut lowered = lower::lower(graph)?;
+    lower::fold_shallow_rows(&mut lowered, &options.accelerator.config());
     let mut emitted = emit::emit(target.as_ref(), &lowered)?;
     if let Some(budget) = options.sram_budget {
         check_sram_budget(&lowered, &emitted.placement, arena, budget)?;

@@ -23,6 +23,7 @@ mod table;
 pub use table::activation_lut::Lut;
 
 use super::CompileError;
+pub(crate) use data_movement::copy::fold_shallow_rows;
 pub use data_movement::scatter::{DmaCopy, DmaIndex};
 use npuc_backend::isa::{
     AccFormat, ActivationReverse, ActivationTranspose, ElementwiseMode, IfmUpscaleMode,
