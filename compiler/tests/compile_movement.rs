@@ -133,3 +133,47 @@ fn constant_gathers_run_as_few_operations() {
     assert!(periodic.len() <= 20, "{periodic:?}");
     assert_eq!(ops(gather_patternless), ["DMA"]);
 }
+
+/// UNet's skip connection: a CONCAT of two 32x32x8 feature maps along the depth. Each
+/// operand's box is 1024 contiguous positions of 8 channels (rows and columns merge); on the
+/// 2048 its copy is folded back into a 32x32x8 feature map (decision L53), not a 1x1024x8
+/// one that only the 1x4 microblock (64 channels deep there) covers, an eighth used. Bit-exact
+/// on all five configurations; on the 2048 both copies are 32x32x8 POOLs whose OFM block is
+/// at least four rows high (a 1x1024x8 copy's is one).
+fn concat_skip_connection(_rng: &mut Rng) -> npuc_ir::Graph {
+    use npuc_ir::*;
+    let mut b = GraphBuilder::new("concat_skip_connection");
+    let x = b.input("x", DType::Int8, [1, 32, 32, 8]);
+    let y = b.input("y", DType::Int8, [1, 32, 32, 8]);
+    let z = b.op("concat", Op::Concat(AxisAttrs { axis: 3 }), &[x, y]);
+    b.output(z);
+    b.finish().unwrap()
+}
+
+#[test]
+fn a_concat_of_shallow_maps_copies_them_as_maps_not_rows() {
+    use npuc::compile::compile;
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::isa::{decode_stream, Command, RegisterFile};
+    check("concat_skip_connection", concat_skip_connection);
+    let g = concat_skip_connection(&mut Rng(0));
+    let m = compile(&g, &options(Accelerator::U85_2048)).unwrap();
+    let mut regs = RegisterFile::default();
+    let mut pools = vec![];
+    for d in decode_stream(&m.command_stream).unwrap() {
+        regs.apply(&d.command);
+        if let Command::OpPool(_) = d.command {
+            pools.push((
+                regs.ofm_height_m1.height_m1 + 1,
+                regs.ofm_width_m1.width_m1 + 1,
+                regs.ofm_depth_m1.depth_m1 + 1,
+                regs.ofm_blk_height_m1.height_m1 + 1,
+            ));
+        }
+    }
+    assert_eq!(pools.len(), 2);
+    for (h, w, c, block_h) in pools {
+        assert_eq!((h, w, c), (32, 32, 8));
+        assert!(block_h >= 4, "block height {block_h}");
+    }
+}

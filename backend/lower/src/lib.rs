@@ -24,6 +24,7 @@ mod table;
 
 pub use table::activation_lut::Lut;
 
+pub use data_movement::copy::fold_shallow_rows;
 pub use data_movement::scatter::{DmaCopy, DmaIndex};
 pub use error::LowerError;
 use npuc_backend::isa::{

@@ -468,7 +468,11 @@ impl Target for U85Target {
     }
 
     fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError> {
-        Ok(npuc_backend_lower::lower(graph)?)
+        let mut lowered = npuc_backend_lower::lower(graph)?;
+        // L53: one-row copies of shallow maps folded into rows where a taller microblock is
+        // shallower (the 1024 and 2048).
+        npuc_backend_lower::fold_shallow_rows(&mut lowered, &self.arch);
+        Ok(lowered)
     }
 
     fn work_commands(&self, words: &[u32]) -> Option<Vec<WorkCommand>> {

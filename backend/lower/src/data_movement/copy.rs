@@ -12,8 +12,9 @@
 //! fills). PAD fills the output from a read-only constant, then copies the input inside.
 
 use crate::LowerError;
-use crate::{stored_bytes, unsupported, Buffer, Ctx, Fm, NpuOp, View};
-use npuc_backend::isa::{ActivationReverse, ActivationTranspose};
+use crate::{stored_bytes, unsupported, Buffer, Ctx, Fm, Kernel, Lowered, NpuOp, View};
+use npuc_backend::arch::ArchConfig;
+use npuc_backend::isa::{ActivationReverse, ActivationTranspose, IfmUpscaleMode};
 use npuc_ir::{DType, Op, OpId, OpNode, TensorData, TensorId};
 
 /// Most NPU operations one IR operator may become.
@@ -198,6 +199,72 @@ fn split_long(axes: Vec<CopyAxis>) -> Vec<(i64, i64, Vec<CopyAxis>)> {
             .map(|(s, d, v)| (s + tail * a.src, d + tail * a.dst, v)),
     );
     out
+}
+
+/// Folds every copy that runs as one row of a shallow feature map into rows of it, for a
+/// configuration whose one-row microblocks are deeper than one of its taller microblocks
+/// (decision L53). A data-movement box whose rows and columns merge (a CONCAT operand along
+/// the depth, a contiguous SLICE) becomes a 1xWxC feature map, which only the 1xN
+/// microblocks cover: 64 channels deep on the 2048, 32 on the 1024, so a copy of fewer
+/// channels fills them in part, where the 4x4 (2048) or 2x4 (1024) microblock of 16 would
+/// fill more. Such a copy (any 1x1 POOL at stride 1 without padding, reverse, transpose or
+/// broadcast: an operation per position) with depth below the one-row microblocks' and a
+/// width `W` a multiple of 16 is read and written as `h` rows of `W / h`, both multiples of
+/// 4 (`h` the largest at most the square root): the same elements at the same addresses,
+/// row stride `W / h` times the column stride. Where the taller microblocks are no
+/// shallower (128, 256, 512) a fold only adds partial blocks, and nothing changes.
+pub fn fold_shallow_rows(lowered: &mut Lowered, arch: &ArchConfig) {
+    let shapes = arch.microblocks();
+    let depth = |tall: bool| {
+        shapes
+            .iter()
+            .filter(|m| (m.height > 1) == tall)
+            .map(|m| m.depth)
+            .min()
+    };
+    let (Some(row), Some(tall)) = (depth(false), depth(true)) else {
+        return;
+    };
+    if tall >= row {
+        return;
+    }
+    let plain = |fm: &Fm| {
+        fm.view.reverse == ActivationReverse::None
+            && fm.view.transpose == ActivationTranspose::Hwc
+            && fm.broadcast == (false, false, false)
+    };
+    for op in &mut lowered.ops {
+        let (_, n, c) = op.ofm.shape;
+        let per_position = matches!(op.kernel, Kernel::Pool(_))
+            && op.kernel_size == (1, 1)
+            && op.stride == (1, 1)
+            && op.pad == [0; 4]
+            && op.ifm2.is_none()
+            && op.upscale == IfmUpscaleMode::None;
+        if !per_position
+            || op.ofm.shape.0 != 1
+            || op.ifm.shape != op.ofm.shape
+            || c >= row
+            || n % 16 != 0
+            || !plain(&op.ifm)
+            || !plain(&op.ofm)
+        {
+            continue;
+        }
+        let Some(h) = (4..)
+            .step_by(4)
+            .take_while(|h| h * h <= n)
+            .filter(|h| n % (h * 4) == 0)
+            .last()
+        else {
+            continue;
+        };
+        for fm in [&mut op.ifm, &mut op.ofm] {
+            let (_, x) = fm.strides();
+            fm.shape = (h, n / h, c);
+            fm.view.strides = Some((x * u64::from(n / h), x));
+        }
+    }
 }
 
 impl<'g> Ctx<'g> {

@@ -3,7 +3,7 @@
 //! indices clamped into the table (`gather_index_clamp`), and SCATTER as DMA copies
 //! (`scatter`).
 
-pub(super) mod copy;
+pub(crate) mod copy;
 pub(super) mod gather_dma;
 pub(super) mod gather_index_clamp;
 pub(super) mod scatter;
