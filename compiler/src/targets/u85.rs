@@ -371,7 +371,7 @@ impl Target for U85Target {
             }
         }
         last.and_then(|c| op_cost(&self.arch, &regs, c))
-            .map_or(0, |cost| cost.compute_cycles)
+            .map_or(0, |cost| self.perf.op(0, "", cost).npu_cycles)
     }
 
     /// Kernel commands are NPU_OP_CONV, _DEPTHWISE, _POOL, _ELEMENTWISE and _RESIZE, DMA

@@ -267,20 +267,23 @@ pub(crate) fn describe(
 }
 
 /// The attainable compute bound of `d`'s operations: for each operation, the fewest compute
-/// cycles ([`Target::estimate_compute`]: its slowest compute unit, memories aside) of any
+/// cycles ([`Target::estimate_compute`]: its NPU cycles, memories aside) of any
 /// block candidate the target offers for it, and of the plan taken (the schedule's
 /// `compute_bound` is their sum).
 ///
 /// The candidates' streams are laid out as the planner estimates them: an SWD candidate with
 /// the lengths of the plan's SWD encoding, an FWD one with the target's FWD length estimate
-/// (the decoders' cycles depend on the lengths). A DMA computes nothing, and an operation
-/// reading its producer's OFM from the chaining buffer runs alongside it (P24): both count
-/// nothing. Feature-map traffic, stream DMAs and block pipeline fill are not counted, so the
-/// bound is at most the stream's estimated cycles.
+/// (the decoders' cycles depend on the lengths). Feature maps and streams are taken to be in
+/// SRAM, the memory of the least latency (the pipeline's first IFM block read and last OFM
+/// block write, and its waits for scales, are the only memory terms of the NPU cycles). A DMA
+/// computes nothing, and an operation reading its producer's OFM from the chaining buffer
+/// runs alongside it (P24): both count nothing. Memory bandwidth and the stream DMAs are not
+/// counted, so the bound is at most the stream's estimated cycles.
 /// Per operation, in order.
 pub(crate) fn compute_bounds(target: &dyn Target, d: &Decisions) -> Vec<u64> {
     let l = &d.lowered;
     let none = BTreeMap::new();
+    let sram = (0u8..8).find(|&r| target.region_memory(r) == "Sram");
     let mut bounds = vec![0u64; l.ops.len()];
     for (k, op) in l.ops.iter().enumerate() {
         let chained = k > 0 && d.ops[k - 1].chain.is_some();
@@ -288,14 +291,23 @@ pub(crate) fn compute_bounds(target: &dyn Target, d: &Decisions) -> Vec<u64> {
             continue;
         }
         let plan = &d.ops[k].plan;
-        let at = locs(op, &d.placement, l, &none);
+        // Memories aside: the feature maps and streams in SRAM, whose latency is the least.
+        let mut at = locs(op, &d.placement, l, &none);
+        if let Some(r) = sram {
+            at.ifm.0 = r;
+            at.ofm.0 = r;
+            if let Some(f) = &mut at.ifm2 {
+                f.0 = r;
+            }
+        }
+        let streams_in = sram.unwrap_or(REGION_READ_ONLY);
         let compute = |block: &crate::arch_interface::BlockConfig, layout: Option<&Layout>| {
             let mut w = CommandWriter::default();
             let (cmd, _) = op_commands(
                 &mut w,
                 op,
                 block,
-                layout.map(|e| (e, REGION_READ_ONLY, 0)),
+                layout.map(|e| (e, streams_in, 0)),
                 &at,
                 (ActivationFunction::LutNone, 0),
             );
