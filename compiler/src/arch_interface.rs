@@ -248,6 +248,11 @@ pub trait Target: Sync {
     /// other than SRAM (DRAM, flash): the off-chip traffic `npuc report` counts. Commands of
     /// another target's writer cost nothing (a programming error, caught by a debug assertion).
     fn estimate_traffic(&self, commands: &Commands) -> (u64, u64);
+    /// The compute cycles of the operation that ends `commands`, memories aside: the cost
+    /// model's cycles of the NPU's units and block pipeline (U85: P17, the MAC and AO stages
+    /// per block, the CC issuing the blocks, the first block's IFM read and the last one's
+    /// OFM write), without the memories' bandwidth or the DMAs.
+    fn estimate_compute(&self, commands: &Commands) -> u64;
     /// Counts the kernel and DMA commands of a stream this target wrote.
     fn count_commands(&self, words: &[u32]) -> CommandCounts;
     /// Disassembles a command stream of this target's kind (any, not only its own writer's:

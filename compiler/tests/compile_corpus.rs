@@ -40,6 +40,16 @@ fn corpus_models_compile_and_match_the_interpreter() {
             if accel == Accelerator::U85_128 {
                 compiled.push(name.clone());
             }
+            // The attainable compute bound (the best candidate of each operation, memories
+            // aside) is positive where a kernel operation runs and never above the schedule.
+            let s = &m.schedule;
+            let kernels = s.ops.iter().any(|o| o.kernel != "DMA");
+            assert!(
+                s.compute_bound <= s.total_cycles && (s.compute_bound > 0) == kernels,
+                "{name} on {accel}: compute bound {} against {} cycles",
+                s.compute_bound,
+                s.total_cycles
+            );
             let mut rng = Rng(0x5eed ^ u64::from(accel.macs_per_cc()));
             let mut compared = 0;
             for _ in 0..8 {

@@ -51,6 +51,13 @@ fn streams() {
         let bytes = std::fs::read(root.join(&model)).unwrap();
         let m = npuc::compile_file(&bytes, &options).unwrap();
         let schedule = m.schedule.text();
+        assert!(
+            m.schedule.compute_bound <= m.schedule.total_cycles,
+            "{}: compute bound {} above {} cycles",
+            path.display(),
+            m.schedule.compute_bound,
+            m.schedule.total_cycles
+        );
         let disasm = npuc::stream_text(&m).unwrap();
         let name = path.file_stem().unwrap().to_str().unwrap();
         insta::with_settings!({

@@ -42,6 +42,11 @@ pub struct Schedule {
     /// The DMA at the start copying the constant feature maps and/or lookup tables into the
     /// staging memory, if any.
     pub const_copy: Option<Transfer>,
+    /// The attainable compute bound: the sum over operations of the fewest compute cycles of
+    /// any block candidate, memories aside (at most `total_cycles`; `npuc compile` prints it
+    /// in its summary).
+    #[serde(default)]
+    pub compute_bound: u64,
 }
 
 /// One NPU operation of a [`Schedule`].
@@ -98,6 +103,11 @@ pub struct ScheduledOp {
     /// The DMAs issued for the operation (its streams, IFM copy, lookup table): the cost
     /// model's cycles and bytes per memory (`None` when there are none).
     pub dma: Option<DmaCost>,
+    /// The fewest compute cycles of any of its block candidates, memories aside (0: a DMA, or
+    /// reading its producer's OFM from the chaining buffer); the schedule's `compute_bound`
+    /// sums them.
+    #[serde(default)]
+    pub compute_bound: u64,
     /// The option taken among the operation's stream and staging options (decision S13)
     /// and the next best, each with its estimated objective (`None`: no options weighed).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -122,6 +122,10 @@ pub struct CompileSummary {
     /// Estimated cycles of all segments (`npuc report`'s model, this system configuration and
     /// memory mode).
     pub estimated_cycles: u64,
+    /// The attainable compute bound of all segments: per operation, the fewest compute
+    /// cycles of any block candidate, memories aside (at most `estimated_cycles`).
+    #[serde(default)]
+    pub compute_bound: u64,
 }
 
 impl CompileSummary {
@@ -174,6 +178,7 @@ impl CompileSummary {
             weights_encoded_bytes: sum(&|m| m.weights.weight_stream_bytes),
             scale_bytes: sum(&|m| m.weights.scale_stream_bytes),
             estimated_cycles: sum(&|m| m.estimated_cycles()),
+            compute_bound: sum(&|m| m.schedule.compute_bound),
         }
     }
 
@@ -248,6 +253,13 @@ impl CompileSummary {
                 format!(
                     "{} (npuc report's model, this memory system)",
                     self.estimated_cycles
+                ),
+            ),
+            (
+                "compute bound",
+                format!(
+                    "{} (each operation's best block candidate, memories aside)",
+                    self.compute_bound
                 ),
             ),
         ];

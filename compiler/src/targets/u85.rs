@@ -428,6 +428,22 @@ impl Target for U85Target {
             })
     }
 
+    fn estimate_compute(&self, commands: &Commands) -> u64 {
+        let Some(commands) = commands.downcast_ref::<Vec<Command>>() else {
+            debug_assert!(false, "commands of another target's writer");
+            return 0;
+        };
+        let mut regs = RegisterFile::default();
+        let mut last = None;
+        for c in commands {
+            if !regs.apply(c) {
+                last = Some(c);
+            }
+        }
+        last.and_then(|c| op_cost(&self.arch, &regs, c))
+            .map_or(0, |cost| self.perf.op(0, "", cost).npu_cycles)
+    }
+
     /// Kernel commands are NPU_OP_CONV, _DEPTHWISE, _POOL, _ELEMENTWISE and _RESIZE, DMA
     /// commands NPU_OP_DMA_START (decoded through the ISA table; counting stops at the first
     /// word that does not decode).

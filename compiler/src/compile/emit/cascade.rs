@@ -165,15 +165,15 @@ fn row_bytes(fm: &Fm) -> u64 {
 }
 
 /// The block of a piece of `rows` OFM rows: the operation's, its height at most the rows
-/// (rounded up to the microblock height).
+/// (rounded up to the microblock height), and shared evenly among the block rows the piece
+/// needs at that height (S15: 8 rows with a 7-row block take two blocks of 4 rows, not one of
+/// 7 and one of 1, so each block keeps the pipeline's overheads behind more work).
 pub(super) fn piece_block(block: &BlockConfig, rows: u32) -> BlockConfig {
     let mh = block.microblock.0.max(1);
+    let h = block.ofm_block.0.min(rows.next_multiple_of(mh)).max(1);
+    let even = rows.div_ceil(rows.div_ceil(h)).next_multiple_of(mh).min(h);
     BlockConfig {
-        ofm_block: (
-            block.ofm_block.0.min(rows.next_multiple_of(mh)),
-            block.ofm_block.1,
-            block.ofm_block.2,
-        ),
+        ofm_block: (even, block.ofm_block.1, block.ofm_block.2),
         ..*block
     }
 }
@@ -479,4 +479,39 @@ fn evaluate(
     // Taken when the objective (S11: cycles plus the spilled bytes priced) drops.
     let uncascaded = objective::cost((before, saved));
     (cost < uncascaded).then(|| ((uncascaded - cost, saved), c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::piece_block;
+    use crate::arch_interface::{BlockConfig, WeightStreams};
+
+    fn block(h: u32, mh: u32) -> BlockConfig {
+        BlockConfig {
+            ofm_block: (h, 16, 24),
+            microblock: (mh, 4, 8),
+            weight_streams: WeightStreams::PerDecoder,
+            sparse: false,
+            private: 0,
+        }
+    }
+
+    #[test]
+    fn a_piece_shares_its_rows_evenly_among_its_block_rows() {
+        // 8 rows with a 7-row block: two blocks of 4 rows, not 7 and 1.
+        assert_eq!(piece_block(&block(7, 1), 8).ofm_block, (4, 16, 24));
+        // 14 rows: two full blocks; 3 rows: one block of 3.
+        assert_eq!(piece_block(&block(7, 1), 14).ofm_block.0, 7);
+        assert_eq!(piece_block(&block(7, 1), 3).ofm_block.0, 3);
+        // Heights stay multiples of the microblock's: 5 rows with 2-row microblocks and a
+        // 4-row block take two blocks of 4 (3 rounded up), never above the block's height.
+        assert_eq!(piece_block(&block(4, 2), 5).ofm_block.0, 4);
+        assert_eq!(piece_block(&block(8, 2), 9).ofm_block.0, 6);
+        // Only the height changes.
+        let b = piece_block(&block(7, 1), 8);
+        assert_eq!(
+            (b.microblock, b.weight_streams),
+            ((1, 4, 8), WeightStreams::PerDecoder)
+        );
+    }
 }

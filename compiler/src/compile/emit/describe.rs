@@ -2,18 +2,22 @@
 //! the cost model's estimate of the written stream.
 
 use super::decide::Decisions;
-use super::regs::{kernel_name, locs};
+use super::geometry;
+use super::regs::{kernel_name, locs, op_commands};
 use super::staging::Staged;
-use super::weights::Encoded;
+use super::weights::{Encoded, Layout};
 use super::write::Written;
-use crate::arch_interface::{StreamEstimate, Target};
+use crate::arch_interface::{StreamEstimate, Target, WeightStreams};
 use crate::compile::alloc::CHAINED;
 use crate::compile::lower::{Fm, Kernel};
 use crate::compile::schedule::{
     CascadePart, Chain, Choice, DmaCost, FeatureMap, FmPlacement, MemoryBytes, Schedule,
     ScheduledOp, Staging, Streams, Transfer,
 };
-use npuc_backend::isa::IfmUpscaleMode;
+use crate::compile::REGION_READ_ONLY;
+use npuc_backend::isa::{ActivationFunction, IfmUpscaleMode};
+use npuc_backend::writer::CommandWriter;
+use std::collections::BTreeMap;
 
 /// Adds up (memory, read, written) triples into `acc`, keeping the memories' first-seen order.
 fn add_bytes(acc: &mut Vec<MemoryBytes>, bytes: &[(String, u64, u64)]) {
@@ -54,6 +58,7 @@ pub(crate) fn describe(
     let l = &d.lowered;
     let p = &d.placement;
     let n = l.ops.len();
+    let bounds = compute_bounds(target, d);
     // Kernel and DMA costs per operation, from the stream's estimate in stream order.
     let mut cycles = vec![0u64; n];
     let mut memory: Vec<Vec<MemoryBytes>> = vec![Vec::new(); n];
@@ -237,6 +242,7 @@ pub(crate) fn describe(
             cycles: own_cycles,
             memory: std::mem::take(&mut memory[k]),
             dma: dma[k].take(),
+            compute_bound: bounds[k],
             choice: d.ops[k].choice.as_ref().map(|c| Choice {
                 chosen: c.chosen.0.clone(),
                 objective: c.chosen.1,
@@ -256,5 +262,88 @@ pub(crate) fn describe(
         fast_size: p.fast_size,
         read_only_size: w.read_only.len() as u64,
         const_copy: w.const_copy.clone(),
+        compute_bound: bounds.iter().sum(),
     }
+}
+
+/// The attainable compute bound of `d`'s operations: for each operation, the fewest compute
+/// cycles ([`Target::estimate_compute`]: its NPU cycles, memories aside) of any
+/// block candidate the target offers for it, and of the plan taken (the schedule's
+/// `compute_bound` is their sum).
+///
+/// The candidates' streams are laid out as the planner estimates them: an SWD candidate with
+/// the lengths of the plan's SWD encoding, an FWD one with the target's FWD length estimate
+/// (the decoders' cycles depend on the lengths). Feature maps and streams are taken to be in
+/// SRAM, the memory of the least latency (the pipeline's first IFM block read and last OFM
+/// block write, and its waits for scales, are the only memory terms of the NPU cycles). A DMA
+/// computes nothing, and an operation reading its producer's OFM from the chaining buffer
+/// runs alongside it (P24): both count nothing. Memory bandwidth and the stream DMAs are not
+/// counted, so the bound is at most the stream's estimated cycles.
+/// Per operation, in order.
+pub(crate) fn compute_bounds(target: &dyn Target, d: &Decisions) -> Vec<u64> {
+    let l = &d.lowered;
+    let none = BTreeMap::new();
+    let sram = (0u8..8).find(|&r| target.region_memory(r) == "Sram");
+    let mut bounds = vec![0u64; l.ops.len()];
+    for (k, op) in l.ops.iter().enumerate() {
+        let chained = k > 0 && d.ops[k - 1].chain.is_some();
+        if chained || matches!(op.kernel, Kernel::Dma(_)) {
+            continue;
+        }
+        let plan = &d.ops[k].plan;
+        // Memories aside: the feature maps and streams in SRAM, whose latency is the least.
+        let mut at = locs(op, &d.placement, l, &none);
+        if let Some(r) = sram {
+            at.ifm.0 = r;
+            at.ofm.0 = r;
+            if let Some(f) = &mut at.ifm2 {
+                f.0 = r;
+            }
+        }
+        let streams_in = sram.unwrap_or(REGION_READ_ONLY);
+        let compute = |block: &crate::arch_interface::BlockConfig, layout: Option<&Layout>| {
+            let mut w = CommandWriter::default();
+            let (cmd, _) = op_commands(
+                &mut w,
+                op,
+                block,
+                layout.map(|e| (e, streams_in, 0)),
+                &at,
+                (ActivationFunction::LutNone, 0),
+            );
+            w.op(cmd);
+            target.estimate_compute(&w.commands)
+        };
+        let taken = plan.enc.as_ref().map(Encoded::layout);
+        let mut best = compute(&plan.block, taken.as_ref());
+        // The SWD lengths: the plan's, or its SWD alternative's (S13).
+        let swd = [Some(plan), plan.alt.as_deref(), plan.staged.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.enc.as_ref())
+            .find(|e| e.format == WeightStreams::PerDecoder)
+            .map(Encoded::layout);
+        let fwd = match (&plan.enc, &op.weights) {
+            (Some(e), Some(wt)) => target
+                .fwd_length_estimate(wt)
+                .map(|len| Layout::new(WeightStreams::Single, false, [e.scales.len() as u64, len])),
+            _ => None,
+        };
+        for c in target.block_candidates(&geometry(op)) {
+            let layout = match c.weight_streams {
+                WeightStreams::Single => fwd.as_ref(),
+                WeightStreams::PerDecoder => swd.as_ref(),
+            };
+            if op.weights.is_some() && layout.is_none() {
+                continue;
+            }
+            let layout = layout.map(|l| Layout {
+                sparse: c.sparse,
+                ..l.clone()
+            });
+            best = best.min(compute(&c, layout.as_ref()));
+        }
+        bounds[k] = best;
+    }
+    bounds
 }
