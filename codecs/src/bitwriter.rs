@@ -104,6 +104,59 @@ impl BitWriter {
     }
 }
 
+/// Where an encoder's bits go: a [`BitWriter`] keeps them, a [`BitCounter`] only counts
+/// them, so that one emission routine gives both a stream and its exact length.
+pub trait BitSink {
+    /// Writes the low `n` bits of `value` (`n` <= 32), as [`BitWriter::write`].
+    fn write(&mut self, value: u64, n: u32);
+
+    /// Writes a single bit.
+    #[inline]
+    fn write_bit(&mut self, bit: bool) {
+        self.write(u64::from(bit), 1);
+    }
+
+    /// Total number of bits written so far.
+    fn bit_len(&self) -> u64;
+}
+
+impl BitSink for BitWriter {
+    #[inline]
+    fn write(&mut self, value: u64, n: u32) {
+        BitWriter::write(self, value, n);
+    }
+
+    #[inline]
+    fn bit_len(&self) -> u64 {
+        BitWriter::bit_len(self)
+    }
+}
+
+/// A [`BitSink`] that counts the bits written and keeps none of them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BitCounter {
+    bits: u64,
+}
+
+impl BitCounter {
+    /// A counter at zero bits.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl BitSink for BitCounter {
+    #[inline]
+    fn write(&mut self, _value: u64, n: u32) {
+        self.bits += u64::from(n.min(32));
+    }
+
+    #[inline]
+    fn bit_len(&self) -> u64 {
+        self.bits
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +183,15 @@ mod tests {
         assert_eq!(b.len(), 16);
         assert_eq!(b[0], 0b0000_0011);
         assert_eq!(b[8], 0b1111_1111); // bit 64 = value bit 63, rest padding ones
+    }
+
+    #[test]
+    fn the_counter_counts_what_the_writer_writes() {
+        let (mut w, mut c) = (BitWriter::new(), BitCounter::new());
+        for (v, n) in [(0x12, 5), (0, 0), (1, 1), (0xFFFF_FFFF, 32), (3, 2)] {
+            BitSink::write(&mut w, v, n);
+            c.write(v, n);
+            assert_eq!(BitSink::bit_len(&w), c.bit_len());
+        }
     }
 }

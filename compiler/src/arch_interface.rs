@@ -228,6 +228,20 @@ pub trait Target: Sync {
         dilation: (u32, u32),
         block: &BlockConfig,
     ) -> Result<EncodedWeights, TargetError>;
+    /// The exact byte length of each stream [`Self::encode_weights`] makes of the same
+    /// arguments, for costing a candidate without its streams; by default, encoding them.
+    fn weight_stream_lengths(
+        &self,
+        kind: KernelKind,
+        weights: &OhwiWeights,
+        ifm_precision: IfmPrecision,
+        stride: (u32, u32),
+        dilation: (u32, u32),
+        block: &BlockConfig,
+    ) -> Result<Vec<u64>, TargetError> {
+        let enc = self.encode_weights(kind, weights, ifm_precision, stride, dilation, block)?;
+        Ok(enc.streams.iter().map(|s| s.len() as u64).collect())
+    }
     /// Encodes the per-channel bias/scale records for an accumulator format.
     fn encode_scales(
         &self,

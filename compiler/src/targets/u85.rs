@@ -122,6 +122,59 @@ impl U85Target {
         self
     }
 
+    /// The ordering parameters and weight format of `block`'s streams for an operation.
+    fn ordering_params(
+        &self,
+        kind: KernelKind,
+        ifm_precision: IfmPrecision,
+        stride: (u32, u32),
+        dilation: (u32, u32),
+        block: &BlockConfig,
+    ) -> Result<(OrderingParams, WeightFormat), TargetError> {
+        let u85 = U85Block::of(block);
+        let (operation, order) = match kind {
+            KernelKind::Conv => (Operation::Conv, u85.weight_order),
+            KernelKind::Depthwise => (Operation::Depthwise, WeightOrder::PartKernelFirst),
+            _ => {
+                return Err(TargetError::Unsupported(
+                    "weights for a weightless op".into(),
+                ))
+            }
+        };
+        let dil = |d: u32| {
+            if d == 2 {
+                KernelDilation::X2
+            } else {
+                KernelDilation::None
+            }
+        };
+        let macs = MacsPerCc::from_macs(self.arch.macs_per_cc)
+            .ok_or_else(|| TargetError::Unsupported("MAC count".into()))?;
+        let params = OrderingParams {
+            operation,
+            weight_order: order,
+            ifm_precision,
+            weight_sparsity: match u85.weight_sparsity {
+                WeightSparsity::Sparse24 if kind == KernelKind::Conv => WeightSparsity::Sparse24,
+                _ => WeightSparsity::None,
+            },
+            stride_x: stride.1,
+            stride_y: stride.0,
+            dilation_x: dil(dilation.1),
+            dilation_y: dil(dilation.0),
+            decomposition: KernelDecomposition::D8x8,
+            ofm_block_depth: block.ofm_block.2,
+            microblock: u85.microblock,
+            macs_per_cc: macs,
+        };
+        if u85.weight_format == WeightFormat::Fwd && kind != KernelKind::Conv {
+            return Err(TargetError::Unsupported(
+                "FWD weights are for convolutions only".into(),
+            ));
+        }
+        Ok((params, u85.weight_format))
+    }
+
     /// The performance model (TRM chapter 4) of this target.
     pub fn perf_model(&self) -> &PerfModel {
         &self.perf
@@ -324,62 +377,47 @@ impl Target for U85Target {
         dilation: (u32, u32),
         block: &BlockConfig,
     ) -> Result<EncodedWeights, TargetError> {
-        let u85 = U85Block::of(block);
-        let (operation, order) = match kind {
-            KernelKind::Conv => (Operation::Conv, u85.weight_order),
-            KernelKind::Depthwise => (Operation::Depthwise, WeightOrder::PartKernelFirst),
-            _ => {
-                return Err(TargetError::Unsupported(
-                    "weights for a weightless op".into(),
-                ))
+        let (params, format) =
+            self.ordering_params(kind, ifm_precision, stride, dilation, block)?;
+        let streams = self.cache.get_or_encode(weights, params, format, || {
+            let ordering = WeightOrdering::new(&params, weights.shape())?;
+            if format == WeightFormat::Fwd {
+                let merged = ordering.order_fwd(weights)?;
+                let stream = npuc_codecs::fwd::encode_fwd(&merged)
+                    .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
+                return Ok(vec![stream]);
             }
-        };
-        let dil = |d: u32| {
-            if d == 2 {
-                KernelDilation::X2
-            } else {
-                KernelDilation::None
-            }
-        };
-        let macs = MacsPerCc::from_macs(self.arch.macs_per_cc)
-            .ok_or_else(|| TargetError::Unsupported("MAC count".into()))?;
-        let params = OrderingParams {
-            operation,
-            weight_order: order,
-            ifm_precision,
-            weight_sparsity: match u85.weight_sparsity {
-                WeightSparsity::Sparse24 if kind == KernelKind::Conv => WeightSparsity::Sparse24,
-                _ => WeightSparsity::None,
-            },
-            stride_x: stride.1,
-            stride_y: stride.0,
-            dilation_x: dil(dilation.1),
-            dilation_y: dil(dilation.0),
-            decomposition: KernelDecomposition::D8x8,
-            ofm_block_depth: block.ofm_block.2,
-            microblock: u85.microblock,
-            macs_per_cc: macs,
-        };
-        if u85.weight_format == WeightFormat::Fwd && kind != KernelKind::Conv {
-            return Err(TargetError::Unsupported(
-                "FWD weights are for convolutions only".into(),
-            ));
-        }
-        let streams = self
-            .cache
-            .get_or_encode(weights, params, u85.weight_format, || {
-                let ordering = WeightOrdering::new(&params, weights.shape())?;
-                if u85.weight_format == WeightFormat::Fwd {
-                    let merged = ordering.order_fwd(weights)?;
-                    let stream = npuc_codecs::fwd::encode_fwd(&merged)
-                        .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
-                    return Ok(vec![stream]);
-                }
-                let streams = ordering.order(weights)?;
-                npuc_codecs::swd::encode::encode_streams(&streams)
-                    .map_err(|e| TargetError::Swd(e.to_string()))
-            })?;
+            let streams = ordering.order(weights)?;
+            npuc_codecs::swd::encode::encode_streams(&streams)
+                .map_err(|e| TargetError::Swd(e.to_string()))
+        })?;
         Ok(EncodedWeights { streams })
+    }
+
+    fn weight_stream_lengths(
+        &self,
+        kind: KernelKind,
+        weights: &OhwiWeights,
+        ifm_precision: IfmPrecision,
+        stride: (u32, u32),
+        dilation: (u32, u32),
+        block: &BlockConfig,
+    ) -> Result<Vec<u64>, TargetError> {
+        let (params, format) =
+            self.ordering_params(kind, ifm_precision, stride, dilation, block)?;
+        let ordering = WeightOrdering::new(&params, weights.shape())?;
+        if format == WeightFormat::Fwd {
+            let merged = ordering.order_fwd(weights)?;
+            // The length of the stream `encode_fwd` makes, or its error.
+            npuc_codecs::fwd::choose_fwd_mode(&merged)
+                .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
+            let len = npuc_codecs::fwd::fwd_encoded_len(&merged).unwrap_or(0);
+            return Ok(vec![len as u64]);
+        }
+        let streams = ordering.order(weights)?;
+        let lens = npuc_codecs::swd::encode::encoded_lens(&streams)
+            .map_err(|e| TargetError::Swd(e.to_string()))?;
+        Ok(lens.into_iter().map(|l| l as u64).collect())
     }
 
     fn encode_scales(

@@ -1,15 +1,16 @@
-//! Emission of planned regions as SWD slices (TRM §3.9.5, §3.9.10).
+//! Emission of planned regions as SWD slices (TRM §3.9.5, §3.9.10), into a [`BitSink`]: a
+//! `BitWriter` for the stream, a `BitCounter` for its exact length without the stream.
 
 use super::cost::WParam;
 use super::slices::RegionPlan;
-use crate::bitwriter::BitWriter;
+use crate::bitwriter::BitSink;
 use crate::swd::{
     Palette, ZeroRunMode, DIROFS_BITS, PALBITS_BITS, PALSIZE_BITS, SLICELEN_M1_BITS, SLICELEN_MAX,
     WDIV_BITS, WUNARY0_BITS, ZDIV_BITS,
 };
 
 /// Writes a region's slices; returns the number of slices written.
-pub(super) fn emit_region(w: &mut BitWriter, plan: &RegionPlan) -> usize {
+pub(super) fn emit_region<S: BitSink>(w: &mut S, plan: &RegionPlan) -> usize {
     let sym = &plan.sym;
     let mut count = 0;
     let mut first = true;
@@ -53,8 +54,8 @@ pub(super) fn emit_region(w: &mut BitWriter, plan: &RegionPlan) -> usize {
 /// Writes one slice: header and chunks, mirroring the TRM chunk parser
 /// (§3.9.10) step by step.
 #[allow(clippy::too_many_arguments)]
-fn emit_slice(
-    w: &mut BitWriter,
+fn emit_slice<S: BitSink>(
+    w: &mut S,
     alternating: bool,
     zdiv: u8,
     wparam: WParam,
@@ -209,7 +210,7 @@ fn emit_slice(
 /// Writes `bits`-bit fields (each below `1 << bits`, `bits` <= 9),
 /// gathering them into 32-bit writes.
 #[inline]
-fn write_fields(w: &mut BitWriter, fields: impl Iterator<Item = u32>, bits: u32) {
+fn write_fields<S: BitSink>(w: &mut S, fields: impl Iterator<Item = u32>, bits: u32) {
     if bits == 0 {
         return;
     }

@@ -55,7 +55,7 @@ mod stats;
 
 use thiserror::Error;
 
-use crate::bitwriter::BitWriter;
+use crate::bitwriter::{BitCounter, BitSink, BitWriter};
 use crate::swd::{STREAM_ALIGN_BITS, ZDIV_BITS, ZDIV_END_OF_STREAM};
 use emit::emit_region;
 use regions::plan_regions;
@@ -109,6 +109,35 @@ pub fn encode_streams(streams: &[Vec<i16>]) -> Result<Vec<Vec<u8>>, EncodeError>
 /// # Errors
 /// As [`encode`].
 pub fn encode_with_stats(weights: &[i16]) -> Result<(Vec<u8>, EncodeStats), EncodeError> {
+    let mut w = BitWriter::with_capacity(weights.len() + 64);
+    let mut stats = emit_stream(&mut w, weights)?;
+    let bytes = w.into_bytes();
+    stats.bytes = bytes.len();
+    Ok((bytes, stats))
+}
+
+/// The length in bytes of the stream [`encode`] makes of `weights`, exactly, without
+/// making it: the same plan, emitted into a [`BitCounter`].
+///
+/// # Errors
+/// As [`encode`].
+pub fn encoded_len(weights: &[i16]) -> Result<usize, EncodeError> {
+    let mut c = BitCounter::new();
+    emit_stream(&mut c, weights)?;
+    Ok(usize::try_from(c.bit_len() / 8).unwrap_or(usize::MAX))
+}
+
+/// [`encoded_len`] of several weight decoders' streams.
+///
+/// # Errors
+/// As [`encode`].
+pub fn encoded_lens(streams: &[Vec<i16>]) -> Result<Vec<usize>, EncodeError> {
+    streams.iter().map(|s| encoded_len(s)).collect()
+}
+
+/// Plans `weights` and emits the stream into `w`: the regions' slices, the end-of-stream
+/// marker and the padding to 128 bits. Returns the size summary (without `bytes`).
+fn emit_stream<S: BitSink>(w: &mut S, weights: &[i16]) -> Result<EncodeStats, EncodeError> {
     if let Some(index) = weights.iter().position(|w| !(-255..=255).contains(w)) {
         return Err(EncodeError::WeightOutOfRange {
             index,
@@ -117,19 +146,22 @@ pub fn encode_with_stats(weights: &[i16]) -> Result<(Vec<u8>, EncodeStats), Enco
     }
     let regions = plan_regions(weights);
     debug_assert!(regions.windows(2).all(|r| r[0].end == r[1].start));
-    let mut w = BitWriter::with_capacity(weights.len() + 64);
     let mut stats = EncodeStats::default();
     for r in &regions {
         debug_assert!(r.start <= r.end);
-        stats.slices += emit_region(&mut w, &r.plan);
+        stats.slices += emit_region(w, &r.plan);
         stats.regions += 1;
     }
     stats.payload_bits = w.bit_len();
     w.write(u64::from(ZDIV_END_OF_STREAM), ZDIV_BITS);
-    w.align(STREAM_ALIGN_BITS, true);
-    let bytes = w.into_bytes();
-    stats.bytes = bytes.len();
-    Ok((bytes, stats))
+    // '1' padding bits up to the next 128-bit boundary, at most 32 per write.
+    let mut pad = (STREAM_ALIGN_BITS - w.bit_len() % STREAM_ALIGN_BITS) % STREAM_ALIGN_BITS;
+    while pad > 0 {
+        let k = pad.min(32) as u32;
+        w.write(u64::MAX, k);
+        pad -= u64::from(k);
+    }
+    Ok(stats)
 }
 
 #[cfg(test)]

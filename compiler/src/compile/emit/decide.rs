@@ -195,7 +195,16 @@ pub(crate) fn decide<'l>(
     let choices = opts.as_ref().map(|o| optimise::greedy_choices(o, &stage));
     grow(&mut placement, stage.end);
     let consts = stage.consts;
-    let ops = decisions(plans, stage, &chains, &in_cascade, choices);
+    let mut ops = decisions(plans, stage, &chains, &in_cascade, choices);
+    // The slice candidates were costed by their streams' lengths: encode the chosen ones.
+    for o in ops
+        .iter_mut()
+        .chain(alternatives.iter_mut().flat_map(|a| a.ops.iter_mut()))
+    {
+        if let Staged::Sliced { slices, block, .. } = &mut o.staged {
+            super::slice::encode_streams(target, slices, block)?;
+        }
+    }
     Ok(Decisions {
         lowered,
         placement,

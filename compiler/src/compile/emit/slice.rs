@@ -7,12 +7,15 @@
 //! whole operation computes.
 
 use super::geometry;
-use super::weights::{encode, Encoded};
+use super::weights::{counted, encode, Encoded};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::lower::{Fm, Kernel, NpuOp, Requant};
+use crate::compile::CompileError;
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 
-/// One slice: the operation restricted to its channels (without weights) and its streams.
+/// One slice: the operation restricted to its channels and its streams. A candidate
+/// ([`slices`]) keeps its weights and knows only its streams' lengths; [`encode_streams`]
+/// makes the streams of the chosen ones and drops the weights.
 #[derive(Clone)]
 pub(super) struct Slice {
     pub op: NpuOp,
@@ -66,8 +69,9 @@ fn restrict(op: &NpuOp, c0: u32, depth: u32) -> Option<NpuOp> {
     )
 }
 
-/// Splits `op` into slices of `depth` channels (the last one shorter) encoded for `block`
-/// (its OFM block depth clamped to the slice); `None` if any encoding fails.
+/// Splits `op` into slices of `depth` channels (the last one shorter) with the lengths of
+/// their streams for `block` (its OFM block depth clamped to the slice), counted without
+/// encoding them; `None` if any cannot be encoded.
 pub(super) fn slices(
     target: &dyn Target,
     op: &NpuOp,
@@ -79,11 +83,35 @@ pub(super) fn slices(
     let mut c0 = 0;
     while c0 < od {
         let d = depth.min(od - c0);
-        let mut s = restrict(op, c0, d)?;
-        let enc = encode(target, &s, &geometry(&s), block).ok()??;
-        s.weights = None;
+        let s = restrict(op, c0, d)?;
+        let enc = counted(target, &s, &geometry(&s), block).ok()??;
         out.push(Slice { op: s, enc });
         c0 += d;
     }
     Some(out)
+}
+
+/// Encodes the streams of chosen slices (from [`slices`] for `block`), exactly as long as
+/// counted, and drops their weights.
+pub(super) fn encode_streams(
+    target: &dyn Target,
+    slices: &mut [Slice],
+    block: &BlockConfig,
+) -> Result<(), CompileError> {
+    for s in slices {
+        if s.op.weights.is_none() {
+            continue;
+        }
+        if let Some(enc) = encode(target, &s.op, &geometry(&s.op), block)? {
+            if enc.stream_lens != s.enc.stream_lens {
+                return Err(CompileError::Stream(format!(
+                    "{}: slice streams of {:?} bytes, counted {:?}",
+                    s.op.name, enc.stream_lens, s.enc.stream_lens
+                )));
+            }
+            s.enc = enc;
+        }
+        s.op.weights = None;
+    }
+    Ok(())
 }

@@ -16,7 +16,10 @@ use npuc_codecs::ordering::IfmPrecision;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Encoded {
     pub scales: Vec<u8>,
+    /// The weight streams; empty while only their lengths are known ([`counted`]).
     pub streams: Vec<Vec<u8>>,
+    /// The byte length of each weight stream.
+    pub stream_lens: Vec<u64>,
     pub format: WeightStreams,
     pub sparse: bool,
     /// Number of weights the streams encode (one byte each before compression).
@@ -63,9 +66,7 @@ impl Encoded {
         Layout::new(
             self.format,
             self.sparse,
-            std::iter::once(&self.scales)
-                .chain(&self.streams)
-                .map(|s| s.len() as u64),
+            std::iter::once(self.scales.len() as u64).chain(self.stream_lens.iter().copied()),
         )
     }
 
@@ -81,9 +82,9 @@ impl Encoded {
 
     /// Size of the block in bytes.
     pub(super) fn size(&self) -> u64 {
-        std::iter::once(&self.scales)
-            .chain(&self.streams)
-            .map(|s| (s.len() as u64).next_multiple_of(16))
+        std::iter::once(self.scales.len() as u64)
+            .chain(self.stream_lens.iter().copied())
+            .map(|len| len.next_multiple_of(16))
             .sum()
     }
 }
@@ -95,6 +96,27 @@ pub(super) fn encode(
     op: &NpuOp,
     geom: &OpGeometry,
     block: &BlockConfig,
+) -> Result<Option<Encoded>, CompileError> {
+    encode_or_count(target, op, geom, block, true)
+}
+
+/// Like [`encode`], with the weight streams' lengths only (counted by the target without
+/// making the streams, exactly those [`encode`] gives): for costing candidates.
+pub(super) fn counted(
+    target: &dyn Target,
+    op: &NpuOp,
+    geom: &OpGeometry,
+    block: &BlockConfig,
+) -> Result<Option<Encoded>, CompileError> {
+    encode_or_count(target, op, geom, block, false)
+}
+
+fn encode_or_count(
+    target: &dyn Target,
+    op: &NpuOp,
+    geom: &OpGeometry,
+    block: &BlockConfig,
+    streams: bool,
 ) -> Result<Option<Encoded>, CompileError> {
     let Some(weights) = &op.weights else {
         return Ok(None);
@@ -117,19 +139,30 @@ pub(super) fn encode(
     } else {
         IfmPrecision::B8
     };
-    let enc = target
-        .encode_weights(
-            geom.kind,
-            weights,
-            ifm_precision,
-            op.stride,
-            op.dilation,
-            block,
-        )
-        .map_err(enc_err)?;
+    let args = (
+        geom.kind,
+        weights,
+        ifm_precision,
+        op.stride,
+        op.dilation,
+        block,
+    );
+    let (streams, stream_lens) = if streams {
+        let enc = target
+            .encode_weights(args.0, args.1, args.2, args.3, args.4, args.5)
+            .map_err(enc_err)?;
+        let lens = enc.streams.iter().map(|s| s.len() as u64).collect();
+        (enc.streams, lens)
+    } else {
+        let lens = target
+            .weight_stream_lengths(args.0, args.1, args.2, args.3, args.4, args.5)
+            .map_err(enc_err)?;
+        (Vec::new(), lens)
+    };
     Ok(Some(Encoded {
         scales,
-        streams: enc.streams,
+        streams,
+        stream_lens,
         format: block.weight_streams,
         sparse: block.sparse,
         weight_count: weights.values().len() as u64,
