@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (k, seg) in out.segments.iter().enumerate() {
         println!(
             "segment {k}: {} command words, {} read-only bytes, arena {} bytes, {} NPU operations, {} cycles",
-            seg.command_stream.len(),
+            seg.payload.bytes().len() / 4,
             seg.read_only.len(),
             seg.arena_size,
             seg.operators.len(),

@@ -43,6 +43,8 @@ pub enum ArtifactError {
     /// An npuc container that is malformed.
     #[error("{0}")]
     Container(#[from] crate::container::ContainerError),
+    #[error(transparent)]
+    TargetPayload(#[from] crate::payload::PayloadError),
     /// A TFLite file without `ethos-u` operators.
     #[error("the model has no ethos-u operators (it has not been compiled for the NPU)")]
     NoNpuOperators,
@@ -128,7 +130,7 @@ impl Artifact {
             return Ok(Artifact {
                 streams: vec![NpuStream {
                     origin: StreamOrigin::Container,
-                    words: c.command_stream,
+                    words: c.payload.command_words()?,
                     payload: None,
                     accelerator,
                     op: None,

@@ -9,6 +9,7 @@
 //! an error that says so.
 
 use crate::compile::{CompiledModel, TensorPlacement, REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
+use crate::payload::{PayloadFormat, TargetPayload};
 use npuc_ir::Quantization;
 use prost::Message;
 use thiserror::Error;
@@ -188,8 +189,9 @@ pub struct Container {
     pub arena_size: u64,
     /// Region 2 size (0: unused).
     pub fast_size: u64,
-    /// The command stream as 32-bit words.
-    pub command_stream: Vec<u32>,
+    /// The target payload: for version 3, whose header names no target, the Ethos-U85
+    /// command stream (the tag is implicit in the version).
+    pub payload: TargetPayload,
     /// Region 0 contents.
     pub read_only: Vec<u8>,
     pub manifest: Manifest,
@@ -271,15 +273,16 @@ fn pad16(out: &mut Vec<u8>) {
 
 /// Serialises a compiled model.
 pub fn to_bytes(m: &CompiledModel) -> Vec<u8> {
-    let stream: Vec<u8> = m
-        .command_stream
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .collect();
+    // Version 3's header names no target: its command stream section is the U85's. Another
+    // payload format needs a header that tags it (a new container version).
+    match m.payload.format() {
+        PayloadFormat::U85CommandStream => {}
+    }
+    let stream = m.payload.bytes();
     let manifest = manifest(m).encode_to_vec();
     let mut out = vec![0u8; HEADER_BYTES];
     let mut sections = [(0u32, 0u32); 3];
-    for (i, data) in [&stream, &m.read_only, &manifest].into_iter().enumerate() {
+    for (i, data) in [stream, &m.read_only, &manifest].into_iter().enumerate() {
         pad16(&mut out);
         sections[i] = (out.len() as u32, data.len() as u32);
         out.extend_from_slice(data);
@@ -329,14 +332,12 @@ pub fn from_bytes(b: &[u8]) -> Result<Container, ContainerError> {
             .and_then(|end| b.get(off..end))
             .ok_or(ContainerError::Truncated(what))
     };
-    let stream = section(0, "command stream")?;
-    if stream.len() % 4 != 0 {
-        return Err(ContainerError::Truncated("command stream"));
-    }
-    let command_stream = stream
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
-        .collect();
+    // Version 3 carries only Ethos-U85 command streams: the payload's tag is the version's.
+    let payload = TargetPayload::from_bytes(
+        PayloadFormat::U85CommandStream,
+        section(0, "command stream")?.to_vec(),
+    )
+    .map_err(|_| ContainerError::Truncated("command stream"))?;
     let read_only = section(1, "read-only region")?.to_vec();
     let manifest = Manifest::decode(section(2, "manifest")?)?;
     let u64_at = |at| -> Result<u64, ContainerError> {
@@ -349,7 +350,7 @@ pub fn from_bytes(b: &[u8]) -> Result<Container, ContainerError> {
         config_word,
         arena_size,
         fast_size,
-        command_stream,
+        payload,
         read_only,
         manifest,
     })

@@ -122,7 +122,11 @@ pub fn attribute(target: &dyn Target, words: &[u32], schedule: &Schedule) -> Opt
 /// operators and, when the attribution succeeds, its commands.
 pub fn operator_entries(m: &crate::compile::CompiledModel) -> (Vec<OperatorEntry>, bool) {
     let target = targets::reader(Some(m.accelerator));
-    let owned = attribute(target.as_ref(), &m.command_stream, &m.schedule);
+    let owned = m
+        .payload
+        .command_words()
+        .ok()
+        .and_then(|words| attribute(target.as_ref(), &words, &m.schedule));
     let entries = m
         .operators
         .iter()

@@ -64,6 +64,7 @@ pub mod counts;
 pub mod disasm;
 pub mod layers;
 pub mod npz;
+pub mod payload;
 pub mod reference;
 pub mod report;
 pub mod run;
@@ -190,7 +191,7 @@ fn not_on_npu(ops: &[OpPlacement]) -> String {
 /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../models/tosa/conv2d_3x3_relu.tosa");
 /// let m = npuc::compile_file(&std::fs::read(path).unwrap(), &npuc::Options::default()).unwrap();
 /// assert_eq!(m.inputs[0].shape, vec![1, 12, 12, 3]);
-/// assert_eq!(*m.command_stream.last().unwrap(), 0xffff_0000); // NPU_OP_STOP 0xffff
+/// assert_eq!(*m.payload.command_words().unwrap().last().unwrap(), 0xffff_0000); // NPU_OP_STOP 0xffff
 /// ```
 pub fn compile_file(bytes: &[u8], options: &Options) -> Result<CompiledModel, Error> {
     check_source(bytes)?;
@@ -286,7 +287,11 @@ pub fn disasm_text(bytes: &[u8], options: &Options) -> Result<String, Error> {
 /// `npuc disasm` prints them.
 pub fn stream_text(m: &CompiledModel) -> Result<String, Error> {
     let target = targets::reader(Some(m.accelerator));
-    disasm::words_text(target.as_ref(), &m.command_stream)
+    let words = m
+        .payload
+        .command_words()
+        .map_err(|e| Error::Compile(CompileError::Payload(e)))?;
+    disasm::words_text(target.as_ref(), &words)
         .map_err(|e| Error::Compile(CompileError::Stream(e.to_string())))
 }
 

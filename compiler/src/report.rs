@@ -36,6 +36,9 @@ pub struct ReportError {
 /// What is wrong with a stream.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportProblem {
+    /// It is not a command stream (another target's payload).
+    #[error(transparent)]
+    Payload(#[from] crate::payload::PayloadError),
     /// It fails the stream validation `npuc run` and `npuc compile` apply (decision H3).
     #[error("not a valid stream: {0}")]
     Invalid(String),

@@ -540,7 +540,11 @@ pub fn run_container(bytes: &[u8], inputs: &[Array]) -> Result<RunOutput, RunErr
             .copy_from_slice(data);
     }
     let report = sim
-        .run(&c.command_stream)
+        .run(
+            &c.payload
+                .command_words()
+                .map_err(|e| RunError::Model(e.to_string()))?,
+        )
         .map_err(|source| RunError::Sim { op: 0, source })?;
     let mut outputs = Vec::new();
     for t in &m.outputs {

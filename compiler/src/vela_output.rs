@@ -110,7 +110,7 @@ pub fn raw_npz(m: &CompiledModel) -> Result<Vec<u8>, TfliteOutError> {
     let payload = write_cop1(
         m.config_word,
         crate::tflite_out::write::ETHOS_U85_ID_WORD,
-        &m.command_stream,
+        &m.payload.command_words()?,
     )
     .ok_or_else(|| TfliteOutError::Write("the command stream is too long".into()))?;
     let size = |n: u64| n as i64;
@@ -158,16 +158,22 @@ pub fn raw_npz(m: &CompiledModel) -> Result<Vec<u8>, TfliteOutError> {
 pub fn report(models: &[&CompiledModel], map: &MemoryMap) -> Result<Report, ReportError> {
     let streams = models
         .iter()
-        .map(|m| NpuStream {
-            origin: StreamOrigin::Container,
-            words: m.command_stream.clone(),
-            payload: None,
-            accelerator: Some(m.accelerator),
-            op: None,
-            regions: Some(crate::compile::region_sizes(m)),
-            read_only: Some(m.read_only.clone()),
+        .enumerate()
+        .map(|(i, m)| {
+            Ok(NpuStream {
+                origin: StreamOrigin::Container,
+                words: m.payload.command_words().map_err(|e| ReportError {
+                    stream: i,
+                    problem: e.into(),
+                })?,
+                payload: None,
+                accelerator: Some(m.accelerator),
+                op: None,
+                regions: Some(crate::compile::region_sizes(m)),
+                read_only: Some(m.read_only.clone()),
+            })
         })
-        .collect();
+        .collect::<Result<_, ReportError>>()?;
     crate::report::report(
         &Artifact { streams },
         map,

@@ -50,6 +50,8 @@ pub enum VerifyError {
     /// The model's inputs or outputs do not fit its arena.
     #[error("{0}")]
     Layout(String),
+    #[error(transparent)]
+    Payload(#[from] crate::payload::PayloadError),
     /// Verification would compare no output byte (no sample, no operator on the NPU, or
     /// outputs without elements), so it cannot show anything.
     #[error("nothing to compare: {0}")]
@@ -290,10 +292,11 @@ pub fn verify_graph(
         samples: opts.samples,
         ..VerifyReport::default()
     };
+    let words = model.payload.command_words()?;
     for sample in 0..opts.samples {
         let inputs = random_inputs(graph, opts.seed + sample as u64);
         let values = npuc_ir::run(graph, inputs.clone())?;
-        let (mem, _) = simulate(model, &inputs, &model.command_stream, sample)?;
+        let (mem, _) = simulate(model, &inputs, &words, sample)?;
         let before = report.mismatches.len();
         for (k, (&t, p)) in graph.outputs().iter().zip(&model.outputs).enumerate() {
             let expected = values
@@ -338,7 +341,8 @@ pub fn localise(
     let Ok(lowered) = lower::lower(graph) else {
         return Ok(None);
     };
-    let Some(&stop) = model.command_stream.last() else {
+    let stream = model.payload.command_words()?;
+    let Some(&stop) = stream.last() else {
         return Ok(None);
     };
     if lowered.ops.len() != model.operators.len() {
@@ -369,7 +373,7 @@ pub fn localise(
         if region == compile::alloc::CHAINED {
             continue;
         }
-        let mut words = model.command_stream[..=at].to_vec();
+        let mut words = stream[..=at].to_vec();
         words.push(stop);
         let (mem, _) = simulate(model, inputs, &words, sample)?;
         let (off, size) = (off as usize, size as usize);

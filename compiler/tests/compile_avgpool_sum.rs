@@ -42,7 +42,7 @@ fn kernel_ops(g: &Graph) -> Vec<KernelOp> {
     let m = compile(g, &options(Accelerator::U85_256)).unwrap();
     let mut regs = RegisterFile::default();
     let mut out = Vec::new();
-    for d in decode_stream(&m.command_stream).unwrap() {
+    for d in decode_stream(&m.payload.command_words().unwrap()).unwrap() {
         regs.apply(&d.command);
         let mode = match d.command {
             C::OpPool(p) => Some(p.pooling_mode),

@@ -167,7 +167,7 @@ fn runs_that_do_not_fit_the_fast_memory_are_cascaded() {
         let g = graph(&mut Rng(17));
         for accel in Accelerator::ALL {
             let m = compile(&g, &small_fast(accel, capacity)).unwrap();
-            let cmds: Vec<C> = decode_stream(&m.command_stream)
+            let cmds: Vec<C> = decode_stream(&m.payload.command_words().unwrap())
                 .unwrap()
                 .into_iter()
                 .map(|d| d.command)
@@ -231,7 +231,7 @@ fn a_divergence_in_a_cascade_is_localised_at_its_last_operation() {
         m.operators[dw - 1].done_at.is_none(),
         "the convolution is in a ring"
     );
-    let decoded = decode_stream(&m.command_stream).unwrap();
+    let decoded = decode_stream(&m.payload.command_words().unwrap()).unwrap();
     let first = decoded
         .iter()
         .position(|d| matches!(d.command, C::OpDepthwise(_)))
@@ -251,7 +251,9 @@ fn a_divergence_in_a_cascade_is_localised_at_its_last_operation() {
     assert_ne!(a.clip_boundary, 0);
     a.clip_boundary = 0;
     let word = npuc_backend::isa::encode_stream(&[C::SetActivationMin(a)]).unwrap();
-    m.command_stream[decoded[at].offset / 4] = word[0];
+    let mut words = m.payload.command_words().unwrap();
+    words[decoded[at].offset / 4] = word[0];
+    m.payload = npuc::payload::TargetPayload::u85_command_stream(&words);
     let r = npuc::verify::verify_graph(
         &g,
         &m,

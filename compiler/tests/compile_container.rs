@@ -19,7 +19,7 @@ fn container_round_trip() {
     let c = container::from_bytes(&bytes).unwrap();
     assert_eq!(c.version, container::VERSION);
     assert_eq!(c.config_word, m.config_word);
-    assert_eq!(c.command_stream, m.command_stream);
+    assert_eq!(c.payload, m.payload);
     assert_eq!(c.read_only, m.read_only);
     assert_eq!(c.arena_size, m.arena_size);
     assert_eq!(c.fast_size, m.fast_size);
@@ -108,7 +108,7 @@ fn conv2d_3x3_relu_registers_match_vela_where_comparable() {
     let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
     let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
     let m = compile(&g, &Options::default()).unwrap();
-    let d = decode_stream(&m.command_stream).unwrap();
+    let d = decode_stream(&m.payload.command_words().unwrap()).unwrap();
     let find = |f: &dyn Fn(&Command) -> Option<u64>| d.iter().find_map(|x| f(&x.command));
     use Command as C;
     // From Vela's listing: IFM 12x12x3, OFM 12x12x16 (split by Vela into 16 + 4 channels of a

@@ -14,7 +14,7 @@ fn convs_and_adds(g: &Graph) -> (usize, usize) {
     use npuc_backend::arch::Accelerator;
     use npuc_backend::isa::{decode_stream, Command};
     let m = npuc::compile::compile(g, &options(Accelerator::ALL[1])).expect("compiles");
-    let d = decode_stream(&m.command_stream).expect("decodes");
+    let d = decode_stream(&m.payload.command_words().unwrap()).expect("decodes");
     let count = |f: fn(&Command) -> bool| d.iter().filter(|d| f(&d.command)).count();
     (
         count(|c| matches!(c, Command::OpConv(_))),

@@ -39,7 +39,7 @@ fn a_narrow_input_image_is_copied_into_the_fast_memory_before_its_convolution() 
     };
     let m = compile(&g, &fast).unwrap();
     let s = compile(&g, &small).unwrap();
-    let decoded = decode_stream(&m.command_stream).unwrap();
+    let decoded = decode_stream(&m.payload.command_words().unwrap()).unwrap();
     let mut regs = RegisterFile::default();
     let mut copy = None;
     let mut conv_ifm = None;
@@ -99,7 +99,7 @@ fn constant_operands_are_copied_into_the_fast_memory_once() {
     };
     let m = compile(&g, &fast).unwrap();
     let s = compile(&g, &small).unwrap();
-    let decoded = decode_stream(&m.command_stream).unwrap();
+    let decoded = decode_stream(&m.payload.command_words().unwrap()).unwrap();
     let mut regs = RegisterFile::default();
     let mut copies = 0;
     let mut ifm2_regions = Vec::new();
@@ -154,7 +154,7 @@ fn lookup_tables_are_loaded_from_their_copy_in_the_fast_memory() {
     };
     let m = compile(&g, &fast).unwrap();
     let s = compile(&g, &small).unwrap();
-    let decoded = decode_stream(&m.command_stream).unwrap();
+    let decoded = decode_stream(&m.payload.command_words().unwrap()).unwrap();
     let mut regs = RegisterFile::default();
     let (mut copies, mut loads) = (0, Vec::new());
     for d in &decoded {

@@ -108,7 +108,7 @@ fn the_index_is_one_elementwise_operation_and_the_lookup_one_dma() {
 
 /// The DMA0 source-region commands of a compiled graph.
 fn dma_sources(m: &npuc::compile::CompiledModel) -> Vec<(u8, DmaIdxMode)> {
-    decode_stream(&m.command_stream)
+    decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .iter()
         .filter_map(|c| match c.command {
@@ -124,7 +124,7 @@ fn a_table_read_by_two_lookups_is_stored_once_and_gathered_from_region_0() {
     // 65536 indices: rows of 32768 (DMA0_SIZE0 is 16 bits), one DMA per lookup, both
     // gathering from region 0 (the registers are written once: the second DMA repeats them).
     assert_eq!(dma_sources(&m), [(0, DmaIdxMode::Enabled)]);
-    let starts = decode_stream(&m.command_stream)
+    let starts = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .iter()
         .filter(|c| matches!(c.command, Command::OpDmaStart(_)))

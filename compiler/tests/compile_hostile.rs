@@ -52,7 +52,7 @@ fn a_stream_that_would_fault_fails_validation_naming_the_operator() {
     use npuc_backend::isa::{decode_stream, encode_stream, Command};
     let model = compile(&conv_then_pool(), &Options::default()).unwrap();
     npuc::compile::validate_model(&model).unwrap();
-    let cmds: Vec<Command> = decode_stream(&model.command_stream)
+    let cmds: Vec<Command> = decode_stream(&model.payload.command_words().unwrap())
         .unwrap()
         .iter()
         .map(|d| d.command)
@@ -78,7 +78,8 @@ fn a_stream_that_would_fault_fails_validation_naming_the_operator() {
     );
     for (what, cmds) in [("unmapped region", bad), ("past the arena", past)] {
         let mut m = model.clone();
-        m.command_stream = encode_stream(&cmds).unwrap();
+        m.payload =
+            npuc::payload::TargetPayload::u85_command_stream(&encode_stream(&cmds).unwrap());
         let e = npuc::compile::validate_model(&m).unwrap_err().to_string();
         assert!(e.contains("operator pool"), "{what}: {e}");
         assert!(e.contains("fails validation"), "{what}: {e}");

@@ -561,7 +561,7 @@ fn kernels(g: &Graph) -> Vec<(bool, npuc_backend::isa::ActivationTranspose)> {
     let m = compile(g, &Options::default()).unwrap();
     let mut regs = RegisterFile::default();
     let mut out = Vec::new();
-    for d in decode_stream(&m.command_stream).unwrap() {
+    for d in decode_stream(&m.payload.command_words().unwrap()).unwrap() {
         regs.apply(&d.command);
         match d.command {
             C::OpPool(_) => out.push((true, regs.ofm_precision.activation_transpose)),

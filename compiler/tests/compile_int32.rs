@@ -472,7 +472,7 @@ fn i32_operations_use_clip_range_none_and_op_scalar() {
     b.output(y);
     let g = b.finish().unwrap();
     let m = compile(&g, &Options::default()).unwrap();
-    let cmds: Vec<Command> = decode_stream(&m.command_stream)
+    let cmds: Vec<Command> = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .into_iter()
         .map(|d| d.command)

@@ -13,7 +13,7 @@ fn kernel_ops(g: &Graph) -> usize {
     use npuc_backend::arch::Accelerator;
     use npuc_backend::isa::{decode_stream, Command};
     let m = npuc::compile::compile(g, &options(Accelerator::ALL[1])).expect("compiles");
-    decode_stream(&m.command_stream)
+    decode_stream(&m.payload.command_words().unwrap())
         .expect("decodes")
         .iter()
         .filter(|d| {

@@ -34,7 +34,7 @@ fn lut_loads(cmds: &[Command]) -> Vec<usize> {
 /// Number of LUT loads and NPU kernel operations of a compiled graph.
 fn dmas_and_ops(g: &Graph) -> (usize, usize) {
     let m = compile(g, &Options::default()).unwrap();
-    let d: Vec<Command> = decode_stream(&m.command_stream)
+    let d: Vec<Command> = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .into_iter()
         .map(|c| c.command)
@@ -361,7 +361,7 @@ fn a_16_bit_table_evicts_every_8_bit_table_after_the_kernels_using_them() {
     // narrowing RESCALE, t8a again: four loads.
     let g = table_8_16_8(&mut Rng(1));
     let m = compile(&g, &Options::default()).unwrap();
-    let d = decode_stream(&m.command_stream).unwrap();
+    let d = decode_stream(&m.payload.command_words().unwrap()).unwrap();
     let cmds: Vec<Command> = d.iter().map(|c| c.command).collect();
     let starts = lut_loads(&cmds);
     assert_eq!(starts.len(), 4);
@@ -459,7 +459,7 @@ fn interpolated(rng: &mut Rng, frac: u32) -> impl Fn(i64) -> i16 {
 /// The LUT mode of the (single) operation of a compiled graph.
 fn lut_mode(g: &Graph) -> ActivationFunction {
     let m = compile(g, &Options::default()).unwrap();
-    decode_stream(&m.command_stream)
+    decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .iter()
         .find_map(|c| match c.command {

@@ -50,7 +50,7 @@ fn small_transpose_uses_the_ofm_transpose() {
     b.output(y);
     let m = compile(&b.finish().unwrap(), &Options::default()).unwrap();
     assert_eq!(m.operators.len(), 1);
-    let transposes: Vec<ActivationTranspose> = decode_stream(&m.command_stream)
+    let transposes: Vec<ActivationTranspose> = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .iter()
         .filter_map(|d| match d.command {

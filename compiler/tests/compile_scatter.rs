@@ -147,7 +147,7 @@ fn bad_constant_indices_are_clear_errors() {
 fn dmas_are_fenced_against_kernels() {
     use npuc_backend::isa::{decode_stream, Command};
     let m = compile(&scatter_into_feature_map(&mut Rng(1)), &Options::default()).unwrap();
-    let cmds: Vec<Command> = decode_stream(&m.command_stream)
+    let cmds: Vec<Command> = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .into_iter()
         .map(|d| d.command)

@@ -98,7 +98,7 @@ fn weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel() {
     b.output(x);
     let g = b.finish().unwrap();
     let m = compile(&g, &Options::new(Accelerator::U85_2048)).unwrap();
-    let cmds: Vec<C> = decode_stream(&m.command_stream)
+    let cmds: Vec<C> = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .into_iter()
         .map(|d| d.command)
@@ -199,7 +199,7 @@ fn staging_may_raise_the_sram_peak_when_optimising_for_performance() {
     };
     let m = compile(&g, &fast).unwrap();
     let s = compile(&g, &small).unwrap();
-    let cmds: Vec<C> = decode_stream(&m.command_stream)
+    let cmds: Vec<C> = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .into_iter()
         .map(|d| d.command)
@@ -216,7 +216,7 @@ fn staging_may_raise_the_sram_peak_when_optimising_for_performance() {
         s.fast_size
     );
     assert!(m.estimated_cycles() < s.estimated_cycles());
-    assert!(!decode_stream(&s.command_stream)
+    assert!(!decode_stream(&s.payload.command_words().unwrap())
         .unwrap()
         .iter()
         .any(|d| matches!(d.command, C::OpDmaStart(_))));
@@ -272,7 +272,7 @@ fn fwd_weights_where_the_weight_decoder_is_the_bottleneck() {
         ..fast.clone()
     };
     let format = |m: &npuc::CompiledModel| {
-        decode_stream(&m.command_stream)
+        decode_stream(&m.payload.command_words().unwrap())
             .unwrap()
             .iter()
             .find_map(|d| match d.command {
@@ -328,7 +328,7 @@ fn two_four_sparse_weights_run_sparse() {
         b.finish().unwrap()
     };
     let sparsity = |m: &npuc::CompiledModel| {
-        decode_stream(&m.command_stream)
+        decode_stream(&m.payload.command_words().unwrap())
             .unwrap()
             .iter()
             .find_map(|d| match d.command {
@@ -357,7 +357,7 @@ fn an_ofm_read_only_by_the_next_elementwise_is_chained() {
     // no memory; nothing comes between the two kernel commands; bit-exact.
     let g = network(&mut Rng(3));
     let m = compile(&g, &Options::default()).unwrap();
-    let cmds: Vec<C> = decode_stream(&m.command_stream)
+    let cmds: Vec<C> = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .into_iter()
         .map(|d| d.command)
@@ -409,7 +409,7 @@ fn large_weight_streams_are_staged_in_double_buffered_ofm_depth_slices() {
     let options = Options::default();
     let out = npuc::tflite_out::compile_tflite(&bytes, &options, &mut |_| {}).unwrap();
     let m = &out.partition.segments[0].model;
-    let cmds: Vec<C> = decode_stream(&m.command_stream)
+    let cmds: Vec<C> = decode_stream(&m.payload.command_words().unwrap())
         .unwrap()
         .into_iter()
         .map(|d| d.command)
@@ -460,7 +460,7 @@ fn constants_in_flash_are_read_by_few_ofm_blocks() {
     )
     .unwrap();
     let perf = PerfModel::new(Accelerator::U85_256.config(), map)
-        .stream(&m.command_stream)
+        .stream(&m.payload.command_words().unwrap())
         .unwrap();
     let flash: u64 = perf
         .ops

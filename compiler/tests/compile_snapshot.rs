@@ -48,11 +48,6 @@ fn conv_pool_disassembly() {
     b.output(z);
     let g = b.finish().unwrap();
     let m = compile(&g, &Options::default()).unwrap();
-    let bytes: Vec<u8> = m
-        .command_stream
-        .iter()
-        .flat_map(|w| w.to_le_bytes())
-        .collect();
-    let text = npuc::disasm::text(&Artifact::from_bytes(&bytes).unwrap()).unwrap();
+    let text = npuc::disasm::text(&Artifact::from_bytes(m.payload.bytes()).unwrap()).unwrap();
     insta::assert_snapshot!(text);
 }

@@ -42,7 +42,11 @@ fn a_fully_supported_model_becomes_one_ethos_u_operator_that_reproduces_the_gold
         // same model gives the same stream.
         let payload = npuc_backend::cop::parse_payload(&ops[0].payload).unwrap();
         let whole = npuc::compile_file(&bytes, &Options::default()).unwrap();
-        assert_eq!(payload.words, whole.command_stream, "{name}");
+        assert_eq!(
+            payload.words,
+            whole.payload.command_words().unwrap(),
+            "{name}"
+        );
         assert_eq!(ops[0].read_only, whole.read_only, "{name}");
         assert_eq!(ops[0].scratch_size as u64, whole.arena_size, "{name}");
         // Folded weights are gone: only the payload, read_only, scratch (also passed as

@@ -47,8 +47,18 @@ fn corpus_streams_are_proved_valid_without_the_full_simulation() {
                 continue;
             };
             let regions = region_sizes(&m);
-            let fast = validate_check_only(accel, &m.command_stream, &regions, Some(&m.read_only));
-            let full = validate_full(accel, &m.command_stream, &regions, Some(&m.read_only));
+            let fast = validate_check_only(
+                accel,
+                &m.payload.command_words().unwrap(),
+                &regions,
+                Some(&m.read_only),
+            );
+            let full = validate_full(
+                accel,
+                &m.payload.command_words().unwrap(),
+                &regions,
+                Some(&m.read_only),
+            );
             assert!(full.is_ok(), "{name} on {accel}: {full:?}");
             let fast = fast.unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
             assert_eq!(fast.macs, full.unwrap().macs, "{name} on {accel}");
@@ -109,7 +119,7 @@ fn mutated_streams_get_the_verdict_and_error_of_the_full_simulation() {
         };
         let regions = region_sizes(&m);
         for _ in 0..12 {
-            let Some(words) = mutate(&m.command_stream, &mut rng) else {
+            let Some(words) = mutate(&m.payload.command_words().unwrap(), &mut rng) else {
                 continue;
             };
             let constants = Some(m.read_only.as_slice());

@@ -30,7 +30,7 @@ fn a_corrupted_stream_is_caught_and_the_corrupted_operation_localised() {
     let g = conv_then_pool();
     let mut m = compile(&g, &Options::default()).unwrap();
     // Turn the max pool into a min pool: the convolution stays right, the pool goes wrong.
-    let decoded = decode_stream(&m.command_stream).unwrap();
+    let decoded = decode_stream(&m.payload.command_words().unwrap()).unwrap();
     let pool = decoded
         .iter()
         .find(|d| matches!(d.command, Command::OpPool(_)))
@@ -41,7 +41,9 @@ fn a_corrupted_stream_is_caught_and_the_corrupted_operation_localised() {
     assert_eq!(p.pooling_mode, PoolingMode::Max);
     p.pooling_mode = PoolingMode::Min;
     let word = encode_stream(&[Command::OpPool(p)]).unwrap();
-    m.command_stream[pool.offset / 4] = word[0];
+    let mut words = m.payload.command_words().unwrap();
+    words[pool.offset / 4] = word[0];
+    m.payload = npuc::payload::TargetPayload::u85_command_stream(&words);
 
     let r = verify_graph(&g, &m, &VerifyOptions::default()).unwrap();
     assert!(!r.is_bit_exact());
@@ -96,7 +98,7 @@ fn a_divergence_in_a_sliced_operation_is_localised() {
     let options = Options::default();
     let g = npuc::reference::lower_file(&bytes).unwrap();
     let mut m = compile(&g, &options).unwrap();
-    let decoded = decode_stream(&m.command_stream).unwrap();
+    let decoded = decode_stream(&m.payload.command_words().unwrap()).unwrap();
     let k = decoded
         .windows(2)
         .position(|w| matches!(w[0].command, Command::OpKernelWait(k) if k.n == 1))

@@ -26,7 +26,7 @@
 //! b.output(y);
 //! let g = b.finish().unwrap();
 //! let model = npuc::compile::compile(&g, &npuc::compile::Options::default()).unwrap();
-//! assert_eq!(*model.command_stream.last().unwrap(), 0xffff_0000); // NPU_OP_STOP 0xffff
+//! assert_eq!(*model.payload.command_words().unwrap().last().unwrap(), 0xffff_0000); // NPU_OP_STOP 0xffff
 //! ```
 
 pub mod alloc;
@@ -226,6 +226,8 @@ pub enum CompileError {
     /// The system configuration and memory mode do not fit together.
     #[error("{0}")]
     System(#[from] npuc_backend::system::SystemError),
+    #[error(transparent)]
+    Payload(#[from] crate::payload::PayloadError),
     /// The model needs more SRAM than `--sram-budget` allows.
     #[error(
         "the model needs {needed} bytes of SRAM, over the budget of {budget} bytes; operation {operator} needs the most ({live} bytes of feature maps live in SRAM while it runs)"
@@ -284,8 +286,9 @@ pub struct CompiledModel {
     pub accelerator: Accelerator,
     /// CONFIG register word of the configuration.
     pub config_word: u32,
-    /// The register command stream (32-bit words).
-    pub command_stream: Vec<u32>,
+    /// The target's program, tagged with its format (the U85's: its cmd0/cmd1 command
+    /// stream; `TargetPayload::command_words` reads it).
+    pub payload: crate::payload::TargetPayload,
     /// Its kernel and DMA commands, as the target counts them.
     pub commands: crate::arch_interface::CommandCounts,
     /// Region 0: weights and scale streams.
@@ -401,7 +404,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
         accelerator: options.accelerator,
         config_word: target.config_word(),
         commands: target.count_commands(&emitted.words),
-        command_stream: emitted.words,
+        payload: crate::payload::TargetPayload::u85_command_stream(&emitted.words),
         read_only: emitted.read_only,
         arena_size: placement.arena_size,
         fast_size: placement.fast_size,
@@ -470,9 +473,10 @@ pub fn region_sizes(model: &CompiledModel) -> npuc_backend::sim::validate::Regio
 /// failure names the NPU operation the failing command belongs to.
 pub fn validate_model(model: &CompiledModel) -> Result<(), CompileError> {
     use npuc_backend::sim::validate::{validate, ValidationError};
+    let words = model.payload.command_words()?;
     let Err(e) = validate(
         model.accelerator,
-        &model.command_stream,
+        &words,
         &region_sizes(model),
         Some(&model.read_only),
     ) else {

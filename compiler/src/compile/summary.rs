@@ -169,7 +169,7 @@ impl CompileSummary {
             npu_operations: counts.npu_operations,
             kernel_commands: counts.kernel_commands as u64,
             dma_commands: counts.dma_commands as u64,
-            command_words: sum(&|m| m.command_stream.len() as u64),
+            command_words: sum(&|m| m.payload.bytes().len() as u64 / 4),
             arena_bytes: models.iter().map(|m| m.arena_size).max().unwrap_or(0),
             arena_bytes_total: sum(&|m| m.arena_size),
             fast_memory_bytes: models.iter().map(|m| m.fast_size).max().unwrap_or(0),

@@ -24,6 +24,8 @@ pub enum TfliteOutError {
     /// Writing the output failed.
     #[error("writing the .tflite output: {0}")]
     Write(String),
+    #[error(transparent)]
+    Payload(#[from] crate::payload::PayloadError),
     /// The model already holds a compiled NPU operator.
     #[error(
         "operator {0} is an ethos-u operator: this model is already compiled for the NPU \

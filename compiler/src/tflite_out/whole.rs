@@ -82,8 +82,12 @@ fn feature_map(p: &TensorPlacement) -> Result<TensorT, TfliteOutError> {
 
 /// Writes `m` as a `.tflite` with one `ethos-u` operator.
 pub fn write_whole(m: &CompiledModel) -> Result<Vec<u8>, TfliteOutError> {
-    let payload = write_cop1(m.config_word, ETHOS_U85_ID_WORD, &m.command_stream)
-        .ok_or_else(|| TfliteOutError::Write("the command stream is too long".into()))?;
+    let payload = write_cop1(
+        m.config_word,
+        ETHOS_U85_ID_WORD,
+        &m.payload.command_words()?,
+    )
+    .ok_or_else(|| TfliteOutError::Write("the command stream is too long".into()))?;
     let mut buffers = vec![BufferT::default()];
     let mut data_buffer = |data: &[u8]| {
         if data.is_empty() {

@@ -172,8 +172,12 @@ pub fn write(
         let seg = &part.segments[si];
         let c = &seg.model;
         let tag = format!("npuc_segment_{si}");
-        let payload = write_cop1(c.config_word, ETHOS_U85_ID_WORD, &c.command_stream)
-            .ok_or_else(|| TfliteOutError::Write(format!("{tag}: command stream too long")))?;
+        let payload = write_cop1(
+            c.config_word,
+            ETHOS_U85_ID_WORD,
+            &c.payload.command_words()?,
+        )
+        .ok_or_else(|| TfliteOutError::Write(format!("{tag}: command stream too long")))?;
         let cmd = b.bytes_tensor(
             format!("{tag}_command_stream"),
             payload.len(),

@@ -14,7 +14,7 @@ pub fn check(name: &str, build: fn(&mut Rng) -> npuc_ir::Graph) {
     for accel in Accelerator::ALL {
         let options = options(accel);
         let m = compile(&g, &options).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
-        let decoded = decode_stream(&m.command_stream)
+        let decoded = decode_stream(&m.payload.command_words().unwrap())
             .unwrap_or_else(|e| panic!("{name} on {accel}: decode: {e}"));
         assert!(
             matches!(decoded.last().map(|d| d.command), Some(Command::OpStop(_))),

@@ -449,7 +449,7 @@ pub fn simulate(m: &CompiledModel, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let [arena, fast] = mems;
     let id = sim.memory_mut().add_region(1, arena);
     let fast_id = (m.fast_size > 0).then(|| sim.memory_mut().add_region(2, fast));
-    sim.run(&m.command_stream)
+    sim.run(&m.payload.command_words().unwrap())
         .unwrap_or_else(|e| panic!("simulator: {e}"));
     m.outputs
         .iter()
@@ -507,7 +507,7 @@ pub fn check_sim_with(
     use npuc_backend::isa::{decode_stream, Command};
     for accel in Accelerator::ALL {
         let m = compile(g, &options(accel)).unwrap_or_else(|e| panic!("{name} on {accel}: {e}"));
-        let decoded = decode_stream(&m.command_stream)
+        let decoded = decode_stream(&m.payload.command_words().unwrap())
             .unwrap_or_else(|e| panic!("{name} on {accel}: decode: {e}"));
         assert!(
             matches!(decoded.last().map(|d| d.command), Some(Command::OpStop(_))),

@@ -98,7 +98,7 @@ fn simulate(m: &CompiledModel, inputs: &[TensorValue]) -> Result<Vec<Vec<u8>>, S
     let [arena, fast] = mems;
     let id = sim.memory_mut().add_region(1, arena);
     let fast_id = (m.fast_size > 0).then(|| sim.memory_mut().add_region(2, fast));
-    sim.run(&m.command_stream)
+    sim.run(&m.payload.command_words().unwrap())
         .map_err(|e| format!("simulator: {e}"))?;
     m.outputs
         .iter()
