@@ -160,7 +160,7 @@ fn a_concat_of_shallow_maps_copies_them_as_maps_not_rows() {
     let m = compile(&g, &options(Accelerator::U85_2048)).unwrap();
     let mut regs = RegisterFile::default();
     let mut pools = vec![];
-    for d in decode_stream(&m.command_stream).unwrap() {
+    for d in decode_stream(&m.payload.command_words().unwrap()).unwrap() {
         regs.apply(&d.command);
         if let Command::OpPool(_) = d.command {
             pools.push((
