@@ -27,8 +27,10 @@ fn weights(n: usize, seed: u32, zero_pct: u32, levels: u32, max: i16) -> Vec<i16
             if next() % 100 < zero_pct {
                 0
             } else {
-                let level = (next() % levels) as i16;
-                let v = (level * max / levels.max(1) as i16).max(1);
+                // level < levels, so v <= max (computed in i32: level * max exceeds i16).
+                let level = i32::try_from(next() % levels).unwrap();
+                let scaled = level * i32::from(max) / i32::try_from(levels.max(1)).unwrap();
+                let v = i16::try_from(scaled).unwrap().max(1);
                 if next() % 2 == 0 {
                     v
                 } else {
