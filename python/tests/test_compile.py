@@ -29,6 +29,7 @@ SUMMARY_KEYS = {
     "weights_encoded_bytes",
     "scale_bytes",
     "estimated_cycles",
+    "compute_bound",
 }
 
 
@@ -49,6 +50,7 @@ def test_a_tflite_model_compiles_to_a_vela_format_tflite_with_its_summary():
     assert m.cpu_operators == []
     assert s["weights_raw_bytes"] > 0 and s["weights_encoded_bytes"] > 0
     assert m.cycles == s["estimated_cycles"] > 0
+    assert 0 < s["compute_bound"] <= s["estimated_cycles"]
 
 
 def test_bytes_and_a_path_give_the_same_file():
