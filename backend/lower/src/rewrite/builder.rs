@@ -5,7 +5,25 @@
 
 use super::graph_err;
 use crate::LowerError;
-use npuc_ir::{Graph, Op, PadAttrs, ReshapeAttrs, TensorId, TransposeAttrs};
+use npuc_ir::{
+    Graph, Op, OpId, OpNode, PadAttrs, ReshapeAttrs, TensorId, TransposeAttrs, TransposeConvAttrs,
+};
+
+/// TRANSPOSE_CONV2D `o` of `g`, which a rewrite replaces: its node (a copy) and attributes.
+pub(super) fn transpose_conv(
+    g: &Graph,
+    o: OpId,
+) -> Result<(OpNode, TransposeConvAttrs), LowerError> {
+    let node = g
+        .op(o)
+        .ok_or_else(|| graph_err("TRANSPOSE_CONV2D vanished"))?
+        .clone();
+    let Op::TransposeConv2d(a) = &node.op else {
+        return Err(graph_err("not a TRANSPOSE_CONV2D"));
+    };
+    let a = a.clone();
+    Ok((node, a))
+}
 
 /// Adds the operators of a rewrite of operator `name`.
 pub(super) struct Builder<'n> {

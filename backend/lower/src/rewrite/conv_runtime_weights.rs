@@ -21,7 +21,7 @@
 //! batches of at most [`MAX_IMAGES`], depthwise convolutions of at most [`MAX_DW_CHANNELS`]
 //! channels.
 
-use super::builder::Builder;
+use super::builder::{transpose_conv, Builder};
 use super::{dims, dtype, graph_err, is_constant};
 use crate::data_movement::copy::MAX_PAD_ELEMENTS;
 use crate::LowerError;
@@ -110,13 +110,7 @@ fn runtime_weights(g: &Graph, is_kind: impl Fn(&Op) -> bool) -> Vec<OpId> {
 /// after. `out[o] = sum x[i] w[k]` over `o = i*s + pad_before + k` is then the stride-1
 /// correlation of the inserted input with the reversed kernel.
 fn transpose_conv_as_conv(g: &mut Graph, o: OpId) -> Result<(), LowerError> {
-    let node = g
-        .op(o)
-        .ok_or_else(|| graph_err("TRANSPOSE_CONV2D vanished"))?
-        .clone();
-    let Op::TransposeConv2d(a) = &node.op else {
-        return Err(graph_err("not a TRANSPOSE_CONV2D"));
-    };
+    let (node, a) = transpose_conv(g, o)?;
     let name = node.name.clone();
     let (x, w, b) = (node.inputs()[0], node.inputs()[1], node.inputs()[2]);
     let acc = node.outputs()[0];

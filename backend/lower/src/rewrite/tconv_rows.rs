@@ -17,7 +17,7 @@
 //! Every step is data movement or L34's CONV2D; the conformance suite's `transpose_conv2d_8192x2`
 //! (kernel 8192 x 2, stride 8192 x 1) needed 1.6 G elements of zero-inserted input before.
 
-use super::builder::Builder;
+use super::builder::{transpose_conv, Builder};
 use super::{dims, dtype, graph_err};
 use crate::LowerError;
 use npuc_ir::{AxisAttrs, DType, Graph, Op, OpId, SliceAttrs, TensorData};
@@ -43,13 +43,7 @@ pub(super) fn applies(g: &Graph, o: OpId) -> bool {
 
 /// Rewrites TRANSPOSE_CONV2D `o` (see the module documentation).
 pub(super) fn rewrite(g: &mut Graph, o: OpId) -> Result<(), LowerError> {
-    let node = g
-        .op(o)
-        .ok_or_else(|| graph_err("TRANSPOSE_CONV2D vanished"))?
-        .clone();
-    let Op::TransposeConv2d(a) = &node.op else {
-        return Err(graph_err("not a TRANSPOSE_CONV2D"));
-    };
+    let (node, a) = transpose_conv(g, o)?;
     let name = node.name.clone();
     let (x, w, b) = (node.inputs()[0], node.inputs()[1], node.inputs()[2]);
     let acc = node.outputs()[0];
