@@ -61,14 +61,19 @@ fn conv16(rng: &mut Rng) -> Graph {
     b.finish().unwrap()
 }
 
-/// CONV2D 16x8 whose 48-bit accumulator is the graph output (no RESCALE): two images,
-/// full-range inputs and a 48-bit bias, written raw as 8-byte words (decision L36).
-fn conv16_raw_acc(rng: &mut Rng) -> Graph {
+/// CONV2D 16x8 with constant weights whose raw 48-bit accumulator is the graph output (no
+/// RESCALE): two images 5x6x7, kernel 3x2, 9 output channels, padding, stride (2, 1); the
+/// bias `bias(builder, rng, channels)` makes.
+fn conv16_acc_out(
+    name: &str,
+    rng: &mut Rng,
+    bias: impl FnOnce(&mut GraphBuilder, &mut Rng, usize) -> TensorId,
+) -> Graph {
     let (h, w, ic, oc) = (5, 6, 7, 9);
-    let mut b = GraphBuilder::new("conv16_raw_acc");
+    let mut b = GraphBuilder::new(name);
     let x = b.input("x", DType::Int16, [2, h, w, ic]);
     let wt = b.const_i8("w", [oc, 3, 2, ic], &rng.i8s(oc * 6 * ic));
-    let bt = b.const_i48("b", [oc], &bias48(rng, oc, 1 << 40));
+    let bt = bias(&mut b, rng, oc);
     let attrs = ConvAttrs {
         pad: [1, 0, 1, 1],
         stride: [2, 1],
@@ -77,6 +82,14 @@ fn conv16_raw_acc(rng: &mut Rng) -> Graph {
     let acc = b.op("conv", Op::Conv2d(attrs), &[x, wt, bt]);
     b.output(acc);
     b.finish().unwrap()
+}
+
+/// CONV2D 16x8 whose 48-bit accumulator is the graph output (no RESCALE): two images,
+/// full-range inputs and a 48-bit bias, written raw as 8-byte words (decision L36).
+fn conv16_raw_acc(rng: &mut Rng) -> Graph {
+    conv16_acc_out("conv16_raw_acc", rng, |b, rng, oc| {
+        b.const_i48("b", [oc], &bias48(rng, oc, 1 << 40))
+    })
 }
 
 /// TRANSPOSE_CONV2D 16x8, stride 2, whose 48-bit accumulator is the graph output.
@@ -636,19 +649,9 @@ fn check_sim48(name: &str, g: &Graph) {
 /// CONV2D 16x8 with constant weights and a bias that is a graph input: two images, padding,
 /// stride (2, 1); the raw i48 accumulator is the output.
 fn conv16_input_bias(rng: &mut Rng) -> Graph {
-    let (h, w, ic, oc) = (5, 6, 7, 9);
-    let mut b = GraphBuilder::new("conv16_input_bias");
-    let x = b.input("x", DType::Int16, [2, h, w, ic]);
-    let wt = b.const_i8("w", [oc, 3, 2, ic], &rng.i8s(oc * 6 * ic));
-    let bt = b.input("b", DType::Int48, [oc]);
-    let attrs = ConvAttrs {
-        pad: [1, 0, 1, 1],
-        stride: [2, 1],
-        ..ConvAttrs::default()
-    };
-    let acc = b.op("conv", Op::Conv2d(attrs), &[x, wt, bt]);
-    b.output(acc);
-    b.finish().unwrap()
+    conv16_acc_out("conv16_input_bias", rng, |b, _, oc| {
+        b.input("b", DType::Int48, [oc])
+    })
 }
 
 /// CONV2D 16x8 whose weights (with a weight zero point, TOSA allows one on i8 weights) and
