@@ -15,6 +15,7 @@
 use crate::compile::emit::{Decisions, Written};
 use crate::compile::lower::Lowered;
 use crate::compile::CompileError;
+use crate::payload::TargetPayload;
 use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights};
 use npuc_codecs::scale::{AccFormat, ChannelScale};
 use thiserror::Error;
@@ -121,13 +122,17 @@ pub struct EncodedWeights {
     pub streams: Vec<Vec<u8>>,
 }
 
-/// The estimate of a whole command stream.
+/// The estimate of a whole command stream (a target's program): what the optimiser compares
+/// and what `npuc report` prints.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct StreamEstimate {
     /// Each kernel operation and DMA, in stream order.
     pub ops: Vec<OpEstimate>,
     /// Cycles until everything has completed (DMAs overlapping kernels as the waits allow).
     pub total: u64,
+    /// One past the highest byte any operation touched, per region (every region the target
+    /// has, in order).
+    pub peak: Vec<u64>,
 }
 
 /// The estimate of one kernel operation or DMA of a stream.
@@ -135,11 +140,56 @@ pub struct StreamEstimate {
 pub struct OpEstimate {
     /// A DMA (else a kernel operation).
     pub dma: bool,
+    /// Byte offset of the command that starts it in its stream.
+    pub offset: usize,
+    /// The target's name of that command (U85: `NPU_OP_CONV`).
+    pub instruction: &'static str,
     /// Its own cycles.
     pub cycles: u64,
+    /// The cycle it starts at (from the start of the stream).
+    pub start: u64,
+    /// The cycle it ends at: `start + cycles`, later when a memory it uses is busy.
+    pub end: u64,
+    /// Multiply-accumulates.
+    pub macs: u64,
+    /// Cycles of the NPU's units (the slowest compute unit), memories aside.
+    pub compute_cycles: u64,
     /// Bytes read and written per memory: (memory name, read, written), memories in a fixed
     /// order.
     pub memory: Vec<(String, u64, u64)>,
+    /// Cycles each memory needs for its traffic, in the order of `memory`.
+    pub memory_cycles: Vec<u64>,
+    /// Bytes of weight streams it reads.
+    pub weight_bytes: u64,
+    /// Bytes of scale streams it reads.
+    pub scale_bytes: u64,
+    /// Its traffic per region (every region the target has, in order).
+    pub regions: Vec<RegionTraffic>,
+}
+
+/// What one operation reads and writes in one region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RegionTraffic {
+    /// Bytes read.
+    pub read: u64,
+    /// Bytes written.
+    pub written: u64,
+    /// Of the bytes read, those of weight and scale streams (and a matrix multiply's second
+    /// operand, read as a weight stream).
+    pub stream_read: u64,
+    /// One past the highest byte touched (0: untouched).
+    pub extent: u64,
+}
+
+/// A stream that fails its target's validation (decision H3): the target's words for why,
+/// and the byte offset of the command at fault when one is.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("{reason}")]
+pub struct InvalidStream {
+    /// Why.
+    pub reason: String,
+    /// Byte offset of the failing command in the stream.
+    pub offset: Option<usize>,
 }
 
 /// The commands of a stream, as `npuc` counts them (`crate::counts`).
@@ -267,16 +317,28 @@ pub trait Target: Sync {
     /// per block, the CC issuing the blocks, the first block's IFM read and the last one's
     /// OFM write), without the memories' bandwidth or the DMAs.
     fn estimate_compute(&self, commands: &Commands) -> u64;
-    /// Counts the kernel and DMA commands of a stream this target wrote.
-    fn count_commands(&self, words: &[u32]) -> CommandCounts;
+    /// Counts the kernel and DMA commands of a program this target wrote (none in another
+    /// target's payload).
+    fn count_commands(&self, payload: &TargetPayload) -> CommandCounts;
     /// Disassembles a command stream of this target's kind (any, not only its own writer's:
     /// Vela's too).
     fn disassemble(&self, words: &[u32]) -> Disassembly;
     /// The commands of a stream of this target's kind that start work, in order (`None` if
     /// it does not decode).
     fn work_commands(&self, words: &[u32]) -> Option<Vec<WorkCommand>>;
-    /// Estimates a whole command stream (`None` if it does not decode).
-    fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate>;
+    /// Estimates a whole program of this target's kind, any writer's (an error if its cost
+    /// model cannot read it, or it is another target's).
+    fn estimate_stream(&self, payload: &TargetPayload) -> Result<StreamEstimate, StreamError>;
+    /// Checks that a program of this target's kind, any writer's, runs within `regions`
+    /// (bytes per region; `None`: not mapped), region 0 starting with `read_only` when given:
+    /// what every compiled stream passes before it is written, and what `npuc report` asks
+    /// of any stream it estimates (decision H3).
+    fn validate(
+        &self,
+        payload: &TargetPayload,
+        regions: &[Option<u64>],
+        read_only: Option<&[u8]>,
+    ) -> Result<(), InvalidStream>;
     /// The name of the memory holding a region (`Sram`, `Dram`, ...).
     fn region_memory(&self, region: u8) -> String;
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
@@ -287,9 +349,9 @@ pub trait Target: Sync {
     /// operations hold ISA enums), which the schedule framework reads: see ARCHITECTURE.md,
     /// "Seam status".
     fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError>;
-    /// Writes the command stream and read-only region of a scheduled graph: the target's
-    /// writer (the U85's sequences the operations in `compile/emit/write.rs` and programs the
-    /// registers with the backend's `writer`).
+    /// Writes the program (its payload, in the format the target chooses) and read-only
+    /// region of a scheduled graph: the target's writer (the U85's sequences the operations
+    /// in `compile/emit/write.rs` and programs the registers with the backend's `writer`).
     fn write(&self, decisions: &Decisions) -> Result<Written, CompileError>;
     /// Where weight and scale streams can be staged by DMA (region, capacity in bytes), when
     /// the constants are not in that memory already.

@@ -1,6 +1,7 @@
-//! `npuc report`: cycles, MACs and memory traffic of a compiled artifact, from the performance
-//! model of the backend ([`npuc_backend::perf`], TRM chapter 4) in a system configuration and
-//! memory mode ([`npuc_backend::system`]).
+//! `npuc report`: cycles, MACs and memory traffic of a compiled artifact, from the cost model
+//! of the target that reads it ([`Target::estimate_stream`]; the Ethos-U85's is TRM chapter 4)
+//! in a system configuration and memory mode ([`npuc_backend::system`]), after the target's
+//! validation ([`Target::validate`]).
 //!
 //! ```
 //! use npuc::artifact::Artifact;
@@ -12,15 +13,14 @@
 //! assert_eq!(r.json()["ops"].as_array().unwrap().len(), 0);
 //! ```
 
+use crate::arch_interface::{OpEstimate, StreamEstimate, Target};
 use crate::artifact::{Artifact, StreamOrigin};
 use npuc_backend::arch::Accelerator;
-use npuc_backend::perf::{OpPerf, PerfError, PerfModel, StreamPerf};
-use npuc_backend::sim::NUM_REGIONS;
-use npuc_backend::system::{MemoryKind, MemoryMap};
+use npuc_backend::system::MemoryMap;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
-/// The TRM name of the DMA command, as the performance model names its operations.
+/// The TRM name of the DMA command, as the Ethos-U85's cost model names its operations.
 pub const DMA_INSTRUCTION: &str = "NPU_OP_DMA_START";
 
 /// A stream the model cannot read.
@@ -42,7 +42,7 @@ pub enum ReportProblem {
     /// It fails the stream validation `npuc run` and `npuc compile` apply (decision H3).
     #[error("not a valid stream: {0}")]
     Invalid(String),
-    /// The performance model cannot read it.
+    /// The target's cost model cannot read it.
     #[error("{0}")]
     Perf(String),
     /// A figure does not fit in 64 bits.
@@ -54,13 +54,7 @@ pub enum ReportProblem {
 /// 0, 1 and 2 (those every memory mode uses) of 256 MiB each (decision H3).
 pub const RAW_STREAM_REGION_BYTES: u64 = 1 << 28;
 
-fn raw_stream_regions() -> npuc_backend::sim::validate::RegionSizes {
-    let mut r = [None; NUM_REGIONS];
-    for slot in r.iter_mut().take(3) {
-        *slot = Some(RAW_STREAM_REGION_BYTES);
-    }
-    r
-}
+const RAW_STREAM_REGIONS: [Option<u64>; 3] = [Some(RAW_STREAM_REGION_BYTES); 3];
 
 /// The figures `--json` prints, for one operation or the whole artifact.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -109,8 +103,8 @@ impl Figures {
 pub struct OpRow {
     /// Index of its stream in the artifact.
     pub stream: usize,
-    /// The model's estimate.
-    pub perf: OpPerf,
+    /// The target's estimate.
+    pub estimate: OpEstimate,
     /// Its figures.
     pub figures: Figures,
 }
@@ -123,37 +117,45 @@ pub struct Report {
     /// The memories.
     pub map: MemoryMap,
     /// Each stream's estimate, with where it came from.
-    pub streams: Vec<(StreamOrigin, StreamPerf)>,
+    pub streams: Vec<(StreamOrigin, StreamEstimate)>,
     /// Every operation, in execution order.
     pub ops: Vec<OpRow>,
     /// Totals.
     pub total: Figures,
-    /// Peak bytes per region (largest over the streams).
-    pub peak: [u64; NUM_REGIONS],
+    /// Peak bytes per region (largest over the streams; every region the target has).
+    pub peak: Vec<u64>,
 }
 
-fn pick(mem: &[u64; 4], kind: MemoryKind) -> u64 {
-    mem[npuc_backend::perf::memory_index(kind)]
+/// Bytes read from and written to the memory named `name` (vela.ini's names).
+fn pick(p: &OpEstimate, name: &str) -> (u64, u64) {
+    p.memory
+        .iter()
+        .find(|(m, _, _)| m == name)
+        .map_or((0, 0), |&(_, r, w)| (r, w))
 }
 
-fn op_figures(p: &OpPerf, map: &MemoryMap) -> Figures {
-    let mut peak_sram = 0;
-    for r in 0..NUM_REGIONS {
-        if map.region_memory(r as u32) == MemoryKind::Sram {
-            peak_sram = peak_sram.max(p.cost.extent[r]);
-        }
-    }
+/// `in_sram`: whether each region is in SRAM.
+fn op_figures(p: &OpEstimate, in_sram: &[bool]) -> Figures {
+    let peak_sram = p
+        .regions
+        .iter()
+        .zip(in_sram)
+        .filter(|(_, &sram)| sram)
+        .map(|(r, _)| r.extent)
+        .max()
+        .unwrap_or(0);
+    let (sram_read, sram_write) = pick(p, "Sram");
+    let (dram_read, dram_write) = pick(p, "Dram");
     Figures {
         cycles: p.cycles,
-        macs: p.cost.macs,
-        sram_read: pick(&p.memory_read, MemoryKind::Sram),
-        sram_write: pick(&p.memory_written, MemoryKind::Sram),
-        dram_read: pick(&p.memory_read, MemoryKind::Dram),
-        dram_write: pick(&p.memory_written, MemoryKind::Dram),
-        flash_read: pick(&p.memory_read, MemoryKind::OnChipFlash)
-            + pick(&p.memory_read, MemoryKind::OffChipFlash),
-        weight_bytes: p.cost.weight_bytes,
-        scale_bytes: p.cost.scale_bytes,
+        macs: p.macs,
+        sram_read,
+        sram_write,
+        dram_read,
+        dram_write,
+        flash_read: pick(p, "OnChipFlash").0 + pick(p, "OffChipFlash").0,
+        weight_bytes: p.weight_bytes,
+        scale_bytes: p.scale_bytes,
         peak_sram,
     }
 }
@@ -187,29 +189,32 @@ pub fn report(
     let mut streams = Vec::new();
     let mut ops = Vec::new();
     let mut total = Figures::default();
-    let mut peak = [0u64; NUM_REGIONS];
+    let mut peak: Vec<u64> = Vec::new();
     for (i, s) in artifact.streams.iter().enumerate() {
         let fail = |problem| ReportError { stream: i, problem };
-        let accelerator = s.accelerator.unwrap_or(acc);
-        let regions = s.regions.unwrap_or_else(raw_stream_regions);
-        npuc_backend::sim::validate::validate(
-            accelerator,
-            &s.words,
-            &regions,
-            s.read_only.as_deref(),
-        )
-        .map_err(|e| fail(ReportProblem::Invalid(e.to_string())))?;
-        let model = PerfModel::new(accelerator.config(), map.clone());
-        let perf = model
-            .stream(&s.words)
-            .map_err(|e: PerfError| fail(ReportProblem::Perf(e.to_string())))?;
+        let target: Box<dyn Target> =
+            crate::targets::reader_with_memory(Some(s.accelerator.unwrap_or(acc)), map.clone());
+        let payload = crate::targets::artifact_payload(&s.words);
+        let regions: &[Option<u64>] = match &s.regions {
+            Some(r) => r,
+            None => &RAW_STREAM_REGIONS,
+        };
+        target
+            .validate(&payload, regions, s.read_only.as_deref())
+            .map_err(|e| fail(ReportProblem::Invalid(e.reason)))?;
+        let perf = target
+            .estimate_stream(&payload)
+            .map_err(|e| fail(ReportProblem::Perf(e.to_string())))?;
+        let in_sram: Vec<bool> = (0..perf.peak.len())
+            .map(|r| u8::try_from(r).is_ok_and(|r| target.region_memory(r) == "Sram"))
+            .collect();
         let add = |a: u64, b: u64, what| {
             a.checked_add(b)
                 .ok_or_else(|| fail(ReportProblem::Overflow(what)))
         };
-        total.cycles = add(total.cycles, perf.total_cycles, "the cycle count")?;
+        total.cycles = add(total.cycles, perf.total, "the cycle count")?;
         for p in &perf.ops {
-            let f = op_figures(p, map);
+            let f = op_figures(p, &in_sram);
             total.macs = add(total.macs, f.macs, "the MAC count")?;
             total.sram_read = add(total.sram_read, f.sram_read, "the SRAM bytes read")?;
             total.sram_write = add(total.sram_write, f.sram_write, "the SRAM bytes written")?;
@@ -220,14 +225,27 @@ pub fn report(
             total.scale_bytes = add(total.scale_bytes, f.scale_bytes, "the scale bytes")?;
             ops.push(OpRow {
                 stream: i,
-                perf: p.clone(),
+                estimate: p.clone(),
                 figures: f,
             });
+        }
+        if peak.len() < perf.peak.len() {
+            peak.resize(perf.peak.len(), 0);
         }
         for (p, &q) in peak.iter_mut().zip(&perf.peak) {
             *p = (*p).max(q);
         }
-        total.peak_sram = total.peak_sram.max(perf.memory_peak(map, MemoryKind::Sram));
+        // Regions in one memory share its address space (as Vela lays them out): SRAM's use
+        // is its largest region peak.
+        let sram_peak = perf
+            .peak
+            .iter()
+            .zip(&in_sram)
+            .filter(|(_, &sram)| sram)
+            .map(|(&p, _)| p)
+            .max()
+            .unwrap_or(0);
+        total.peak_sram = total.peak_sram.max(sram_peak);
         streams.push((s.origin.clone(), perf));
     }
     Ok(Report {
@@ -253,9 +271,9 @@ impl Report {
             .map(|o| {
                 let mut j = o.figures.json("cycles");
                 j["stream"] = json!(o.stream);
-                j["offset"] = json!(o.perf.offset);
-                j["start_cycle"] = json!(o.perf.start);
-                j["instruction"] = json!(o.perf.instruction);
+                j["offset"] = json!(o.estimate.offset);
+                j["start_cycle"] = json!(o.estimate.start);
+                j["instruction"] = json!(o.estimate.instruction);
                 j
             })
             .collect();
@@ -263,18 +281,14 @@ impl Report {
         v["accelerator"] = json!(self.accelerator.name());
         v["system_config"] = json!(self.map.system.name);
         v["memory_mode"] = json!(self.map.mode.name);
-        v["peak_region_bytes"] = json!(self.peak.to_vec());
+        v["peak_region_bytes"] = json!(self.peak);
         v
     }
 
     /// The kernel and DMA commands the report lists (`npu_operations` is 0: a stream alone
     /// does not tell how the compiler grouped its commands).
     pub fn counts(&self) -> crate::counts::Counts {
-        let dma_commands = self
-            .ops
-            .iter()
-            .filter(|o| o.perf.instruction == DMA_INSTRUCTION)
-            .count();
+        let dma_commands = self.ops.iter().filter(|o| o.estimate.dma).count();
         crate::counts::Counts {
             npu_operations: 0,
             kernel_commands: self.ops.len() - dma_commands,
@@ -319,9 +333,9 @@ impl Report {
                 s,
                 "{:>3} {:>#8x} {:<22} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}",
                 o.stream,
-                o.perf.offset,
-                o.perf.instruction,
-                o.perf.start,
+                o.estimate.offset,
+                o.estimate.instruction,
+                o.estimate.start,
                 f.cycles,
                 f.macs,
                 f.sram_read,
@@ -453,8 +467,8 @@ pub struct LayerRow {
     pub kernel_cycles: u64,
     /// Its commands' compute cycles (the slowest unit of each), added up.
     pub npu_cycles: u64,
-    /// Its commands' cycles on each memory ([`npuc_backend::perf::memory_index`]), added up.
-    pub memory_cycles: [u64; 4],
+    /// Its commands' cycles on each memory (the estimate's memory names), added up.
+    pub memory_cycles: Vec<(String, u64)>,
     /// MACs, bytes per memory, weight and scale bytes (`cycles` as above, `peak_sram` the
     /// highest of its commands').
     pub figures: Figures,
@@ -528,12 +542,17 @@ impl Report {
         for s in 0..self.streams.len() {
             let ops: Vec<&OpRow> = self.ops.iter().filter(|o| o.stream == s).collect();
             // Each command's share of the stream's cycles: how far it moves the end.
-            let total = self.streams[s].1.total_cycles;
+            let total = self.streams[s].1.total;
             let mut share = Vec::with_capacity(ops.len());
             let mut end = 0u64;
             for o in &ops {
-                share.push(o.perf.end.saturating_sub(end).min(total - end.min(total)));
-                end = end.max(o.perf.end).min(total);
+                share.push(
+                    o.estimate
+                        .end
+                        .saturating_sub(end)
+                        .min(total - end.min(total)),
+                );
+                end = end.max(o.estimate.end).min(total);
             }
             if let Some(last) = share.last_mut() {
                 *last += total - end;
@@ -553,7 +572,7 @@ impl Report {
                 op_cycles: 0,
                 kernel_cycles: 0,
                 npu_cycles: 0,
-                memory_cycles: [0; 4],
+                memory_cycles: Vec::new(),
                 figures: Figures::default(),
                 mac_utilisation: 0.0,
             };
@@ -562,7 +581,7 @@ impl Report {
                     let at: std::collections::BTreeMap<usize, usize> = ops
                         .iter()
                         .enumerate()
-                        .map(|(i, o)| (o.perf.offset, i))
+                        .map(|(i, o)| (o.estimate.offset, i))
                         .collect();
                     let mut fused_rows: Vec<(SourceOp, SourceOp)> = Vec::new();
                     for op in operators {
@@ -633,17 +652,19 @@ impl Report {
                     // A kernel command with the DMAs before it; trailing DMAs to the last.
                     let mut pending = Vec::new();
                     for (i, o) in ops.iter().enumerate() {
-                        if o.perf.instruction == DMA_INSTRUCTION {
+                        if o.estimate.dma {
                             pending.push(i);
                             continue;
                         }
                         stream_rows.push(new_row(SourceOp {
                             index: None,
-                            operator: o.perf.instruction.to_string(),
+                            operator: o.estimate.instruction.to_string(),
                             output: String::new(),
                         }));
                         let r = stream_rows.len() - 1;
-                        stream_rows[r].kernels.push(o.perf.instruction.to_string());
+                        stream_rows[r]
+                            .kernels
+                            .push(o.estimate.instruction.to_string());
                         for j in pending.drain(..).chain([i]) {
                             keys[j] = Some(r);
                         }
@@ -666,14 +687,17 @@ impl Report {
             for (i, o) in ops.iter().enumerate() {
                 let Some(r) = keys[i] else { continue };
                 let row = &mut stream_rows[r];
-                row.commands.push(o.perf.offset);
+                row.commands.push(o.estimate.offset);
                 row.cycles += share[i];
                 row.op_cycles = row.op_cycles.saturating_add(o.figures.cycles);
-                row.npu_cycles = row.npu_cycles.saturating_add(o.perf.cost.compute_cycles);
-                for (m, c) in row.memory_cycles.iter_mut().zip(&o.perf.memory_cycles) {
-                    *m = m.saturating_add(*c);
+                row.npu_cycles = row.npu_cycles.saturating_add(o.estimate.compute_cycles);
+                for ((name, _, _), &c) in o.estimate.memory.iter().zip(&o.estimate.memory_cycles) {
+                    match row.memory_cycles.iter_mut().find(|(m, _)| m == name) {
+                        Some((_, m)) => *m = m.saturating_add(c),
+                        None => row.memory_cycles.push((name.clone(), c)),
+                    }
                 }
-                if o.perf.instruction != DMA_INSTRUCTION {
+                if !o.estimate.dma {
                     row.kernel_cycles = row.kernel_cycles.saturating_add(o.figures.cycles);
                 }
                 add_figures(&mut row.figures, &o.figures);

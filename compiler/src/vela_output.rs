@@ -16,7 +16,6 @@ use crate::npz::{self, Member, QuantRecord};
 use crate::report::{Report, ReportError};
 use crate::tflite_out::TfliteOutError;
 use npuc_backend::cop::write_cop1;
-use npuc_backend::perf::memory_index;
 use npuc_backend::system::{MemoryKind, MemoryMap};
 use npuc_ir::Quantization;
 use std::fmt::Write;
@@ -220,6 +219,20 @@ fn memory_display(k: MemoryKind) -> &'static str {
     }
 }
 
+/// The column of memory `k` (Vela's order, [`MemoryKind::ALL`]).
+fn memory_index(k: MemoryKind) -> usize {
+    MemoryKind::ALL.iter().position(|&m| m == k).unwrap_or(0)
+}
+
+/// An operation's cycles on memory `k`.
+fn memory_cycles(o: &crate::arch_interface::OpEstimate, k: MemoryKind) -> u64 {
+    o.memory
+        .iter()
+        .zip(&o.memory_cycles)
+        .find(|((m, _, _), _)| m == k.name())
+        .map_or(0, |(_, &c)| c)
+}
+
 /// Bytes per memory: feature map read, written, weight read, written.
 #[derive(Default, Clone, Copy)]
 struct Traffic {
@@ -233,19 +246,19 @@ fn traffic(report: &Report) -> [Traffic; 4] {
     let map = &report.map;
     let mut t = [Traffic::default(); 4];
     for o in &report.ops {
-        let c = &o.perf.cost;
+        let regions = &o.estimate.regions;
         // A DMA reading the read-only region stages weights; other DMAs move feature maps.
-        let weight_dma = o.perf.instruction == "NPU_OP_DMA_START" && c.read[0] > 0;
-        for r in 0..c.read.len() {
+        let weight_dma = o.estimate.dma && regions.first().is_some_and(|c| c.read > 0);
+        for (r, c) in regions.iter().enumerate() {
             let k = memory_index(map.region_memory(r as u32));
-            let stream = c.stream_reads[r].bytes().min(c.read[r]);
+            let stream = c.stream_read.min(c.read);
             if weight_dma {
-                t[k].weight_read += c.read[r];
-                t[k].weight_write += c.written[r];
+                t[k].weight_read += c.read;
+                t[k].weight_write += c.written;
             } else {
                 t[k].weight_read += stream;
-                t[k].fm_read += c.read[r] - stream;
-                t[k].fm_write += c.written[r];
+                t[k].fm_read += c.read - stream;
+                t[k].fm_write += c.written;
             }
         }
     }
@@ -355,13 +368,13 @@ pub fn summary_csv(
     let macs = report.total.macs;
     v.push(macs.to_string());
     v.push(py(macs as f64 * 2.0 * fps / 1e12));
-    let npu: u64 = report.ops.iter().map(|o| o.perf.cost.compute_cycles).sum();
+    let npu: u64 = report.ops.iter().map(|o| o.estimate.compute_cycles).sum();
     v.push(npu.to_string());
     for k in mems {
         let c: u64 = report
             .ops
             .iter()
-            .map(|o| o.perf.memory_cycles[memory_index(k)])
+            .map(|o| memory_cycles(&o.estimate, k))
             .sum();
         v.push(c.to_string());
     }
@@ -431,7 +444,8 @@ pub fn per_layer_csv(report: &Report, layers: &crate::report::PerLayer) -> Strin
             r.npu_cycles
         );
         for k in MemoryKind::ALL {
-            let _ = write!(s, "{},", r.memory_cycles[memory_index(k)]);
+            let c = r.memory_cycles.iter().find(|(m, _)| m == k.name());
+            let _ = write!(s, "{},", c.map_or(0, |&(_, c)| c));
         }
         let _ = writeln!(
             s,

@@ -153,7 +153,7 @@ fn weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel() {
         let per_op: Vec<u64> = r
             .ops
             .iter()
-            .filter(|o| o.perf.instruction != "NPU_OP_DMA_START")
+            .filter(|o| !o.estimate.dma)
             .map(|o| o.figures.cycles)
             .collect();
         let ours: Vec<u64> = model.operators.iter().map(|o| o.cycles).collect();

@@ -23,10 +23,10 @@ fn check(model: &Path, options: &Options) -> Result<(), String> {
     .ok_or("the stream does not match the schedule")?;
     let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
     let report = npuc::vela_output::report(&[&m], &map).map_err(|e| e.to_string())?;
-    let by_offset: BTreeMap<usize, &npuc_backend::perf::OpPerf> = report
+    let by_offset: BTreeMap<usize, &npuc::arch_interface::OpEstimate> = report
         .ops
         .iter()
-        .map(|o| (o.perf.offset, &o.perf))
+        .map(|o| (o.estimate.offset, &o.estimate))
         .collect();
     let mut seen = 0;
     for (k, (op, commands)) in m.schedule.ops.iter().zip(&owned).enumerate() {
@@ -34,16 +34,17 @@ fn check(model: &Path, options: &Options) -> Result<(), String> {
         for &c in commands {
             let p = by_offset[&(c as usize)];
             seen += 1;
-            if p.instruction == npuc::report::DMA_INSTRUCTION {
+            if p.dma {
                 // The copy of the constants is the DMA of its bytes from its source range to
                 // its destination range (a staging DMA may move as many bytes, from region 0
                 // into the same region: efficientnet_se's 6,400 B on u85_2048).
                 let constants = m.schedule.const_copy.as_ref().is_some_and(|t| {
                     let (from, to) = (usize::from(t.from.0), usize::from(t.to.0));
-                    p.cost.written[to] == t.bytes
-                        && p.cost.read[from] == t.bytes
-                        && p.cost.extent[to] == t.to.1 + t.bytes
-                        && p.cost.extent[from] == t.from.1 + t.bytes
+                    let (to, from) = (&p.regions[to], &p.regions[from]);
+                    to.written == t.bytes
+                        && from.read == t.bytes
+                        && to.extent == t.to.1 + t.bytes
+                        && from.extent == t.from.1 + t.bytes
                 });
                 if !constants {
                     dma += p.cycles;

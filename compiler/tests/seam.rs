@@ -34,7 +34,10 @@ const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
         "artifact.rs",
         "opens U85 streams: containers, COP payloads, Vela .tflite",
     ),
-    ("report.rs", "the U85 cost model over a stream"),
+    (
+        "report.rs",
+        "reports in a U85 configuration and vela.ini memory system (its header)",
+    ),
     ("run.rs", "the U85 simulator"),
     ("verify.rs", "the U85 simulator"),
     ("vela_output.rs", "Vela's output files"),
@@ -123,6 +126,31 @@ fn the_shared_parts_of_the_driver_name_no_backend() {
             .find(|(p, _)| p == shared)
             .unwrap_or_else(|| panic!("{shared} exists"));
         assert!(!text.contains("npuc_backend"), "{shared} names the backend");
+    }
+}
+
+#[test]
+fn the_cost_model_and_validation_are_reached_through_the_target() {
+    // `npuc report`, Vela's CSVs and `compile()`'s validation ask the target that reads the
+    // stream (`Target::estimate_stream`, `Target::validate`); only the registry runs the
+    // U85's cost model and validator.
+    let files = driver_files();
+    for user in [
+        "report.rs",
+        "vela_output.rs",
+        "compile/mod.rs",
+        "compile/emit/mod.rs",
+    ] {
+        let (_, text) = files
+            .iter()
+            .find(|(p, _)| p == user)
+            .unwrap_or_else(|| panic!("{user} exists"));
+        for backend in [
+            "npuc_backend::perf",
+            "npuc_backend::sim::validate::validate",
+        ] {
+            assert!(!text.contains(backend), "{user} names {backend}");
+        }
     }
 }
 

@@ -403,8 +403,8 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let model = CompiledModel {
         accelerator: options.accelerator,
         config_word: target.config_word(),
-        commands: target.count_commands(&emitted.words),
-        payload: crate::payload::TargetPayload::u85_command_stream(&emitted.words),
+        commands: target.count_commands(&emitted.payload),
+        payload: emitted.payload,
         read_only: emitted.read_only,
         arena_size: placement.arena_size,
         fast_size: placement.fast_size,
@@ -469,25 +469,16 @@ pub fn region_sizes(model: &CompiledModel) -> npuc_backend::sim::validate::Regio
     regions
 }
 
-/// Validates a compiled model's stream ([`npuc_backend::sim::validate`]) with its regions; a
-/// failure names the NPU operation the failing command belongs to.
+/// Validates a compiled model's program with its regions ([`Target::validate`](crate::arch_interface::Target::validate) of the target
+/// that reads it, `targets::reader`); a failure names the NPU operation the failing command
+/// belongs to.
 pub fn validate_model(model: &CompiledModel) -> Result<(), CompileError> {
-    use npuc_backend::sim::validate::{validate, ValidationError};
-    let words = model.payload.command_words()?;
-    let Err(e) = validate(
-        model.accelerator,
-        &words,
-        &region_sizes(model),
-        Some(&model.read_only),
-    ) else {
+    let target = targets::reader(Some(model.accelerator));
+    let Err(e) = target.validate(&model.payload, &region_sizes(model), Some(&model.read_only))
+    else {
         return Ok(());
     };
-    let word = match &e {
-        ValidationError::Sim(npuc_backend::sim::SimError::Command { offset, .. }) => {
-            Some(offset / 4)
-        }
-        _ => None,
-    };
+    let word = e.offset.map(|offset| offset / 4);
     // The operation whose last kernel command is at or after the failing command (the last
     // operation for a command after all of them).
     let operator = word
@@ -504,6 +495,6 @@ pub fn validate_model(model: &CompiledModel) -> Result<(), CompileError> {
         );
     Err(CompileError::InvalidStream {
         operator,
-        reason: e.to_string(),
+        reason: e.reason,
     })
 }

@@ -9,6 +9,7 @@
 
 use crate::arch_interface::Target;
 use crate::compile::Options;
+use crate::payload::TargetPayload;
 use npuc_backend::system::MemoryMap;
 
 mod u85;
@@ -42,6 +43,23 @@ pub fn reader(accelerator: Option<npuc_backend::arch::Accelerator>) -> Box<dyn T
     Box::new(U85Target::new(
         accelerator.unwrap_or(npuc_backend::arch::Accelerator::U85_256),
     ))
+}
+
+/// [`reader`] in the memory system `map` (what `npuc report` estimates a stream in).
+pub fn reader_with_memory(
+    accelerator: Option<npuc_backend::arch::Accelerator>,
+    map: MemoryMap,
+) -> Box<dyn Target> {
+    Box::new(U85Target::with_memory(
+        accelerator.unwrap_or(npuc_backend::arch::Accelerator::U85_256),
+        map,
+    ))
+}
+
+/// The payload of a stream an artifact holds, for its [`reader`]: every artifact npuc opens
+/// holds Ethos-U85 command streams.
+pub fn artifact_payload(words: &[u32]) -> TargetPayload {
+    TargetPayload::u85_command_stream(words)
 }
 
 /// The target `options` ask for, in the memory system `map`.

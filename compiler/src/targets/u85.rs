@@ -6,17 +6,19 @@
 
 use crate::arch_interface::{
     BlockConfig, BlockNames, CommandCounts, Commands, DisasmCommand, Disassembly, EncodedWeights,
-    KernelKind, OpEstimate, OpGeometry, StreamError, StreamEstimate, Target, TargetError,
-    WeightStreams, WorkCommand,
+    InvalidStream, KernelKind, OpEstimate, OpGeometry, RegionTraffic, StreamError, StreamEstimate,
+    Target, TargetError, WeightStreams, WorkCommand,
 };
 use crate::compile::emit::{write, Decisions, Written};
 use crate::compile::lower::Lowered;
 use crate::compile::{CompileError, Optimise};
+use crate::payload::TargetPayload;
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::stream::StreamDecoder;
 use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
 use npuc_backend::perf::op::op_cost;
 use npuc_backend::perf::PerfModel;
+use npuc_backend::sim::NUM_REGIONS;
 use npuc_backend::system::{MemoryKind, MemoryMap};
 use npuc_codecs::ordering::{
     IfmPrecision, KernelDecomposition, KernelDilation, MacsPerCc, OhwiWeights, Operation,
@@ -34,6 +36,7 @@ use std::sync::{Arc, Mutex};
 /// both planning passes, encode each once.
 #[derive(Debug, Clone)]
 pub struct U85Target {
+    accelerator: Accelerator,
     arch: ArchConfig,
     perf: PerfModel,
     goal: Optimise,
@@ -108,6 +111,7 @@ impl U85Target {
     pub fn with_memory(accelerator: Accelerator, map: MemoryMap) -> U85Target {
         let arch = accelerator.config();
         U85Target {
+            accelerator,
             arch,
             perf: PerfModel::new(arch, map),
             goal: Optimise::Performance,
@@ -485,9 +489,12 @@ impl Target for U85Target {
     /// Kernel commands are NPU_OP_CONV, _DEPTHWISE, _POOL, _ELEMENTWISE and _RESIZE, DMA
     /// commands NPU_OP_DMA_START (decoded through the ISA table; counting stops at the first
     /// word that does not decode).
-    fn count_commands(&self, words: &[u32]) -> CommandCounts {
+    fn count_commands(&self, payload: &TargetPayload) -> CommandCounts {
         let mut c = CommandCounts::default();
-        for d in StreamDecoder::new(words).map_while(Result::ok) {
+        let Ok(words) = payload.command_words() else {
+            return c;
+        };
+        for d in StreamDecoder::new(&words).map_while(Result::ok) {
             match d.command {
                 Command::OpConv(_)
                 | Command::OpDepthwise(_)
@@ -501,24 +508,86 @@ impl Target for U85Target {
         c
     }
 
-    fn estimate_stream(&self, words: &[u32]) -> Option<StreamEstimate> {
-        let perf = self.perf.stream(words).ok()?;
-        Some(StreamEstimate {
+    /// The TRM chapter 4 model ([`PerfModel::stream`]) in this target's memory system.
+    fn estimate_stream(&self, payload: &TargetPayload) -> Result<StreamEstimate, StreamError> {
+        let words = payload
+            .command_words()
+            .map_err(|e| StreamError(e.to_string()))?;
+        let perf = self
+            .perf
+            .stream(&words)
+            .map_err(|e| StreamError(e.to_string()))?;
+        Ok(StreamEstimate {
             ops: perf
                 .ops
                 .iter()
                 .map(|o| OpEstimate {
                     dma: o.instruction == "NPU_OP_DMA_START",
+                    offset: o.offset,
+                    instruction: o.instruction,
                     cycles: o.cycles,
+                    start: o.start,
+                    end: o.end,
+                    macs: o.cost.macs,
+                    compute_cycles: o.cost.compute_cycles,
                     memory: MemoryKind::ALL
                         .into_iter()
                         .enumerate()
                         .map(|(i, k)| (k.name().to_string(), o.memory_read[i], o.memory_written[i]))
                         .collect(),
+                    memory_cycles: o.memory_cycles.to_vec(),
+                    weight_bytes: o.cost.weight_bytes,
+                    scale_bytes: o.cost.scale_bytes,
+                    regions: (0..NUM_REGIONS)
+                        .map(|r| RegionTraffic {
+                            read: o.cost.read[r],
+                            written: o.cost.written[r],
+                            stream_read: o.cost.stream_reads[r].bytes(),
+                            extent: o.cost.extent[r],
+                        })
+                        .collect(),
                 })
                 .collect(),
             total: perf.total_cycles,
+            peak: perf.peak.to_vec(),
         })
+    }
+
+    /// The simulator's validation ([`npuc_backend::sim::validate`]) in this configuration;
+    /// more regions than the NPU has is an error, fewer are not mapped.
+    fn validate(
+        &self,
+        payload: &TargetPayload,
+        regions: &[Option<u64>],
+        read_only: Option<&[u8]>,
+    ) -> Result<(), InvalidStream> {
+        use npuc_backend::sim::validate::{validate, ValidationError};
+        let invalid = |reason: String| InvalidStream {
+            reason,
+            offset: None,
+        };
+        let words = payload
+            .command_words()
+            .map_err(|e| invalid(e.to_string()))?;
+        if regions.len() > NUM_REGIONS {
+            return Err(invalid(format!(
+                "{} regions given, the NPU has {NUM_REGIONS}",
+                regions.len()
+            )));
+        }
+        let mut sizes = [None; NUM_REGIONS];
+        sizes[..regions.len()].copy_from_slice(regions);
+        validate(self.accelerator, &words, &sizes, read_only)
+            .map(|_| ())
+            .map_err(|e| InvalidStream {
+                offset: match &e {
+                    ValidationError::Sim(npuc_backend::sim::SimError::Command {
+                        offset, ..
+                    }) => Some(*offset),
+                    _ => None,
+                },
+                reason: e.to_string(),
+            })
     }
 
     fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError> {

@@ -42,7 +42,8 @@ pub use write::Written;
 /// The emitted stream and read-only data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Emitted {
-    pub words: Vec<u32>,
+    /// The target's program, in the format its writer chose.
+    pub payload: crate::payload::TargetPayload,
     pub read_only: Vec<u8>,
     pub operators: Vec<OperatorInfo>,
     /// Where the feature maps live.
@@ -142,7 +143,7 @@ fn stream_objective(e: &crate::arch_interface::StreamEstimate) -> u64 {
 pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
     let mut decisions = decide::decide(target, l)?;
     let mut written = target.write(&decisions)?;
-    let mut est = target.estimate_stream(&written.words).unwrap_or_default();
+    let mut est = target.estimate_stream(&written.payload).unwrap_or_default();
     // The global optimisation's schedules (S13), where they differ, replace the greedy's when
     // the cost model's estimate of the whole stream has a lower objective (S11; ties: the
     // earlier).
@@ -151,7 +152,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         let kept_placement = std::mem::replace(&mut decisions.placement, alt.placement);
         let kept_consts = std::mem::replace(&mut decisions.consts, alt.consts);
         let better = target.write(&decisions).ok().and_then(|w| {
-            let e = target.estimate_stream(&w.words)?;
+            let e = target.estimate_stream(&w.payload).ok()?;
             (stream_objective(&e) < stream_objective(&est)).then_some((w, e))
         });
         match better {
@@ -174,7 +175,7 @@ pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
         o.cycles = s.cycles;
     }
     Ok(Emitted {
-        words: written.words,
+        payload: written.payload,
         read_only: written.read_only,
         operators,
         placement: decisions.placement,

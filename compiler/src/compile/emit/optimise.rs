@@ -745,7 +745,7 @@ mod tests {
         let mut d = decide::decide(target.as_ref(), &l).unwrap();
         let objective = |d: &decide::Decisions| {
             let w = write::write(d).unwrap();
-            stream_objective(&target.estimate_stream(&w.words).unwrap())
+            stream_objective(&target.estimate_stream(&w.payload).unwrap())
         };
         let greedy = objective(&d);
         let alt = d

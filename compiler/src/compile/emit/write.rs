@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 /// The written stream and read-only region of a scheduled graph, and which operation each
 /// part belongs to.
 pub struct Written {
-    /// The command stream, ending with NPU_OP_STOP.
-    pub(super) words: Vec<u32>,
+    /// The program: the U85 command stream, ending with NPU_OP_STOP.
+    pub(super) payload: crate::payload::TargetPayload,
     /// Region 0.
     pub(super) read_only: Vec<u8>,
     /// The operations in execution order (cycles not yet estimated, `done_at` a command
@@ -425,7 +425,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         o.done_at = done_at[k].map(|i| word_at[i]);
     }
     Ok(Written {
-        words,
+        payload: crate::payload::TargetPayload::u85_command_stream(&words),
         read_only: ro,
         operators,
         owners,
