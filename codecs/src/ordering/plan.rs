@@ -14,7 +14,9 @@ pub(super) fn build(
     shape: WeightShape,
 ) -> Vec<Vec<u32>> {
     let num_wd = d.num_wd as usize;
-    let mut streams: Vec<Vec<u32>> = vec![Vec::new(); num_wd];
+    // Room for every weight and half as much padding: most plans never grow.
+    let cap = (shape.len() + shape.len() / 2) / num_wd + 64;
+    let mut streams: Vec<Vec<u32>> = (0..num_wd).map(|_| Vec::with_capacity(cap)).collect();
     let ofm_depth = shape.ofm_depth;
     let ifm_depth = shape.ifm_depth;
     let (kw, kh) = (shape.kernel_width, shape.kernel_height);
@@ -75,21 +77,18 @@ pub(super) fn build(
                                             for i in (0..wblk_i).step_by(i_sz) {
                                                 for o in 0..wblk_o {
                                                     let s = &mut streams[(o >> 2) & (num_wd - 1)];
-                                                    for ii in 0..i_sz {
-                                                        let ic = if d.depthwise {
-                                                            0
+                                                    push_entries(
+                                                        s,
+                                                        shape,
+                                                        ob + ub + o,
+                                                        (wy, wx),
+                                                        if d.depthwise {
+                                                            None
                                                         } else {
-                                                            ib + wi + i + ii
-                                                        };
-                                                        let oc = ob + ub + o;
-                                                        s.push(
-                                                            if oc < ofm_depth && ic < ifm_depth {
-                                                                shape.index(oc, wy, wx, ic) as u32
-                                                            } else {
-                                                                PAD
-                                                            },
-                                                        );
-                                                    }
+                                                            Some(ib + wi + i)
+                                                        },
+                                                        i_sz,
+                                                    );
                                                 }
                                             }
                                             if d.depthwise && n % wblk_k == 0 {
@@ -109,4 +108,221 @@ pub(super) fn build(
         }
     }
     streams
+}
+
+/// Pushes the `i_sz` entries of OFM channel `oc` at kernel position `(wy, wx)`: IFM channels
+/// `ic0..ic0 + i_sz` (`None`: depthwise, channel 0 every time), padding for channels past
+/// the IFM depth or an OFM channel past the OFM depth.
+#[inline(always)]
+fn push_entries(
+    s: &mut Vec<u32>,
+    shape: WeightShape,
+    oc: usize,
+    (wy, wx): (usize, usize),
+    ic0: Option<usize>,
+    i_sz: usize,
+) {
+    if oc >= shape.ofm_depth {
+        s.extend(std::iter::repeat_n(PAD, i_sz));
+        return;
+    }
+    match ic0 {
+        None => {
+            let at = shape.index(oc, wy, wx, 0) as u32;
+            s.extend(std::iter::repeat_n(at, i_sz));
+        }
+        Some(ic0) => {
+            let valid = shape.ifm_depth.saturating_sub(ic0).min(i_sz);
+            let at = shape.index(oc, wy, wx, ic0) as u32;
+            s.extend((0..valid as u32).map(|k| at + k));
+            s.extend(std::iter::repeat_n(PAD, i_sz - valid));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ordering::{
+        IfmPrecision, KernelDecomposition, KernelDilation, MacsPerCc, Microblock, Operation,
+        WeightOrder, WeightSparsity,
+    };
+    use proptest::prelude::*;
+
+    /// The loop nest as first written, one entry at a time: the reference [`build`] must
+    /// equal.
+    #[allow(clippy::too_many_lines)]
+    fn build_reference(
+        params: &OrderingParams,
+        d: &DerivedBlocks,
+        shape: WeightShape,
+    ) -> Vec<Vec<u32>> {
+        let num_wd = d.num_wd as usize;
+        let mut streams: Vec<Vec<u32>> = vec![Vec::new(); num_wd];
+        let ofm_depth = shape.ofm_depth;
+        let ifm_depth = shape.ifm_depth;
+        let (kw, kh) = (shape.kernel_width, shape.kernel_height);
+        let (blk_d, ifm_blk) = (params.ofm_block_depth as usize, d.ifm_block_depth as usize);
+        let (wblk_k, wblk_o, wblk_i, i_sz) = (
+            d.wblk_k as usize,
+            d.wblk_o as usize,
+            d.wblk_i as usize,
+            d.i_sz as usize,
+        );
+        let (decomp_w, decomp_h) = (d.decomp_w as usize, d.decomp_h as usize);
+        let (str_x, str_y) = if d.partkernel {
+            (params.stride_x as usize, params.stride_y as usize)
+        } else {
+            (1, 1)
+        };
+        let dw_pad_k = if d.depthwise { d.dw_pad_k as usize } else { 0 };
+        let ifm_loop_end = if d.depthwise { 1 } else { ifm_depth };
+        let ifm_blocks: Vec<usize> = (0..ifm_loop_end).step_by(ifm_blk).collect();
+
+        let pad_all = |streams: &mut Vec<Vec<u32>>, n: usize| {
+            for s in streams.iter_mut() {
+                s.resize(s.len() + n / num_wd, PAD);
+            }
+        };
+
+        for (ob_i, ob) in (0..ofm_depth).step_by(blk_d).enumerate() {
+            // IFM blocks are visited in serpentine order: forward for even OFM blocks.
+            let forward = ob_i % 2 == 0;
+            for bi in 0..ifm_blocks.len() {
+                let ib = ifm_blocks[if forward {
+                    bi
+                } else {
+                    ifm_blocks.len() - 1 - bi
+                }];
+                for sx in (0..kw).step_by(decomp_w) {
+                    for sy in (0..kh).step_by(decomp_h) {
+                        let sw = (kw - sx).min(decomp_w);
+                        let sh = (kh - sy).min(decomp_h);
+                        let iblk_depth = if d.depthwise {
+                            1
+                        } else {
+                            ifm_blk.min(ifm_depth - ib)
+                        };
+                        for wi in (0..iblk_depth).step_by(wblk_i) {
+                            for ub in (0..blk_d.min(ofm_depth - ob)).step_by(wblk_o) {
+                                let mut n = (sw * sh).div_ceil(wblk_k) * wblk_k;
+                                for py in 0..str_y {
+                                    for px in 0..str_x {
+                                        let skh = (sh + str_y - 1 - py) / str_y;
+                                        let skw = (sw + str_x - 1 - px) / str_x;
+                                        for ky in 0..skh {
+                                            for kx in 0..skw {
+                                                let x = if ky % 2 == 0 { kx } else { skw - 1 - kx };
+                                                n -= 1;
+                                                let wx = sx + px + x * str_x;
+                                                let wy = sy + py + ky * str_y;
+                                                for i in (0..wblk_i).step_by(i_sz) {
+                                                    for o in 0..wblk_o {
+                                                        let s =
+                                                            &mut streams[(o >> 2) & (num_wd - 1)];
+                                                        for ii in 0..i_sz {
+                                                            let ic = if d.depthwise {
+                                                                0
+                                                            } else {
+                                                                ib + wi + i + ii
+                                                            };
+                                                            let oc = ob + ub + o;
+                                                            s.push(
+                                                                if oc < ofm_depth && ic < ifm_depth
+                                                                {
+                                                                    shape.index(oc, wy, wx, ic)
+                                                                        as u32
+                                                                } else {
+                                                                    PAD
+                                                                },
+                                                            );
+                                                        }
+                                                    }
+                                                }
+                                                if d.depthwise && n % wblk_k == 0 {
+                                                    pad_all(&mut streams, dw_pad_k * wblk_o);
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                                if n > 0 {
+                                    pad_all(&mut streams, (n + dw_pad_k) * wblk_i * wblk_o);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        streams
+    }
+
+    const MICROBLOCKS: [Microblock; 6] = [
+        Microblock::U1x1,
+        Microblock::U1x2,
+        Microblock::U1x4,
+        Microblock::U2x2,
+        Microblock::U2x4,
+        Microblock::U4x4,
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+
+        /// `build` (entries pushed per IFM-channel run, streams reserved) gives the
+        /// reference's plan for every operation, order, precision, sparsity, stride,
+        /// dilation, decomposition, block depth, microblock and configuration.
+        #[test]
+        fn build_is_the_reference_loop_nest(
+            (macs, mb, blk_mult, depthwise, part_kernel, b16, sparse) in (
+                prop::sample::select(vec![128u32, 256, 512, 1024, 2048]),
+                0usize..6, 1u32..5, any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>(),
+            ),
+            (sx, sy, dx, dy, d4) in (1u32..=3, 1u32..=3, any::<bool>(), any::<bool>(), any::<bool>()),
+            (o, h, w, i) in (1usize..70, 1usize..11, 1usize..11, 1usize..80),
+        ) {
+            let macs_per_cc = MacsPerCc::from_macs(macs).unwrap();
+            let microblock = MICROBLOCKS[mb];
+            let Some(mbd) = macs_per_cc.microblock_depth(microblock) else {
+                return Ok(());
+            };
+            let params = OrderingParams {
+                operation: if depthwise { Operation::Depthwise } else { Operation::Conv },
+                weight_order: if part_kernel {
+                    WeightOrder::PartKernelFirst
+                } else {
+                    WeightOrder::DepthFirst
+                },
+                ifm_precision: if b16 { IfmPrecision::B16 } else { IfmPrecision::B8 },
+                weight_sparsity: if sparse && !depthwise {
+                    WeightSparsity::Sparse24
+                } else {
+                    WeightSparsity::None
+                },
+                stride_x: sx,
+                stride_y: sy,
+                dilation_x: if dx { KernelDilation::X2 } else { KernelDilation::None },
+                dilation_y: if dy { KernelDilation::X2 } else { KernelDilation::None },
+                decomposition: if d4 {
+                    KernelDecomposition::D4x4
+                } else {
+                    KernelDecomposition::D8x8
+                },
+                ofm_block_depth: mbd * blk_mult,
+                microblock,
+                macs_per_cc,
+            };
+            let shape = WeightShape {
+                ofm_depth: o,
+                kernel_height: h,
+                kernel_width: w,
+                ifm_depth: if depthwise { 1 } else { i },
+            };
+            let Ok(d) = params.derive(h, w) else {
+                return Ok(());
+            };
+            prop_assert_eq!(build(&params, &d, shape), build_reference(&params, &d, shape));
+        }
+    }
 }

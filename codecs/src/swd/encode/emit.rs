@@ -51,6 +51,67 @@ pub(super) fn emit_region<S: BitSink>(w: &mut S, plan: &RegionPlan) -> usize {
     count
 }
 
+/// The bits [`emit_region`] writes for `plan`, counted from the symbols without the chunk
+/// walk: every chunk's `wunary0` holds 12 unary positions and its `zunary` `zunary_len`
+/// bits, and both fill every chunk but the last they are enabled in (the chunk parser,
+/// §3.9.10, only disables them while the other side catches up), so a slice's unary fields
+/// take whole chunks of its total positions; `wunary1` and the remainders are per symbol.
+pub(super) fn region_bits(plan: &RegionPlan) -> u64 {
+    let sym = &plan.sym;
+    let palette = &plan.mapping.palette;
+    let ubits = palette.uncompressed_bits();
+    let mut bits = u64::from(
+        DIROFS_BITS
+            + PALSIZE_BITS
+            + PALBITS_BITS
+            + u32::from(palette.palette_bits) * palette.entries.len() as u32,
+    );
+    let mut first = true;
+    for s in &plan.slices {
+        let mut a = s.start;
+        while a < s.end {
+            let b = (a + SLICELEN_MAX as usize).min(s.end);
+            bits += u64::from(ZDIV_BITS + SLICELEN_M1_BITS + WDIV_BITS + 2);
+            let idx = &sym.idx[a..b];
+            bits += match s.wparam {
+                WParam::Unc => idx.len() as u64 * u64::from(ubits),
+                WParam::Gr { wdiv, trunc } => index_unary_bits(idx, u32::from(wdiv), trunc),
+            };
+            if sym.alternating {
+                let zr = &sym.zruns[if first { a } else { a + 1 }..=b];
+                let zdiv = u32::from(s.zdiv);
+                let zlen = u64::from(ZeroRunMode::Alternating { zdiv: s.zdiv }.zunary_len());
+                let unary: u64 = zr.iter().map(|&z| u64::from(z >> zdiv) + 1).sum();
+                bits += unary.next_multiple_of(zlen) + zr.len() as u64 * u64::from(zdiv);
+            }
+            first = false;
+            a = b;
+        }
+    }
+    bits
+}
+
+/// Bits of a Golomb-Rice coded slice's weight indices: the `wunary0` chunks (one position
+/// per index, plus one per pair of quotient bits without `wtrunc`), `wunary1` and the
+/// `wdiv`-bit remainders.
+fn index_unary_bits(idx: &[u16], wdiv: u32, trunc: bool) -> u64 {
+    let n = idx.len() as u64;
+    let (positions, wunary1) = if trunc {
+        let nonzero = idx.iter().filter(|&&i| u32::from(i) >> wdiv != 0).count() as u64;
+        (n, nonzero)
+    } else {
+        let (mut q_sum, mut pairs) = (0u64, 0u64);
+        for &i in idx {
+            let q = u32::from(i) >> wdiv;
+            q_sum += u64::from(q);
+            pairs += u64::from(q >> 1);
+        }
+        // A quotient q takes q / 2 positions of "11" and one of q % 2: q - q / 2 wunary1 bits.
+        (n + pairs, q_sum - pairs)
+    };
+    positions.next_multiple_of(u64::from(WUNARY0_BITS)) + wunary1 + n * u64::from(wdiv)
+}
+
 /// Writes one slice: header and chunks, mirroring the TRM chunk parser
 /// (§3.9.10) step by step.
 #[allow(clippy::too_many_arguments)]

@@ -55,9 +55,9 @@ mod stats;
 
 use thiserror::Error;
 
-use crate::bitwriter::{BitCounter, BitSink, BitWriter};
+use crate::bitwriter::{BitSink, BitWriter};
 use crate::swd::{STREAM_ALIGN_BITS, ZDIV_BITS, ZDIV_END_OF_STREAM};
-use emit::emit_region;
+use emit::{emit_region, region_bits};
 use regions::plan_regions;
 
 /// Why a weight sequence could not be encoded.
@@ -117,14 +117,30 @@ pub fn encode_with_stats(weights: &[i16]) -> Result<(Vec<u8>, EncodeStats), Enco
 }
 
 /// The length in bytes of the stream [`encode`] makes of `weights`, exactly, without
-/// making it: the same plan, emitted into a [`BitCounter`].
+/// making it: the same plan, its bits counted per slice from the symbols (`region_bits`;
+/// the tests check it against the emission into a [`crate::bitwriter::BitCounter`]).
 ///
 /// # Errors
 /// As [`encode`].
 pub fn encoded_len(weights: &[i16]) -> Result<usize, EncodeError> {
-    let mut c = BitCounter::new();
-    emit_stream(&mut c, weights)?;
-    Ok(usize::try_from(c.bit_len() / 8).unwrap_or(usize::MAX))
+    check_range(weights)?;
+    let payload: u64 = plan_regions(weights)
+        .iter()
+        .map(|r| region_bits(&r.plan))
+        .sum();
+    let bits = (payload + u64::from(ZDIV_BITS)).next_multiple_of(STREAM_ALIGN_BITS);
+    Ok(usize::try_from(bits / 8).unwrap_or(usize::MAX))
+}
+
+/// [`EncodeError::WeightOutOfRange`] for the first weight outside -255..=255.
+fn check_range(weights: &[i16]) -> Result<(), EncodeError> {
+    match weights.iter().position(|w| !(-255..=255).contains(w)) {
+        Some(index) => Err(EncodeError::WeightOutOfRange {
+            index,
+            value: weights[index],
+        }),
+        None => Ok(()),
+    }
 }
 
 /// [`encoded_len`] of several weight decoders' streams.
@@ -138,12 +154,7 @@ pub fn encoded_lens(streams: &[Vec<i16>]) -> Result<Vec<usize>, EncodeError> {
 /// Plans `weights` and emits the stream into `w`: the regions' slices, the end-of-stream
 /// marker and the padding to 128 bits. Returns the size summary (without `bytes`).
 fn emit_stream<S: BitSink>(w: &mut S, weights: &[i16]) -> Result<EncodeStats, EncodeError> {
-    if let Some(index) = weights.iter().position(|w| !(-255..=255).contains(w)) {
-        return Err(EncodeError::WeightOutOfRange {
-            index,
-            value: weights[index],
-        });
-    }
+    check_range(weights)?;
     let regions = plan_regions(weights);
     debug_assert!(regions.windows(2).all(|r| r[0].end == r[1].start));
     let mut stats = EncodeStats::default();
@@ -169,6 +180,7 @@ mod tests {
     use super::regions::{plan_mode_regions, plan_region, plan_regions, total_bits};
     use super::stats::Stats;
     use super::*;
+    use crate::bitwriter::BitCounter;
     use crate::swd::decode::{decode, decode_traced};
     use crate::swd::{Palette, WeightIndexMode};
 
@@ -362,5 +374,67 @@ mod tests {
     #[test]
     fn empty_stream_is_one_end_marker() {
         assert_eq!(round_trip(&[]).len(), 16);
+    }
+
+    /// Weights of `n` values, `zero_pct` % zeros, magnitudes below `max`, with a zero run of
+    /// `gap` weights every 1000 (xorshift32 from `seed`).
+    fn sample(n: usize, seed: u32, zero_pct: u32, max: u32, gap: usize) -> Vec<i16> {
+        let mut next = rng(seed | 1);
+        let mut w: Vec<i16> = (0..n)
+            .map(|_| {
+                if next() % 100 < zero_pct {
+                    0
+                } else {
+                    let v = (next() % max.max(1)) as i16 + 1;
+                    if next() % 2 == 0 {
+                        v
+                    } else {
+                        -v
+                    }
+                }
+            })
+            .collect();
+        for k in (0..w.len()).step_by(1000) {
+            let end = (k + gap).min(w.len());
+            w[k..end].iter_mut().for_each(|v| *v = 0);
+        }
+        w
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+
+        /// `region_bits` (what `encoded_len` sums) is exactly what `emit_region` writes, for
+        /// the planned slices and for the same slices with any weight parameter and `zdiv`
+        /// (every mode: Golomb-Rice with and without `wtrunc`, uncompressed, each `zdiv`),
+        /// including slices longer than `SLICELEN_MAX`.
+        #[test]
+        fn region_bits_are_the_bits_emit_region_writes(
+            n in 0usize..40_000,
+            seed in proptest::prelude::any::<u32>(),
+            zero_pct in 0u32..=100,
+            max in 1u32..=255,
+            gap in 0usize..300,
+            forced in proptest::prelude::any::<u64>(),
+        ) {
+            let w = sample(n, seed, zero_pct, max, gap);
+            let mut regions = plan_regions(&w);
+            let planned: u64 = regions.iter().map(|r| region_bits(&r.plan)).sum();
+            let mut c = BitCounter::new();
+            for r in &regions {
+                emit_region(&mut c, &r.plan);
+            }
+            proptest::prop_assert_eq!(planned, c.bit_len());
+            let mut pick = rng((forced as u32) | 1);
+            for r in &mut regions {
+                for s in &mut r.plan.slices {
+                    s.wparam = super::cost::ALL_WPARAMS[pick() as usize % 13];
+                    s.zdiv = (pick() % 4) as u8;
+                }
+                let mut c = BitCounter::new();
+                emit_region(&mut c, &r.plan);
+                proptest::prop_assert_eq!(region_bits(&r.plan), c.bit_len());
+            }
+        }
     }
 }

@@ -9,53 +9,73 @@ use super::slices::RegionPlan;
 use crate::swd::{SLICELEN_MAX, WEIGHT_INDEX_MAX, WQ_MAX, WQ_MAX_TRUNCATED, WUNARY0_BITS};
 
 /// Exact bits of the weight indices of `plan`'s slices, as emitted (slices
-/// longer than [`SLICELEN_MAX`] split), with every index `i` replaced by
-/// `t[i]` and `ubits` uncompressed bits: Golomb-Rice bits plus the unused
-/// positions of each slice's last `wunary0`. `None` if a slice's
-/// parameter cannot code a translated index.
-fn index_bits_exact(plan: &RegionPlan, t: &[u16; 512], ubits: u32) -> Option<u64> {
-    let mut bits = 0u64;
+/// longer than [`SLICELEN_MAX`] split), as they are and with every index `i`
+/// replaced by `t[i]` and `new_ubits` uncompressed bits: Golomb-Rice bits plus
+/// the unused positions of each slice's last `wunary0`. One pass for both;
+/// `None` if a slice's parameter cannot code an index or a translated index.
+fn index_bits_exact(
+    plan: &RegionPlan,
+    t: &[u16; 512],
+    old_ubits: u32,
+    new_ubits: u32,
+) -> Option<(u64, u64)> {
+    let (mut old, mut new) = (0u64, 0u64);
     for s in &plan.slices {
         for part in plan.sym.idx[s.start..s.end].chunks(SLICELEN_MAX as usize) {
             let n = part.len() as u64;
-            let mut max = 0u16;
             match s.wparam {
                 WParam::Unc => {
+                    let (mut max_old, mut max_new) = (0u16, 0u16);
                     for &i in part {
-                        max = max.max(t[usize::from(i) & 511]);
+                        max_old = max_old.max(i);
+                        max_new = max_new.max(t[usize::from(i) & 511]);
                     }
-                    if u32::from(max) >> ubits != 0 {
+                    if u32::from(max_old) >> old_ubits != 0 || u32::from(max_new) >> new_ubits != 0
+                    {
                         return None;
                     }
-                    bits += n * u64::from(ubits);
+                    old += n * u64::from(old_ubits);
+                    new += n * u64::from(new_ubits);
                 }
                 WParam::Gr { wdiv, trunc } => {
-                    let (mut q_sum, mut positions) = (0u64, 0u64);
+                    let (mut q_old, mut pos_old, mut max_old) = (0u64, 0u64, 0u16);
+                    let (mut q_new, mut pos_new, mut max_new) = (0u64, 0u64, 0u16);
                     for &i in part {
                         let x = t[usize::from(i) & 511];
-                        max = max.max(x);
-                        let q = u32::from(x) >> wdiv;
+                        max_old = max_old.max(i);
+                        max_new = max_new.max(x);
+                        let (qo, qn) = (u32::from(i) >> wdiv, u32::from(x) >> wdiv);
                         if trunc {
-                            q_sum += u64::from(q.min(1));
+                            q_old += u64::from(qo.min(1));
+                            q_new += u64::from(qn.min(1));
                         } else {
-                            q_sum += u64::from(q);
-                            positions += u64::from(q >> 1);
+                            q_old += u64::from(qo);
+                            q_new += u64::from(qn);
+                            pos_old += u64::from(qo >> 1);
+                            pos_new += u64::from(qn >> 1);
                         }
                     }
                     let q_max = if trunc { WQ_MAX_TRUNCATED } else { WQ_MAX };
-                    if max > WEIGHT_INDEX_MAX || u32::from(max) >> wdiv > q_max {
+                    let codable =
+                        |max: u16| max <= WEIGHT_INDEX_MAX && u32::from(max) >> wdiv <= q_max;
+                    if !codable(max_old) || !codable(max_new) {
                         return None;
                     }
                     // One wunary0 position per index (+ one per pair of
                     // quotient bits without wtrunc).
-                    positions += n;
-                    let unused = positions.next_multiple_of(u64::from(WUNARY0_BITS)) - positions;
-                    bits += n * (1 + u64::from(wdiv)) + q_sum + unused;
+                    let bits = |q_sum: u64, positions: u64| {
+                        let positions = positions + n;
+                        let unused =
+                            positions.next_multiple_of(u64::from(WUNARY0_BITS)) - positions;
+                        n * (1 + u64::from(wdiv)) + q_sum + unused
+                    };
+                    old += bits(q_old, pos_old);
+                    new += bits(q_new, pos_new);
                 }
             }
         }
     }
-    Some(bits)
+    Some((old, new))
 }
 
 /// Replaces the index mapping of `plans` (regions sharing one mapping and
@@ -74,7 +94,6 @@ pub(super) fn remap_if_smaller(plans: &mut [&mut RegionPlan], cand: &Candidate) 
             t[usize::from(old) & 511] = new;
         }
     }
-    let identity: [u16; 512] = std::array::from_fn(|i| i as u16);
     let (old_ubits, new_ubits) = (
         first.mapping.palette.uncompressed_bits(),
         new.palette.uncompressed_bits(),
@@ -82,10 +101,7 @@ pub(super) fn remap_if_smaller(plans: &mut [&mut RegionPlan], cand: &Candidate) 
     let (old_header, new_header) = (first.mapping.header_bits(), new.header_bits());
     let mut saved = Vec::with_capacity(plans.len());
     for plan in plans.iter() {
-        let Some(old_bits) = index_bits_exact(plan, &identity, old_ubits) else {
-            return false;
-        };
-        let Some(new_bits) = index_bits_exact(plan, &t, new_ubits) else {
+        let Some((old_bits, new_bits)) = index_bits_exact(plan, &t, old_ubits, new_ubits) else {
             return false;
         };
         saved.push(
