@@ -95,7 +95,9 @@ pub(crate) fn decide<'l>(
     });
     let (cascades, uncascaded_plans) = if spills && target.fast_storage().is_some() {
         let plans = plan::plan(target, &lowered, &placement, None)?;
-        let cascades = cascade::choose(target, &lowered, &placement, &plans, &chains);
+        // The global program's (S20), else the greedy's.
+        let cascades = optimise::cascades(target, &lowered, &plans, &placement, &chains)
+            .unwrap_or_else(|| cascade::choose(target, &lowered, &placement, &plans, &chains));
         (
             cascades,
             Some(plan::Planned::new(&lowered, &placement, plans)),

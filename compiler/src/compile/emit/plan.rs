@@ -45,19 +45,8 @@ pub(super) struct OpPlan {
     pub staged: Option<Box<OpPlan>>,
 }
 
-/// Estimated cycles of `op` with `block`, its streams laid out as `layout` in `region`.
-pub(super) fn estimate(
-    target: &dyn Target,
-    op: &NpuOp,
-    block: &BlockConfig,
-    layout: Option<&Layout>,
-    region: u8,
-    at: &Locs,
-) -> u64 {
-    estimate_traffic(target, op, block, layout, region, at).0
-}
-
-/// [`estimate`]'s cycles and the operation's off-chip (DRAM, flash) bytes.
+/// Estimated cycles of `op` with `block`, its streams laid out as `layout` in `region`, and
+/// its off-chip (DRAM, flash) bytes.
 pub(super) fn estimate_traffic(
     target: &dyn Target,
     op: &NpuOp,
