@@ -175,19 +175,14 @@ pub(crate) fn decide<'l>(
     // whose bytes the streams may then take (S14).
     let without = with_consts
         .as_ref()
-        .filter(|(s, _, _)| s.consts.is_some())
+        .filter(|(s, _, _, _)| s.consts.is_some())
         .and_then(|_| lp(false));
-    for (lp, alts, choices) in with_consts.into_iter().chain(without) {
+    for (lp, alts, choices, lp_plans) in with_consts.into_iter().chain(without) {
         if alts.iter().all(|&a| a == 0) && same_staging(&lp, &stage) {
             continue;
         }
         let mut p = placement.clone();
         grow(&mut p, lp.end);
-        let lp_plans = plans
-            .iter()
-            .zip(&alts)
-            .map(|(plan, &a)| optimise::plan_for(plan, a))
-            .collect();
         alternatives.push(Alternative {
             consts: lp.consts,
             ops: decisions(lp_plans, lp, &chains, &in_cascade, Some(choices)),

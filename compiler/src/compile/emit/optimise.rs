@@ -53,7 +53,8 @@ pub(super) enum Read {
 #[derive(Clone, Debug)]
 pub(super) struct Opt {
     /// 0: the plan; 1: its SWD alternative ([`OpPlan::alt`]); 2: its staged block
-    /// ([`OpPlan::staged`]).
+    /// ([`OpPlan::staged`]); `3 + i`: its microblock candidate `i` ([`OpPlan::micro`],
+    /// encoded when taken).
     pub alt: usize,
     /// The IFM is copied into the staging memory.
     pub copy: bool,
@@ -156,6 +157,10 @@ pub(super) fn options<'s>(
             } else {
                 String::new()
             };
+            let ublock = {
+                let (h, w, d) = plan.block.microblock;
+                format!("ublock {h}x{w}x{d}")
+            };
             let at = locs(op, p, l, &none);
             let mut variants = vec![(false, at, (plan.cycles, plan.offchip), (0, 0))];
             if copyable {
@@ -191,9 +196,9 @@ pub(super) fn options<'s>(
                         // The staged block (S14): named by its OFM block, as the plan's is
                         // in the operation's `block` line.
                         let (h, w, d) = plan.block.ofm_block;
-                        format!("{format}{what}{suffix}, ofm block {h}x{w}x{d}")
+                        format!("{format}{what}{suffix}, ofm block {h}x{w}x{d}, {ublock}")
                     } else {
-                        format!("{format}{what}{suffix}")
+                        format!("{format}{what}{suffix}, {ublock}")
                     },
                 };
                 opts.push(opt(
@@ -261,6 +266,34 @@ pub(super) fn options<'s>(
                         &format!("{} slices", slices.len()),
                     ));
                 }
+            }
+        }
+        // The best candidate of every other microblock (S20): read in place or staged whole,
+        // costed with the preferred candidate's stream lengths.
+        if !chained {
+            let (d, db) = dma_traffic(plans[k].micro.first().map_or(0, |m| m.bytes));
+            for (i, m) in plans[k].micro.iter().enumerate() {
+                let format = target.block_names(&m.block).weight_format;
+                let ((h, w, dd), (uh, uw, ud)) = (m.block.ofm_block, m.block.microblock);
+                let label = |what: &str| {
+                    format!("{format} {what}, ofm block {h}x{w}x{dd}, ublock {uh}x{uw}x{ud}")
+                };
+                let opt = |read, (run, bytes): (u64, u64), dma, buf, what: &str| Opt {
+                    alt: 3 + i,
+                    copy: false,
+                    read,
+                    run,
+                    dma,
+                    bytes,
+                    last: run,
+                    copy_size: 0,
+                    buf,
+                    second: false,
+                    label: label(what),
+                };
+                opts.push(opt(Read::Direct, m.direct, 0, 0, "direct"));
+                let staged = (m.staged.0, m.staged.1 + db);
+                opts.push(opt(Read::Whole, staged, d, m.bytes, "whole"));
             }
         }
         opts
@@ -515,9 +548,10 @@ struct Start {
 /// The staging of `l` with the options `pick` takes ([`solve`]), placed in order as the
 /// greedy places its buffers; an option whose buffers do not fit gives way to the cheapest
 /// one that does, starting from `start`. Returns the staging, each operation's alternative
-/// (0: the plan) and its [`Choice`].
+/// (0: the plan), its [`Choice`] and its plan (a microblock candidate's encoded here).
 #[allow(clippy::too_many_arguments)]
 fn place(
+    target: &dyn Target,
     l: &Lowered,
     plans: &[OpPlan],
     p: &Placement,
@@ -526,8 +560,9 @@ fn place(
     opts: &Options,
     pick: &[Option<usize>],
     start: Start,
-) -> (Staging, Vec<usize>, Vec<Option<Choice>>) {
+) -> Placed {
     let n = l.ops.len();
+    let mut taken_plans: Vec<OpPlan> = plans.iter().map(|plan| plan_for(plan, 0)).collect();
     let mut how: Vec<Staged> = (0..n).map(|_| Staged::Direct).collect();
     let mut copies: Vec<Option<IfmCopy>> = vec![None; n];
     let mut alts = vec![0usize; n];
@@ -565,6 +600,29 @@ fn place(
         let mut taken = None;
         for i in order {
             let o = &os[i];
+            // A microblock candidate is encoded when it is to be placed.
+            let mut micro = None;
+            if o.alt >= 3 {
+                let m = &plans[k].micro[o.alt - 3];
+                let op = &l.ops[k];
+                let Ok(Some(enc)) = weights::encode(target, op, &super::geometry(op), &m.block)
+                else {
+                    continue;
+                };
+                micro = Some(OpPlan {
+                    block: m.block,
+                    enc: Some(enc),
+                    cycles: m.direct.0,
+                    offchip: m.direct.1,
+                    alt: None,
+                    staged: None,
+                    micro: Vec::new(),
+                });
+            }
+            let size = match micro.as_ref().and_then(|m| m.enc.as_ref()) {
+                Some(e) => e.size(),
+                None => o.buf,
+            };
             let mut trial = occupied.clone();
             let mut copy = None;
             if o.copy {
@@ -583,11 +641,11 @@ fn place(
             let s = match o.read {
                 Read::Direct => Staged::Direct,
                 Read::Whole => {
-                    let Some(off) = alloc::fit(&trial, item(o.buf), hwm) else {
+                    let Some(off) = alloc::fit(&trial, item(size), hwm) else {
                         continue;
                     };
-                    let wait = waits(&trial, off, o.buf);
-                    trial.push((item(o.buf), off));
+                    let wait = waits(&trial, off, size);
+                    trial.push((item(size), off));
                     Staged::Whole {
                         region,
                         at: off,
@@ -625,6 +683,7 @@ fn place(
             copies[k] = copy;
             how[k] = s;
             taken = Some(i);
+            taken_plans[k] = micro.unwrap_or_else(|| plan_for(&plans[k], o.alt));
             break;
         }
         // (The first option, direct without a copy, needs no buffer: always taken.)
@@ -647,8 +706,13 @@ fn place(
         },
         alts,
         choices,
+        taken_plans,
     )
 }
+
+/// What [`optimise`] returns: the staging, each operation's alternative (0: the plan), its
+/// [`Choice`] and its plan.
+pub(super) type Placed = (Staging, Vec<usize>, Vec<Option<Choice>>, Vec<OpPlan>);
 
 /// Option `i` of `os` taken after a kernel of `prev` cycles, and the cheapest other one.
 fn choice(os: &[Opt], i: usize, prev: u64) -> Choice {
@@ -701,6 +765,7 @@ pub(super) fn plan_for(plan: &OpPlan, alt: usize) -> OpPlan {
         _ => OpPlan {
             alt: None,
             staged: None,
+            micro: Vec::new(),
             ..plan.clone()
         },
     }
@@ -721,7 +786,7 @@ pub(super) fn optimise(
     cascades: &[cascade::Cascade],
     opts: &Options,
     consts: bool,
-) -> Option<(Staging, Vec<usize>, Vec<Option<Choice>>)> {
+) -> Option<Placed> {
     let (region, capacity) = target.staging()?;
     let (mut occupied, hwm) = staging::occupancy(l, p, region, capacity);
     let copy_traffic = staging::copy_traffic(target, region);
@@ -749,7 +814,9 @@ pub(super) fn optimise(
         occupied,
         consts,
     };
-    Some(place(l, plans, p, chains, cascades, opts, &pick, start))
+    Some(place(
+        target, l, plans, p, chains, cascades, opts, &pick, start,
+    ))
 }
 
 /// The cascades the program takes (decision S20), `None` when there is no staging memory in
@@ -902,7 +969,7 @@ fn group(l: &Lowered, p: &Placement, b: &cascade::Band) -> Group {
 #[cfg(test)]
 mod tests {
     use super::super::{decide, stream_objective, write};
-    use super::{dominates, undominated, Opt, Read};
+    use super::{dominates, solve_program, undominated, Group, Opt, Read};
     use crate::compile::{lower, Options};
     use npuc_backend::arch::Accelerator;
     use npuc_backend::system::MemoryMap;
@@ -934,6 +1001,56 @@ mod tests {
         assert_eq!(undominated(&[direct.clone(), staged, worse]), vec![0, 1]);
         // Equal options: the earlier stays.
         assert_eq!(undominated(&[direct.clone(), direct]), vec![0]);
+    }
+
+    /// Operation `k`'s options all for itself: `alt` and `read` as given.
+    fn with(mut o: Opt, alt: usize) -> Opt {
+        o.alt = alt;
+        o
+    }
+
+    #[test]
+    fn the_program_declines_a_cascade_whose_rings_would_take_the_next_streams_bytes() {
+        // Operations 0 and 1 run 100 cycles and move 1,000 off-chip bytes each; cascaded
+        // (a group over 0..=1) they cost 1,900 and hold 512 bytes of rings. Operation 2 runs
+        // 500 cycles reading its streams in place, or 100 with them staged whole (608 bytes,
+        // live from operation 1).
+        let ops = vec![
+            vec![opt(100, 0, 1_000, 100, 0)],
+            vec![opt(100, 0, 1_000, 100, 0)],
+            vec![opt(500, 0, 0, 500, 0), opt(100, 0, 0, 100, 608)],
+        ];
+        let group = Group {
+            first: 0,
+            last: 1,
+            cost: 1_900,
+            dma: 0,
+            memory: vec![512, 512],
+        };
+        let solve =
+            |cap| solve_program(&ops, std::slice::from_ref(&group), &[], cap, &[false; 3]).unwrap();
+        // Room for both: the cascade (saves 300) and the staged streams (save 400).
+        assert_eq!(solve(2_048), (vec![None, None, Some(1)], vec![true]));
+        // 1,024 bytes: one or the other; the streams save more.
+        assert_eq!(solve(1_024), (vec![Some(0), Some(0), Some(1)], vec![false]));
+        // 512 bytes: the streams never fit; the cascade does.
+        assert_eq!(solve(512), (vec![None, None, Some(0)], vec![true]));
+    }
+
+    #[test]
+    fn the_program_takes_another_microblock_when_the_plans_streams_do_not_fit() {
+        // The plan: 500 cycles in place, 100 staged (1,024 bytes); another microblock's best
+        // candidate (alternative 3): 300 cycles in place, 90 staged (also 1,024 bytes).
+        let ops = vec![vec![
+            opt(500, 0, 0, 500, 0),
+            opt(100, 0, 0, 100, 1_024),
+            with(opt(300, 0, 0, 300, 0), 3),
+            with(opt(90, 0, 0, 90, 1_024), 3),
+        ]];
+        let solve = |cap| solve_program(&ops, &[], &[], cap, &[false]).unwrap().0;
+        assert_eq!(solve(4_096), vec![Some(3)]);
+        // Under a 512-byte cap neither stages: the other microblock, read in place.
+        assert_eq!(solve(512), vec![Some(2)]);
     }
 
     #[test]
