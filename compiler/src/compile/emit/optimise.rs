@@ -417,14 +417,16 @@ fn solve_program(
         }
         e
     };
+    // The objective counts every cost twice and a microblock candidate (S21) one more, so
+    // that it never wins a tie against the plan's own options.
     let mut objective = Expression::from(0.0);
     let mut constraints = Vec::new();
     for (g, v) in groups.iter().zip(&y) {
-        objective += g.cost as f64 * *v;
+        objective += 2.0 * g.cost as f64 * *v;
         if g.dma > 0 {
             // Its DMAs' cycles beyond what the operation before hides.
             let e = vars.add(variable().min(0.0));
-            objective += e;
+            objective += 2.0 * e;
             let mut rhs = g.dma as f64 * *v;
             if g.first > 0 {
                 rhs -= linear(g.first - 1, &|o| o.last as f64);
@@ -439,7 +441,8 @@ fn solve_program(
         for j in 0..keep[k].len() {
             if let Some(v) = x[k][j] {
                 let o = &ops[k][keep[k][j]];
-                objective += (o.run + o.bytes) as f64 * v;
+                let tie = u64::from(o.alt >= 3);
+                objective += (2 * (o.run + o.bytes) + tie) as f64 * v;
             }
         }
         if free(k) {
@@ -458,7 +461,7 @@ fn solve_program(
         // The first DMA's cycles beyond what the previous operation's last kernel hides (a
         // cascade before it, or none: nothing hidden).
         let e = vars.add(variable().min(0.0));
-        objective += e;
+        objective += 2.0 * e;
         let mut rhs = linear(k, &|o| o.dma as f64);
         if k > 0 {
             rhs -= linear(k - 1, &|o| o.last as f64);
