@@ -158,3 +158,33 @@ fn under_a_tight_budget_the_constant_copy_gives_way_to_the_streams() {
         "{tb} off-chip bytes under the budget, {fb} without"
     );
 }
+
+#[test]
+fn explain_names_the_microblock_and_the_cascade() {
+    // S20/S21: mobilenet_v1_025_96 in a 32 KiB fast memory cascades; each cascaded operation's
+    // choice names its cascade, every other one its microblock; the next best is named too.
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../models/tflite/mobilenet_v1_025_96.tflite");
+    let bytes = std::fs::read(&path).unwrap();
+    let mut options = Options {
+        accelerator: Accelerator::U85_256,
+        memory_mode: npuc_backend::system::presets::memory_mode("Dedicated_Sram").unwrap(),
+        ..Options::default()
+    };
+    options.memory_mode.arena_cache_size = Some(32 * 1024);
+    let m = npuc::compile_file(&bytes, &options).unwrap();
+    let mut cascaded = 0;
+    for op in &m.schedule.ops {
+        let Some(c) = &op.choice else { continue };
+        if op.cascade.is_some() {
+            cascaded += 1;
+            assert!(c.chosen.starts_with("cascade ops "), "{}", c.chosen);
+        } else {
+            assert!(c.chosen.contains("ublock "), "{}", c.chosen);
+        }
+        if let (Some(next), Some(o)) = (&c.next, c.next_objective) {
+            assert!(!next.is_empty() && o > 0);
+        }
+    }
+    assert!(cascaded > 0, "{}", m.schedule.text());
+}

@@ -24,7 +24,7 @@
 //! estimates as placed; the set of non-overlapping cascades with the largest saving is taken.
 
 use super::objective;
-use super::plan::{estimate, OpPlan};
+use super::plan::{estimate_traffic, OpPlan};
 use super::regs::{locs_with, Consts, Locs, Wrap};
 use super::{chain, weights};
 use crate::arch_interface::{BlockConfig, Target};
@@ -53,6 +53,9 @@ pub(super) struct Cascade {
     /// The operations' weight and scale streams are copied into the staging memory before
     /// the first band (else every band reads them from region 0).
     pub staged: bool,
+    /// The global program's choice (decision S20): this cascade's objective and the cheapest
+    /// other way to run its operations, for `explain` (`None`: chosen by the greedy).
+    pub choice: Option<super::optimise::Choice>,
 }
 
 /// For each of `n` operations, whether it belongs to one of `cascades`.
@@ -377,29 +380,37 @@ fn in_use(l: &Lowered, p: &Placement, t: usize, counted: &dyn Fn(usize) -> bool)
     sum
 }
 
-/// Cascading operations `a..=b`: its saving in the objective (cycles plus the spilled
-/// intermediates' off-chip bytes, written and read once, priced as in S11) and of off-chip
-/// bytes, and the cascade, when the objective drops. The band height is the cheapest; among equally cheap ones the one
-/// whose rings take the fewest bytes.
-fn evaluate(
+/// One band height of cascading operations `a..=b` whose rings (and staged streams) fit.
+#[derive(Debug, Clone)]
+pub(super) struct Band {
+    pub cascade: Cascade,
+    /// Cycles of its pieces.
+    pub cycles: u64,
+    /// Off-chip bytes of its pieces, and of the stream copies when they are staged.
+    pub offchip: u64,
+    /// Cycles of the stream copies before the first band (0 unless staged).
+    pub dma: u64,
+    /// Fast-memory bytes of its rings and staged streams, live over its whole span.
+    pub bytes: u64,
+}
+
+/// Every band height of cascading operations `a..=b` whose rings (and, when staged, streams)
+/// fit in the fast memory the other feature maps leave over its span (`capacity` minus the
+/// most any step of it holds).
+pub(super) fn bands(
     target: &dyn Target,
     l: &Lowered,
     p: &Placement,
     plans: &[OpPlan],
     (a, b): (usize, usize),
     capacity: u64,
-    spilled: &dyn Fn(usize) -> bool,
-) -> Option<((u64, u64), Cascade)> {
+) -> Vec<Band> {
     let maps: Vec<RowMap> = (a..=b).map(|j| RowMap::of(&l.ops[j])).collect();
     let inner: Vec<usize> = (a..b).map(|j| l.ops[j].ofm.buffer).collect();
     let outer = |i: usize| !inner.contains(&i);
     // The fast memory the rest of the feature maps leave while the cascade runs.
     let busy = (a..=b).map(|t| in_use(l, p, t, &outer)).max().unwrap_or(0);
     let free = capacity.saturating_sub(busy);
-    let saved: u64 = (a..b)
-        .filter(|&j| spilled(j))
-        .map(|j| 2 * l.buffers[l.ops[j].ofm.buffer].size)
-        .sum();
     // The rings, estimated in the fast memory.
     let mut pe = p.clone();
     for &i in &inner {
@@ -407,12 +418,15 @@ fn evaluate(
         pe.offsets[i] = 0;
     }
     let none = BTreeMap::new();
-    let before: u64 = (a..=b).map(|j| plans[j].cycles).sum();
     // The streams, read in every band, are copied into the staging memory once when they
-    // fit beside the rings; the copies' time the operation before does not hide counts.
+    // fit beside the rings.
     let stream_bytes: u64 = (a..=b)
         .filter_map(|j| plans[j].enc.as_ref())
         .map(|e| e.size().next_multiple_of(alloc::ALIGN))
+        .sum();
+    let copied: u64 = (a..=b)
+        .filter_map(|j| plans[j].enc.as_ref())
+        .map(|e| e.size())
         .sum();
     let staging = target.staging().map(|(region, _)| region);
     let copy_cycles: u64 = match staging {
@@ -426,10 +440,10 @@ fn evaluate(
             .sum(),
         None => 0,
     };
-    let hidden = if a > 0 { plans[a - 1].cycles } else { 0 };
-    let mut cache: BTreeMap<(usize, u32, u32, [u32; 4], bool), u64> = BTreeMap::new();
-    // (cost, ring bytes, cascade) of every band height whose rings fit.
-    let mut options: Vec<(u64, u64, Cascade)> = Vec::new();
+    // (operation, rows, IFM rows, padding, staged) -> (cycles, off-chip bytes).
+    type Key = (usize, u32, u32, [u32; 4], bool);
+    let mut cache: BTreeMap<Key, (u64, u64)> = BTreeMap::new();
+    let mut out = Vec::new();
     for band in BAND_HEIGHTS {
         if band >= maps[maps.len() - 1].ho {
             break;
@@ -456,29 +470,96 @@ fn evaluate(
             pieces: pieces.iter().map(|&(j, r0, r1)| (a + j, r0, r1)).collect(),
             rings,
             staged,
+            choice: None,
         };
-        let mut cost = if staged {
-            copy_cycles.saturating_sub(hidden)
-        } else {
-            0
-        };
+        let (mut cycles, mut offchip) = (0, if staged { copied } else { 0 });
         for &(j, r0, r1) in &c.pieces {
             let (s, at) = piece(l, &pe, &none, &c, (j, r0, r1));
             let key = (j, r1 - r0, s.ifm.shape.0, s.pad, staged);
-            let cycles = *cache.entry(key).or_insert_with(|| {
+            let (pc, pb) = *cache.entry(key).or_insert_with(|| {
                 let block = piece_block(&plans[j].block, r1 - r0);
                 let layout = plans[j].enc.as_ref().map(weights::Encoded::layout);
-                estimate(target, &s, &block, layout.as_ref(), streams_in, &at)
+                estimate_traffic(target, &s, &block, layout.as_ref(), streams_in, &at)
             });
-            cost += cycles;
+            cycles += pc;
+            offchip += pb;
         }
-        let bytes = if staged { bytes + stream_bytes } else { bytes };
-        options.push((cost, bytes, c));
+        out.push(Band {
+            cascade: c,
+            cycles,
+            offchip,
+            dma: if staged { copy_cycles } else { 0 },
+            bytes: if staged { bytes + stream_bytes } else { bytes },
+        });
     }
-    let (cost, _, c) = options.into_iter().min_by_key(|o| (o.0, o.1))?;
+    out
+}
+
+/// Cascading operations `a..=b`: its saving in the objective (cycles plus the spilled
+/// intermediates' off-chip bytes, written and read once, priced as in S11) and of off-chip
+/// bytes, and the cascade, when the objective drops. The band height is the cheapest; among
+/// equally cheap ones the one whose rings take the fewest bytes.
+fn evaluate(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    plans: &[OpPlan],
+    (a, b): (usize, usize),
+    capacity: u64,
+    spilled: &dyn Fn(usize) -> bool,
+) -> Option<((u64, u64), Cascade)> {
+    let saved: u64 = (a..b)
+        .filter(|&j| spilled(j))
+        .map(|j| 2 * l.buffers[l.ops[j].ofm.buffer].size)
+        .sum();
+    let before: u64 = (a..=b).map(|j| plans[j].cycles).sum();
+    // The copies' time the operation before does not hide counts.
+    let hidden = if a > 0 { plans[a - 1].cycles } else { 0 };
+    let (cost, _, c) = bands(target, l, p, plans, (a, b), capacity)
+        .into_iter()
+        .map(|o| (o.cycles + o.dma.saturating_sub(hidden), o.bytes, o.cascade))
+        .min_by_key(|o| (o.0, o.1))?;
     // Taken when the objective (S11: cycles plus the spilled bytes priced) drops.
     let uncascaded = objective::cost((before, saved));
     (cost < uncascaded).then(|| ((uncascaded - cost, saved), c))
+}
+
+/// The windows `(a, b)` of operations that may be cascaded given the feature maps placed as
+/// `p` (without cascades): within runs of linked operations, holding a spilled intermediate.
+pub(super) fn windows(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    chains: &[Option<chain::Operand>],
+) -> Vec<(usize, usize)> {
+    if target.fast_storage().is_none() {
+        return Vec::new();
+    }
+    let n = l.ops.len();
+    let spilled = |k: usize| {
+        let b = l.ops[k].ofm.buffer;
+        p.regions[b] == REGION_ARENA && !l.buffers[b].is_output
+    };
+    let links: Vec<bool> = (0..n.saturating_sub(1))
+        .map(|k| link(l, k, chains))
+        .collect();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < n {
+        let mut e = k;
+        while e < links.len() && links[e] {
+            e += 1;
+        }
+        for b in k..=e {
+            for a in k..b {
+                if (a..b).any(spilled) {
+                    out.push((a, b));
+                }
+            }
+        }
+        k = e + 1;
+    }
+    out
 }
 
 #[cfg(test)]

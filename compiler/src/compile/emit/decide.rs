@@ -95,7 +95,9 @@ pub(crate) fn decide<'l>(
     });
     let (cascades, uncascaded_plans) = if spills && target.fast_storage().is_some() {
         let plans = plan::plan(target, &lowered, &placement, None)?;
-        let cascades = cascade::choose(target, &lowered, &placement, &plans, &chains);
+        // The global program's (S20), else the greedy's.
+        let cascades = optimise::cascades(target, &lowered, &plans, &placement, &chains)
+            .unwrap_or_else(|| cascade::choose(target, &lowered, &placement, &plans, &chains));
         (
             cascades,
             Some(plan::Planned::new(&lowered, &placement, plans)),
@@ -173,19 +175,14 @@ pub(crate) fn decide<'l>(
     // whose bytes the streams may then take (S14).
     let without = with_consts
         .as_ref()
-        .filter(|(s, _, _)| s.consts.is_some())
+        .filter(|(s, _, _, _)| s.consts.is_some())
         .and_then(|_| lp(false));
-    for (lp, alts, choices) in with_consts.into_iter().chain(without) {
+    for (lp, alts, choices, lp_plans) in with_consts.into_iter().chain(without) {
         if alts.iter().all(|&a| a == 0) && same_staging(&lp, &stage) {
             continue;
         }
         let mut p = placement.clone();
         grow(&mut p, lp.end);
-        let lp_plans = plans
-            .iter()
-            .zip(&alts)
-            .map(|(plan, &a)| optimise::plan_for(plan, a))
-            .collect();
         alternatives.push(Alternative {
             consts: lp.consts,
             ops: decisions(lp_plans, lp, &chains, &in_cascade, Some(choices)),

@@ -243,12 +243,17 @@ pub(crate) fn describe(
             memory: std::mem::take(&mut memory[k]),
             dma: dma[k].take(),
             compute_bound: bounds[k],
-            choice: d.ops[k].choice.as_ref().map(|c| Choice {
-                chosen: c.chosen.0.clone(),
-                objective: c.chosen.1,
-                next: c.next.as_ref().map(|n| n.0.clone()),
-                next_objective: c.next.as_ref().map(|n| n.1),
-            }),
+            // (A cascade's operations: the program's choice of the cascade, S20.)
+            choice: d.ops[k]
+                .choice
+                .as_ref()
+                .or_else(|| d.ops[k].cascade.and_then(|g| d.cascades[g].choice.as_ref()))
+                .map(|c| Choice {
+                    chosen: c.chosen.0.clone(),
+                    objective: c.chosen.1,
+                    next: c.next.as_ref().map(|n| n.0.clone()),
+                    next_objective: c.next.as_ref().map(|n| n.1),
+                }),
         });
     }
     Schedule {

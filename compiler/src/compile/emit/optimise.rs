@@ -29,7 +29,7 @@ use super::{cascade, chain, weights};
 use crate::arch_interface::{Target, WeightStreams};
 use crate::compile::alloc::{self, Item, Placement};
 use crate::compile::lower::{Kernel, Lowered};
-use crate::compile::REGION_READ_ONLY;
+use crate::compile::{REGION_FAST, REGION_READ_ONLY};
 use good_lp::{variable, Expression, ProblemVariables, SolverModel, Variable};
 use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
@@ -53,7 +53,8 @@ pub(super) enum Read {
 #[derive(Clone, Debug)]
 pub(super) struct Opt {
     /// 0: the plan; 1: its SWD alternative ([`OpPlan::alt`]); 2: its staged block
-    /// ([`OpPlan::staged`]).
+    /// ([`OpPlan::staged`]); `3 + i`: its microblock candidate `i` ([`OpPlan::micro`],
+    /// encoded when taken).
     pub alt: usize,
     /// The IFM is copied into the staging memory.
     pub copy: bool,
@@ -156,6 +157,10 @@ pub(super) fn options<'s>(
             } else {
                 String::new()
             };
+            let ublock = {
+                let (h, w, d) = plan.block.microblock;
+                format!("ublock {h}x{w}x{d}")
+            };
             let at = locs(op, p, l, &none);
             let mut variants = vec![(false, at, (plan.cycles, plan.offchip), (0, 0))];
             if copyable {
@@ -191,9 +196,9 @@ pub(super) fn options<'s>(
                         // The staged block (S14): named by its OFM block, as the plan's is
                         // in the operation's `block` line.
                         let (h, w, d) = plan.block.ofm_block;
-                        format!("{format}{what}{suffix}, ofm block {h}x{w}x{d}")
+                        format!("{format}{what}{suffix}, ofm block {h}x{w}x{d}, {ublock}")
                     } else {
-                        format!("{format}{what}{suffix}")
+                        format!("{format}{what}{suffix}, {ublock}")
                     },
                 };
                 opts.push(opt(
@@ -263,6 +268,34 @@ pub(super) fn options<'s>(
                 }
             }
         }
+        // The best candidate of every other microblock (S20): read in place or staged whole,
+        // costed with the preferred candidate's stream lengths.
+        if !chained {
+            let (d, db) = dma_traffic(plans[k].micro.first().map_or(0, |m| m.bytes));
+            for (i, m) in plans[k].micro.iter().enumerate() {
+                let format = target.block_names(&m.block).weight_format;
+                let ((h, w, dd), (uh, uw, ud)) = (m.block.ofm_block, m.block.microblock);
+                let label = |what: &str| {
+                    format!("{format} {what}, ofm block {h}x{w}x{dd}, ublock {uh}x{uw}x{ud}")
+                };
+                let opt = |read, (run, bytes): (u64, u64), dma, buf, what: &str| Opt {
+                    alt: 3 + i,
+                    copy: false,
+                    read,
+                    run,
+                    dma,
+                    bytes,
+                    last: run,
+                    copy_size: 0,
+                    buf,
+                    second: false,
+                    label: label(what),
+                };
+                opts.push(opt(Read::Direct, m.direct, 0, 0, "direct"));
+                let staged = (m.staged.0, m.staged.1 + db);
+                opts.push(opt(Read::Whole, staged, d, m.bytes, "whole"));
+            }
+        }
         opts
     });
     Some(Options {
@@ -293,6 +326,20 @@ fn undominated(opts: &[Opt]) -> Vec<usize> {
         .collect()
 }
 
+/// A 0/1 option that runs operations `first..=last` together (a candidate cascade, decision
+/// S20), exclusive with their own options.
+#[derive(Clone, Debug)]
+pub(super) struct Group {
+    pub first: usize,
+    pub last: usize,
+    /// Its objective without its DMAs: cycles plus priced off-chip bytes.
+    pub cost: u64,
+    /// Cycles of its DMAs before its first operation (the operation before hides them).
+    pub dma: u64,
+    /// Bytes it adds to (negative: frees from) the staging memory at each step of its span.
+    pub memory: Vec<i64>,
+}
+
 /// The option the program takes for each operation (`None` per cascade operation), or `None`
 /// when the program is too large or the solver finds no solution within its node limit.
 /// `occupied`: the feature maps (and the constant copy) in the staging memory; `cap`: what
@@ -302,25 +349,47 @@ pub(super) fn solve(
     occupied: &[(Item, u64)],
     cap: u64,
     after_chain: &[bool],
-    in_cascade: &[bool],
 ) -> Option<Vec<Option<usize>>> {
-    let n = opts.ops.len();
-    let keep: Vec<Vec<usize>> = opts.ops.iter().map(|o| undominated(o)).collect();
-    let binaries: usize = keep.iter().filter(|k| k.len() > 1).map(Vec::len).sum();
+    solve_program(&opts.ops, &[], occupied, cap, after_chain).map(|(pick, _)| pick)
+}
+
+/// [`solve`] with `groups`: each operation takes one of its options or one group covering
+/// it. Returns the options taken (`None`: in a group, or no options) and the groups taken.
+fn solve_program(
+    ops: &[Vec<Opt>],
+    groups: &[Group],
+    occupied: &[(Item, u64)],
+    cap: u64,
+    after_chain: &[bool],
+) -> Option<(Vec<Option<usize>>, Vec<bool>)> {
+    let n = ops.len();
+    let keep: Vec<Vec<usize>> = ops.iter().map(|o| undominated(o)).collect();
+    let mut covered = vec![false; n];
+    for g in groups {
+        for c in &mut covered[g.first..=g.last] {
+            *c = true;
+        }
+    }
+    let free = |k: usize| keep[k].len() > 1 || (covered[k] && !keep[k].is_empty());
+    let binaries: usize = (0..n)
+        .filter(|&k| free(k))
+        .map(|k| keep[k].len())
+        .sum::<usize>()
+        + groups.len();
     if binaries == 0 || binaries > MAX_BINARIES {
         return None;
     }
     let mut vars = ProblemVariables::new();
-    // x[k][j]: option keep[k][j] of operation k (`None`: the only option, fixed).
-    // (Variables are numbered in creation order, as the solution lists their values.)
+    // x[k][j]: option keep[k][j] of operation k (`None`: the only option, fixed); y[g]: group
+    // g. (Variables are numbered in creation order, as the solution lists their values.)
     let mut x: Vec<Vec<Option<Variable>>> = Vec::with_capacity(n);
     let mut index: Vec<Vec<usize>> = Vec::with_capacity(n);
     let mut count = 0usize;
-    for kk in &keep {
+    for (k, kk) in keep.iter().enumerate() {
         let mut row = Vec::new();
         let mut at = Vec::new();
         for _ in kk {
-            if kk.len() > 1 {
+            if free(k) {
                 row.push(Some(vars.add(variable().binary())));
                 at.push(count);
                 count += 1;
@@ -332,49 +401,74 @@ pub(super) fn solve(
         x.push(row);
         index.push(at);
     }
+    let y: Vec<Variable> = groups
+        .iter()
+        .map(|_| vars.add(variable().binary()))
+        .collect();
+    let y_at: Vec<usize> = (count..count + groups.len()).collect();
     // The value of a per-option quantity of operation k: an expression and a constant.
     let linear = |k: usize, f: &dyn Fn(&Opt) -> f64| {
         let mut e = Expression::from(0.0);
         for (j, &o) in keep[k].iter().enumerate() {
             match x[k][j] {
-                Some(v) => e += f(&opts.ops[k][o]) * v,
-                None => e += f(&opts.ops[k][o]),
+                Some(v) => e += f(&ops[k][o]) * v,
+                None => e += f(&ops[k][o]),
             }
         }
         e
     };
+    // The objective counts every cost twice and a microblock candidate (S21) one more, so
+    // that it never wins a tie against the plan's own options.
     let mut objective = Expression::from(0.0);
     let mut constraints = Vec::new();
+    for (g, v) in groups.iter().zip(&y) {
+        objective += 2.0 * g.cost as f64 * *v;
+        if g.dma > 0 {
+            // Its DMAs' cycles beyond what the operation before hides.
+            let e = vars.add(variable().min(0.0));
+            objective += 2.0 * e;
+            let mut rhs = g.dma as f64 * *v;
+            if g.first > 0 {
+                rhs -= linear(g.first - 1, &|o| o.last as f64);
+            }
+            constraints.push(Expression::from(e).geq(rhs));
+        }
+    }
     for k in 0..n {
         if keep[k].is_empty() {
             continue;
         }
         for j in 0..keep[k].len() {
             if let Some(v) = x[k][j] {
-                let o = &opts.ops[k][keep[k][j]];
-                objective += (o.run + o.bytes) as f64 * v;
+                let o = &ops[k][keep[k][j]];
+                let tie = u64::from(o.alt >= 3);
+                objective += (2 * (o.run + o.bytes) + tie) as f64 * v;
             }
         }
-        if keep[k].len() > 1 {
-            let one: Expression = x[k].iter().flatten().copied().sum();
+        if free(k) {
+            let mut one: Expression = x[k].iter().flatten().copied().sum();
+            for (g, v) in groups.iter().zip(&y) {
+                if (g.first..=g.last).contains(&k) {
+                    one += *v;
+                }
+            }
             constraints.push(one.eq(1.0));
         }
-        let any_dma = keep[k].iter().any(|&o| opts.ops[k][o].dma > 0);
+        let any_dma = keep[k].iter().any(|&o| ops[k][o].dma > 0);
         if !any_dma {
             continue;
         }
         // The first DMA's cycles beyond what the previous operation's last kernel hides (a
         // cascade before it, or none: nothing hidden).
-        let hidden = k > 0 && !in_cascade[k - 1] && !keep[k - 1].is_empty();
         let e = vars.add(variable().min(0.0));
-        objective += e;
+        objective += 2.0 * e;
         let mut rhs = linear(k, &|o| o.dma as f64);
-        if hidden {
+        if k > 0 {
             rhs -= linear(k - 1, &|o| o.last as f64);
         }
         constraints.push(Expression::from(e).geq(rhs));
     }
-    // The staging buffers at each step, beside what the allocator placed.
+    // The staging buffers and the groups at each step, beside what the allocator placed.
     for t in 0..n {
         let used: u64 = occupied
             .iter()
@@ -383,7 +477,7 @@ pub(super) fn solve(
             .sum();
         let room = cap.saturating_sub(used) as f64;
         let mut e = Expression::from(0.0);
-        let mut worst = 0u64;
+        let mut worst = 0f64;
         for k in [t, t + 1, t + 2] {
             if k >= n || keep[k].is_empty() {
                 continue;
@@ -399,14 +493,18 @@ pub(super) fn solve(
                     before
                 }
             };
-            worst += keep[k]
-                .iter()
-                .map(|&o| at(&opts.ops[k][o]))
-                .max()
-                .unwrap_or(0);
+            worst += keep[k].iter().map(|&o| at(&ops[k][o])).max().unwrap_or(0) as f64;
             e += linear(k, &|o| at(o) as f64);
         }
-        if worst as f64 > room {
+        let mut grouped = 0f64;
+        for (g, v) in groups.iter().zip(&y) {
+            if (g.first..=g.last).contains(&t) {
+                let m = g.memory[t - g.first] as f64;
+                grouped = grouped.max(m);
+                e += m * *v;
+            }
+        }
+        if worst + grouped > room {
             constraints.push(e.leq(room));
         }
     }
@@ -423,17 +521,22 @@ pub(super) fn solve(
         .into_solution()
         .ok()?;
     let values: Vec<f64> = solution.iter().map(|(_, v)| v).collect();
+    let on = |i: usize| values.get(i).is_some_and(|&a| a > 0.5);
+    let taken: Vec<bool> = y_at.iter().map(|&i| on(i)).collect();
     let mut out = Vec::with_capacity(n);
     for k in 0..n {
-        if keep[k].is_empty() {
+        let grouped = groups
+            .iter()
+            .zip(&taken)
+            .any(|(g, &t)| t && (g.first..=g.last).contains(&k));
+        if keep[k].is_empty() || grouped {
             out.push(None);
             continue;
         }
-        let j = (0..keep[k].len())
-            .find(|&j| x[k][j].is_none() || values.get(index[k][j]).is_some_and(|&a| a > 0.5))?;
+        let j = (0..keep[k].len()).find(|&j| x[k][j].is_none() || on(index[k][j]))?;
         out.push(Some(keep[k][j]));
     }
-    Some(out)
+    Some((out, taken))
 }
 
 /// What [`place`] starts from: the staging region, the high-water mark its buffers may fill,
@@ -448,9 +551,10 @@ struct Start {
 /// The staging of `l` with the options `pick` takes ([`solve`]), placed in order as the
 /// greedy places its buffers; an option whose buffers do not fit gives way to the cheapest
 /// one that does, starting from `start`. Returns the staging, each operation's alternative
-/// (0: the plan) and its [`Choice`].
+/// (0: the plan), its [`Choice`] and its plan (a microblock candidate's encoded here).
 #[allow(clippy::too_many_arguments)]
 fn place(
+    target: &dyn Target,
     l: &Lowered,
     plans: &[OpPlan],
     p: &Placement,
@@ -459,8 +563,9 @@ fn place(
     opts: &Options,
     pick: &[Option<usize>],
     start: Start,
-) -> (Staging, Vec<usize>, Vec<Option<Choice>>) {
+) -> Placed {
     let n = l.ops.len();
+    let mut taken_plans: Vec<OpPlan> = plans.iter().map(|plan| plan_for(plan, 0)).collect();
     let mut how: Vec<Staged> = (0..n).map(|_| Staged::Direct).collect();
     let mut copies: Vec<Option<IfmCopy>> = vec![None; n];
     let mut alts = vec![0usize; n];
@@ -498,6 +603,29 @@ fn place(
         let mut taken = None;
         for i in order {
             let o = &os[i];
+            // A microblock candidate is encoded when it is to be placed.
+            let mut micro = None;
+            if o.alt >= 3 {
+                let m = &plans[k].micro[o.alt - 3];
+                let op = &l.ops[k];
+                let Ok(Some(enc)) = weights::encode(target, op, &super::geometry(op), &m.block)
+                else {
+                    continue;
+                };
+                micro = Some(OpPlan {
+                    block: m.block,
+                    enc: Some(enc),
+                    cycles: m.direct.0,
+                    offchip: m.direct.1,
+                    alt: None,
+                    staged: None,
+                    micro: Vec::new(),
+                });
+            }
+            let size = match micro.as_ref().and_then(|m| m.enc.as_ref()) {
+                Some(e) => e.size(),
+                None => o.buf,
+            };
             let mut trial = occupied.clone();
             let mut copy = None;
             if o.copy {
@@ -516,11 +644,11 @@ fn place(
             let s = match o.read {
                 Read::Direct => Staged::Direct,
                 Read::Whole => {
-                    let Some(off) = alloc::fit(&trial, item(o.buf), hwm) else {
+                    let Some(off) = alloc::fit(&trial, item(size), hwm) else {
                         continue;
                     };
-                    let wait = waits(&trial, off, o.buf);
-                    trial.push((item(o.buf), off));
+                    let wait = waits(&trial, off, size);
+                    trial.push((item(size), off));
                     Staged::Whole {
                         region,
                         at: off,
@@ -558,6 +686,7 @@ fn place(
             copies[k] = copy;
             how[k] = s;
             taken = Some(i);
+            taken_plans[k] = micro.unwrap_or_else(|| plan_for(&plans[k], o.alt));
             break;
         }
         // (The first option, direct without a copy, needs no buffer: always taken.)
@@ -580,8 +709,13 @@ fn place(
         },
         alts,
         choices,
+        taken_plans,
     )
 }
+
+/// What [`optimise`] returns: the staging, each operation's alternative (0: the plan), its
+/// [`Choice`] and its plan.
+pub(super) type Placed = (Staging, Vec<usize>, Vec<Option<Choice>>, Vec<OpPlan>);
 
 /// Option `i` of `os` taken after a kernel of `prev` cycles, and the cheapest other one.
 fn choice(os: &[Opt], i: usize, prev: u64) -> Choice {
@@ -634,6 +768,7 @@ pub(super) fn plan_for(plan: &OpPlan, alt: usize) -> OpPlan {
         _ => OpPlan {
             alt: None,
             staged: None,
+            micro: Vec::new(),
             ..plan.clone()
         },
     }
@@ -654,7 +789,7 @@ pub(super) fn optimise(
     cascades: &[cascade::Cascade],
     opts: &Options,
     consts: bool,
-) -> Option<(Staging, Vec<usize>, Vec<Option<Choice>>)> {
+) -> Option<Placed> {
     let (region, capacity) = target.staging()?;
     let (mut occupied, hwm) = staging::occupancy(l, p, region, capacity);
     let copy_traffic = staging::copy_traffic(target, region);
@@ -675,21 +810,169 @@ pub(super) fn optimise(
     };
     let n = l.ops.len();
     let after_chain: Vec<bool> = (0..n).map(|k| k >= 2 && chains[k - 2].is_some()).collect();
-    let in_cascade: Vec<bool> = cascade::members(cascades, n);
-    let pick = solve(opts, &occupied, hwm, &after_chain, &in_cascade)?;
+    let pick = solve(opts, &occupied, hwm, &after_chain)?;
     let start = Start {
         region,
         hwm,
         occupied,
         consts,
     };
-    Some(place(l, plans, p, chains, cascades, opts, &pick, start))
+    Some(place(
+        target, l, plans, p, chains, cascades, opts, &pick, start,
+    ))
+}
+
+/// The cascades the program takes (decision S20), `None` when there is no staging memory in
+/// the fast memory, no candidate, or no solution within the node limit (the greedy's,
+/// [`cascade::choose`], stay).
+///
+/// Every band height of every window [`cascade::windows`] offers ([`cascade::bands`]: those
+/// whose rings fit) becomes a 0/1 option ([`Group`]) with its objective (its pieces' cycles
+/// and off-chip bytes, its stream copies' off-chip bytes; the copies' cycles as a DMA the
+/// operation before hides) and its fast-memory use at each step of its span (its rings and
+/// staged streams, the other feature maps it keeps live longer, less its intermediates the
+/// allocator had placed there), exclusive with its operations' own options ([`options`] on
+/// the placement without cascades, the streams read in place or staged whole, the IFM read
+/// in place or copied); one program takes the cascades and those options together, the
+/// staging memory's capacity a constraint at every step. Each window offers its cheapest band
+/// and its band of fewest bytes.
+pub(super) fn cascades(
+    target: &dyn Target,
+    l: &Lowered,
+    plans: &[OpPlan],
+    p: &Placement,
+    chains: &[Option<chain::Operand>],
+) -> Option<Vec<cascade::Cascade>> {
+    let (region, capacity) = target.staging()?;
+    let fast = target.fast_storage()?;
+    if region != REGION_FAST {
+        return None;
+    }
+    let windows = cascade::windows(target, l, p, chains);
+    if windows.is_empty() {
+        return None;
+    }
+    let n = l.ops.len();
+    let unsliced: Vec<SliceCands> = vec![Vec::new(); n];
+    let opts = options(target, l, plans, p, chains, &[], &unsliced)?;
+    let (occupied, hwm) = staging::occupancy(l, p, region, capacity);
+    let per_window: Vec<Vec<cascade::Band>> = par_map(&windows, |_, &w| {
+        let bands = cascade::bands(target, l, p, plans, w, fast);
+        let cheapest = (0..bands.len()).min_by_key(|&i| {
+            let b = &bands[i];
+            (objective::cost((b.cycles + b.dma, b.offchip)), b.bytes, i)
+        });
+        let smallest = (0..bands.len()).min_by_key(|&i| (bands[i].bytes, i));
+        let mut keep: Vec<usize> = cheapest.into_iter().chain(smallest).collect();
+        keep.sort_unstable();
+        keep.dedup();
+        keep.into_iter()
+            .map(|i| bands[i].clone())
+            .collect::<Vec<_>>()
+    });
+    let bands: Vec<cascade::Band> = per_window.into_iter().flatten().collect();
+    if bands.is_empty() {
+        return None;
+    }
+    let groups: Vec<Group> = bands.iter().map(|b| group(l, p, b)).collect();
+    let after_chain: Vec<bool> = (0..n).map(|k| k >= 2 && chains[k - 2].is_some()).collect();
+    let (_, taken) = solve_program(&opts.ops, &groups, &occupied, hwm, &after_chain)?;
+    // For `explain`: per taken cascade, the cheapest other way to run its operations (another
+    // band, or each operation on its own cheapest option, after nothing hidden).
+    let label = |b: &cascade::Band| {
+        let c = &b.cascade;
+        let rows = c
+            .pieces
+            .iter()
+            .filter(|piece| piece.0 == c.last)
+            .map(|piece| piece.2 - piece.1)
+            .max()
+            .unwrap_or(0);
+        let streams = if c.staged { ", streams staged" } else { "" };
+        format!(
+            "cascade ops {}..={}, {rows}-row bands{streams}",
+            c.first, c.last
+        )
+    };
+    let mut out = Vec::new();
+    for (i, b) in bands.iter().enumerate() {
+        if !taken[i] {
+            continue;
+        }
+        let c = &b.cascade;
+        let cost = groups[i].cost + groups[i].dma;
+        let alone: u64 = (c.first..=c.last)
+            .map(|k| opts.ops[k].iter().map(|o| o.cost(0)).min().unwrap_or(0))
+            .sum();
+        let mut next = Some((format!("ops {}..={} uncascaded", c.first, c.last), alone));
+        for (j, o) in bands.iter().enumerate() {
+            let other = groups[j].cost + groups[j].dma;
+            if j != i
+                && (o.cascade.first, o.cascade.last) == (c.first, c.last)
+                && next.as_ref().is_none_or(|n| other < n.1)
+            {
+                next = Some((label(o), other));
+            }
+        }
+        let mut c = c.clone();
+        c.choice = Some(Choice {
+            chosen: (label(b), cost),
+            next,
+        });
+        out.push(c);
+    }
+    Some(out)
+}
+
+/// The [`Group`] of a cascade's band: its objective, and the fast-memory bytes it changes at
+/// each step of its span against the placement `p` without it.
+fn group(l: &Lowered, p: &Placement, b: &cascade::Band) -> Group {
+    let (a, z) = (b.cascade.first, b.cascade.last);
+    let mut memory = vec![b.bytes as i64; z - a + 1];
+    let inner: Vec<usize> = (a..z).map(|j| l.ops[j].ofm.buffer).collect();
+    let mut touched: Vec<usize> = Vec::new();
+    for op in &l.ops[a..=z] {
+        for f in std::iter::once(&op.ifm)
+            .chain(op.ifm2.as_ref())
+            .chain([&op.ofm])
+        {
+            if !touched.contains(&f.buffer) {
+                touched.push(f.buffer);
+            }
+        }
+    }
+    for i in touched {
+        if p.regions[i] != REGION_FAST {
+            continue;
+        }
+        let it = alloc::buffer_item(l, i);
+        let size = it.size.next_multiple_of(alloc::ALIGN) as i64;
+        for (t, m) in (a..=z).zip(memory.iter_mut()) {
+            let live = it.start <= t && t <= it.end;
+            if inner.contains(&i) {
+                // Its ring replaces it.
+                if live {
+                    *m -= size;
+                }
+            } else if !live {
+                // The cascade keeps what it reads and writes live over its whole span.
+                *m += size;
+            }
+        }
+    }
+    Group {
+        first: a,
+        last: z,
+        cost: objective::cost((b.cycles, b.offchip)),
+        dma: b.dma,
+        memory,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::{decide, stream_objective, write};
-    use super::{dominates, undominated, Opt, Read};
+    use super::{dominates, solve_program, undominated, Group, Opt, Read};
     use crate::compile::{lower, Options};
     use npuc_backend::arch::Accelerator;
     use npuc_backend::system::MemoryMap;
@@ -721,6 +1004,56 @@ mod tests {
         assert_eq!(undominated(&[direct.clone(), staged, worse]), vec![0, 1]);
         // Equal options: the earlier stays.
         assert_eq!(undominated(&[direct.clone(), direct]), vec![0]);
+    }
+
+    /// Operation `k`'s options all for itself: `alt` and `read` as given.
+    fn with(mut o: Opt, alt: usize) -> Opt {
+        o.alt = alt;
+        o
+    }
+
+    #[test]
+    fn the_program_declines_a_cascade_whose_rings_would_take_the_next_streams_bytes() {
+        // Operations 0 and 1 run 100 cycles and move 1,000 off-chip bytes each; cascaded
+        // (a group over 0..=1) they cost 1,900 and hold 512 bytes of rings. Operation 2 runs
+        // 500 cycles reading its streams in place, or 100 with them staged whole (608 bytes,
+        // live from operation 1).
+        let ops = vec![
+            vec![opt(100, 0, 1_000, 100, 0)],
+            vec![opt(100, 0, 1_000, 100, 0)],
+            vec![opt(500, 0, 0, 500, 0), opt(100, 0, 0, 100, 608)],
+        ];
+        let group = Group {
+            first: 0,
+            last: 1,
+            cost: 1_900,
+            dma: 0,
+            memory: vec![512, 512],
+        };
+        let solve =
+            |cap| solve_program(&ops, std::slice::from_ref(&group), &[], cap, &[false; 3]).unwrap();
+        // Room for both: the cascade (saves 300) and the staged streams (save 400).
+        assert_eq!(solve(2_048), (vec![None, None, Some(1)], vec![true]));
+        // 1,024 bytes: one or the other; the streams save more.
+        assert_eq!(solve(1_024), (vec![Some(0), Some(0), Some(1)], vec![false]));
+        // 512 bytes: the streams never fit; the cascade does.
+        assert_eq!(solve(512), (vec![None, None, Some(0)], vec![true]));
+    }
+
+    #[test]
+    fn the_program_takes_another_microblock_when_the_plans_streams_do_not_fit() {
+        // The plan: 500 cycles in place, 100 staged (1,024 bytes); another microblock's best
+        // candidate (alternative 3): 300 cycles in place, 90 staged (also 1,024 bytes).
+        let ops = vec![vec![
+            opt(500, 0, 0, 500, 0),
+            opt(100, 0, 0, 100, 1_024),
+            with(opt(300, 0, 0, 300, 0), 3),
+            with(opt(90, 0, 0, 90, 1_024), 3),
+        ]];
+        let solve = |cap| solve_program(&ops, &[], &[], cap, &[false]).unwrap().0;
+        assert_eq!(solve(4_096), vec![Some(3)]);
+        // Under a 512-byte cap neither stages: the other microblock, read in place.
+        assert_eq!(solve(512), vec![Some(2)]);
     }
 
     #[test]

@@ -43,21 +43,25 @@ pub(super) struct OpPlan {
     /// whole OFM deep fetches the scales once, which staging repays and reading the streams
     /// in place may not). The global optimisation may take it, staged.
     pub staged: Option<Box<OpPlan>>,
+    /// Where there is a staging memory: per microblock that neither the plan's block nor
+    /// `alt`'s nor `staged`'s has, its best SWD candidate by the objective with the streams
+    /// staged, not encoded (decision S20): the block, its (cycles, off-chip bytes) with the
+    /// streams read in place and staged, and the streams' estimated bytes (the preferred
+    /// candidate's lengths). The global optimisation may take one, and then encodes it.
+    pub micro: Vec<Micro>,
 }
 
-/// Estimated cycles of `op` with `block`, its streams laid out as `layout` in `region`.
-pub(super) fn estimate(
-    target: &dyn Target,
-    op: &NpuOp,
-    block: &BlockConfig,
-    layout: Option<&Layout>,
-    region: u8,
-    at: &Locs,
-) -> u64 {
-    estimate_traffic(target, op, block, layout, region, at).0
+/// A microblock's best candidate ([`OpPlan::micro`]).
+#[derive(Clone, Debug)]
+pub(super) struct Micro {
+    pub block: BlockConfig,
+    pub direct: (u64, u64),
+    pub staged: (u64, u64),
+    pub bytes: u64,
 }
 
-/// [`estimate`]'s cycles and the operation's off-chip (DRAM, flash) bytes.
+/// Estimated cycles of `op` with `block`, its streams laid out as `layout` in `region`, and
+/// its off-chip (DRAM, flash) bytes.
 pub(super) fn estimate_traffic(
     target: &dyn Target,
     op: &NpuOp,
@@ -186,6 +190,7 @@ fn plan_op(
                 offchip: 0,
                 alt: None,
                 staged: None,
+                micro: Vec::new(),
             });
         }
         let enc0 = encode(target, op, &geom, &first)?;
@@ -268,30 +273,36 @@ fn plan_op(
                     offchip,
                     alt: None,
                     staged: None,
+                    micro: Vec::new(),
                 }));
                 c
             }
             None => swd_plan(),
         };
+        // The SWD candidates with their streams in the staging memory.
+        let staged_costs = match (target.staging(), &swd) {
+            (Some((region, _)), Some(layout)) => costs
+                .iter()
+                .filter(|(_, c)| c.weight_streams != WeightStreams::Single)
+                .map(|(direct, c)| {
+                    let layout = Layout {
+                        sparse: c.sparse,
+                        ..layout.clone()
+                    };
+                    (
+                        estimate_traffic(target, op, c, Some(&layout), region, &at),
+                        *c,
+                        *direct,
+                    )
+                })
+                .collect::<Vec<_>>(),
+            _ => Vec::new(),
+        };
         // The cheapest SWD candidate with its streams in the staging memory (S14).
         let staged = match (target.staging(), &swd) {
-            (Some((region, _)), Some(layout)) => {
-                let staged_costs = costs
-                    .iter()
-                    .filter(|(_, c)| c.weight_streams != WeightStreams::Single)
-                    .map(|(_, c)| {
-                        let layout = Layout {
-                            sparse: c.sparse,
-                            ..layout.clone()
-                        };
-                        (
-                            estimate_traffic(target, op, c, Some(&layout), region, &at),
-                            *c,
-                        )
-                    })
-                    .collect::<Vec<_>>();
+            (Some(_), Some(_)) => {
                 let taken = [Some(block), alt.as_ref().map(|a| a.block)];
-                pick(false, staged_costs.into_iter())
+                pick(false, staged_costs.iter().map(|&(s, c, _)| (s, c)))
                     .filter(|(_, c)| !taken.contains(&Some(*c)))
                     .and_then(|(_, c)| match encode(target, op, &geom, &c) {
                         Ok(e) => Some((c, e)),
@@ -314,11 +325,48 @@ fn plan_op(
                             offchip,
                             alt: None,
                             staged: None,
+                            micro: Vec::new(),
                         })
                     })
             }
             _ => None,
         };
+        // Per other microblock, its best candidate staged (S20).
+        let bytes = swd.as_ref().map_or(0, |l| {
+            l.parts.last().map_or(0, |&(at, len)| at + u64::from(len))
+        });
+        let mut micro: Vec<Micro> = Vec::new();
+        let has = [
+            Some(block),
+            alt.as_ref().map(|a| a.block),
+            staged.as_ref().map(|s| s.block),
+        ];
+        for &(s, c, direct) in &staged_costs {
+            if has.iter().flatten().any(|b| b.microblock == c.microblock) {
+                continue;
+            }
+            let cost = |x: (u64, u64)| objective::cost(x);
+            match micro
+                .iter_mut()
+                .find(|m| m.block.microblock == c.microblock)
+            {
+                Some(m) if cost(s) < cost(m.staged) => {
+                    *m = Micro {
+                        block: c,
+                        direct,
+                        staged: s,
+                        bytes,
+                    }
+                }
+                Some(_) => {}
+                None => micro.push(Micro {
+                    block: c,
+                    direct,
+                    staged: s,
+                    bytes,
+                }),
+            }
+        }
         Ok(OpPlan {
             block,
             enc,
@@ -326,6 +374,7 @@ fn plan_op(
             offchip,
             alt,
             staged,
+            micro,
         })
     }
 }
