@@ -201,7 +201,7 @@ pub fn conv(
             kernel_width: kw,
             ifm_depth: c,
         };
-        let w = read_weights(arch, regs, &mut st.mem, shape, false)?;
+        let w = read_weights(arch, regs, &mut st.mem, shape, false, !check_only)?;
         counts.weight_bytes = w.bytes;
         w.values
     };
@@ -332,19 +332,12 @@ pub fn depthwise(
         kernel_width: kw,
         ifm_depth: 1,
     };
-    let w = read_weights(arch, regs, &mut st.mem, shape, true)?;
+    let w = read_weights(arch, regs, &mut st.mem, shape, true, !check_only)?;
     let mut counts = OpCounts {
         weight_bytes: w.bytes,
         macs: (g.ofm_h * g.ofm_w * c * kh * kw) as u64,
         ..OpCounts::default()
     };
-    // [ky][kx][c] so that the inner loop runs over channels.
-    let mut wt = vec![0i64; kh * kw * c];
-    for oc in 0..c {
-        for k in 0..kh * kw {
-            wt[k * c + oc] = i64::from(w.values[oc * kh * kw + k]);
-        }
-    }
     let scales = scales_if_needed(arch, regs, st, c)?;
     counts.scale_bytes = scales.as_ref().map_or(0, |s| s.bytes);
     let out = Output::new(arch, regs, scales)?;
@@ -352,6 +345,13 @@ pub fn depthwise(
     if check_only {
         validate::check_accumulator_writes(&out, st)?;
         return Ok(counts);
+    }
+    // [ky][kx][c] so that the inner loop runs over channels.
+    let mut wt = vec![0i64; kh * kw * c];
+    for oc in 0..c {
+        for k in 0..kh * kw {
+            wt[k * c + oc] = i64::from(w.values[oc * kh * kw + k]);
+        }
     }
     let inp: Vec<i32> = dense.data.iter().map(|&v| v as i32).collect();
     let keep_init = regs.acc_format.acc_input != AccInput::Reset;

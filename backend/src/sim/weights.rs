@@ -85,7 +85,7 @@ pub fn read_scales(
 pub struct Weights {
     /// Shape.
     pub shape: WeightShape,
-    /// Values, C order.
+    /// Values, C order (empty when [`read_weights`] did not make them).
     pub values: Vec<i32>,
     /// Encoded bytes read (sum of the WEIGHT*_LENGTH of the streams used).
     pub bytes: u64,
@@ -124,12 +124,19 @@ pub fn ordering_params(
 }
 
 /// Reads and decodes the weights of the current CONV/DEPTHWISE operation.
+///
+/// Without `values` (a check-only operation, [`super::validate::check_only_op`], computes no
+/// output) dense SWD streams are walked as [`swd::decode::decode`] walks them, with the same
+/// checks and errors, but their values are not made ([`swd::decode::decoded_len`]) and
+/// [`Weights::values`] is empty. FWD and 2:4 sparse streams are decoded all the same (the
+/// TRM 3.10.63 assert is on the values).
 pub fn read_weights(
     arch: &ArchConfig,
     regs: &RegisterFile,
     mem: &mut Memory,
     shape: WeightShape,
     depthwise: bool,
+    values: bool,
 ) -> Result<Weights, Fault> {
     let params = ordering_params(arch, regs, depthwise)?;
     let ordering =
@@ -169,6 +176,25 @@ pub fn read_weights(
         return Ok(Weights {
             shape,
             values: vec![0; shape.len()],
+            bytes: bytes_read,
+        });
+    }
+    if !values && !fwd && regs.weight_format.weight_sparsity != isa::WeightSparsity::Sparse24 {
+        for (k, &(base, len)) in streams_meta.iter().enumerate().take(n) {
+            let bytes = mem.read_stream_bytes(region, base, u64::from(len))?;
+            bytes_read += u64::from(len);
+            let want = ordering.stream_len(k);
+            let count = swd::decode::decoded_len(bytes, want)
+                .map_err(|e| Fault::Weights(format!("stream {k}: {e}")))?;
+            if count != want {
+                return Err(Fault::Weights(format!(
+                    "stream {k} decodes to {count} weights, the ordering needs {want}"
+                )));
+            }
+        }
+        return Ok(Weights {
+            shape,
+            values: Vec::new(),
             bytes: bytes_read,
         });
     }

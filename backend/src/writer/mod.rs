@@ -18,7 +18,6 @@
 //! `compiler/tests/streams` and `tools/hash-corpus.sh` pin the bytes).
 
 use crate::isa::{Command, OpDmaWait, OpKernelWait, OpStop, Opcode};
-use std::collections::BTreeMap;
 
 pub mod dma;
 pub mod fm;
@@ -32,7 +31,8 @@ pub mod streams;
 pub struct CommandWriter {
     /// The commands written so far, in order.
     pub commands: Vec<Command>,
-    state: BTreeMap<Opcode, Command>,
+    /// The last value of each register, indexed by its opcode (allocated at the first write).
+    state: Vec<Option<Command>>,
     /// The operation the DMAs issued now are for.
     pub owner: Option<usize>,
     /// The owner of each DMA command issued, in order.
@@ -42,9 +42,12 @@ pub struct CommandWriter {
 impl CommandWriter {
     /// Writes a register (`NPU_SET_*`) unless it already holds this value.
     pub fn set(&mut self, c: Command) {
-        let op = c.opcode();
-        if self.state.get(&op) != Some(&c) {
-            self.state.insert(op, c);
+        if self.state.is_empty() {
+            self.state = vec![None; Opcode::COUNT];
+        }
+        let last = &mut self.state[c.opcode() as usize];
+        if *last != Some(c) {
+            *last = Some(c);
             self.commands.push(c);
         }
     }
@@ -74,8 +77,10 @@ impl CommandWriter {
 
     /// Forgets the last value of these registers, so the next `set` writes them again.
     pub fn forget(&mut self, opcodes: &[Opcode]) {
-        for o in opcodes {
-            self.state.remove(o);
+        for &o in opcodes {
+            if let Some(last) = self.state.get_mut(o as usize) {
+                *last = None;
+            }
         }
     }
 }
@@ -105,6 +110,14 @@ mod tests {
         w.forget(&[Opcode::SetBlockdep]);
         w.set(c);
         assert_eq!(w.commands.len(), 2);
+    }
+
+    #[test]
+    fn the_register_state_is_indexed_by_the_opcodes_table_order() {
+        for (i, o) in Opcode::ALL.into_iter().enumerate() {
+            assert_eq!(o as usize, i, "{o:?}");
+        }
+        assert_eq!(Opcode::ALL.len(), Opcode::COUNT);
     }
 
     #[test]

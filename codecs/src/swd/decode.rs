@@ -159,9 +159,69 @@ pub fn decode(bytes: &[u8], max_weights: usize) -> Result<Vec<i16>, DecodeError>
 /// # Errors
 /// A [`DecodeError`] for any malformed or truncated stream.
 pub fn decode_traced(bytes: &[u8], max_weights: usize) -> Result<DecodedStream, DecodeError> {
-    let mut r = BitReader::new(bytes);
     let mut weights = Vec::new();
     let mut slices = Vec::new();
+    let (end_of_stream_bit, end_bit) = walk(bytes, max_weights, &mut weights, Some(&mut slices))?;
+    Ok(DecodedStream {
+        weights,
+        slices,
+        end_of_stream_bit,
+        end_bit,
+    })
+}
+
+/// The number of weight values [`decode`] gives, checking everything [`decode`] checks
+/// (the same walk of the stream) without making the values: for validation, which needs
+/// the stream to be well formed and of the right length, not its values.
+///
+/// # Errors
+/// The [`DecodeError`] [`decode`] returns.
+pub fn decoded_len(bytes: &[u8], max_weights: usize) -> Result<usize, DecodeError> {
+    let mut count = Count(0);
+    walk(bytes, max_weights, &mut count, None)?;
+    Ok(count.0)
+}
+
+/// Where a walk of the stream puts the slices' weights.
+trait Weights {
+    /// The weights so far.
+    fn len(&self) -> usize;
+    /// Appends one slice's weights (its indices range-checked, sizes within the budget).
+    fn expand(&mut self, header: &SliceHeader, palette: &Palette, indices: &[u16], zruns: &[u64]);
+}
+
+impl Weights for Vec<i16> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn expand(&mut self, header: &SliceHeader, palette: &Palette, indices: &[u16], zruns: &[u64]) {
+        expand(header, palette, indices, zruns, self);
+    }
+}
+
+/// The number of weights only.
+struct Count(usize);
+
+impl Weights for Count {
+    fn len(&self) -> usize {
+        self.0
+    }
+    fn expand(&mut self, _: &SliceHeader, _: &Palette, indices: &[u16], zruns: &[u64]) {
+        // `expand`'s values: one per index and the zero runs (`z_cnt`: none in plain mode,
+        // one after each index and, with a new palette, one before them in alternating mode).
+        self.0 += indices.len() + zruns.iter().sum::<u64>() as usize;
+    }
+}
+
+/// Walks the stream's slices, appending their weights to `weights` and (when given) their
+/// structure to `slices`; returns the offsets of the end-of-stream field and past its padding.
+fn walk(
+    bytes: &[u8],
+    max_weights: usize,
+    weights: &mut impl Weights,
+    mut slices: Option<&mut Vec<SliceTrace>>,
+) -> Result<(u64, u64), DecodeError> {
+    let mut r = BitReader::new(bytes);
     let mut palette: Option<Palette> = None;
     let mut prev_mode: Option<ZeroRunMode> = None;
     loop {
@@ -176,12 +236,7 @@ pub fn decode_traced(bytes: &[u8], max_weights: usize) -> Result<DecodedStream, 
                     });
                 }
             }
-            return Ok(DecodedStream {
-                weights,
-                slices,
-                end_of_stream_bit: bit_offset,
-                end_bit: r.bit_offset(),
-            });
+            return Ok((bit_offset, r.bit_offset()));
         }
         let zero_run_mode =
             ZeroRunMode::from_zdiv(zdiv).ok_or(DecodeError::ReservedZdiv { bit_offset, zdiv })?;
@@ -192,15 +247,17 @@ pub fn decode_traced(bytes: &[u8], max_weights: usize) -> Result<DecodedStream, 
         let current = palette
             .as_ref()
             .ok_or(DecodeError::FirstSliceWithoutNewpal { bit_offset })?;
-        let chunks = decode_slice_body(&mut r, &header, current, &mut weights, max_weights)?;
-        slices.push(SliceTrace {
-            bit_offset,
-            end_bit_offset: r.bit_offset(),
-            header,
-            chunks,
-            first_weight,
-            weight_count: weights.len() - first_weight,
-        });
+        let chunks = decode_slice_body(&mut r, &header, current, weights, max_weights)?;
+        if let Some(slices) = slices.as_deref_mut() {
+            slices.push(SliceTrace {
+                bit_offset,
+                end_bit_offset: r.bit_offset(),
+                header,
+                chunks,
+                first_weight,
+                weight_count: weights.len() - first_weight,
+            });
+        }
     }
 }
 
@@ -268,7 +325,7 @@ fn decode_slice_body(
     r: &mut BitReader<'_>,
     header: &SliceHeader,
     palette: &Palette,
-    out: &mut Vec<i16>,
+    out: &mut impl Weights,
     max_weights: usize,
 ) -> Result<u32, DecodeError> {
     let too_many = |r: &BitReader<'_>| DecodeError::TooManyWeights {
@@ -391,7 +448,7 @@ fn decode_slice_body(
         }
     }
     debug_assert!(wr_i == w_cnt && zr_i == z_cnt);
-    expand(header, palette, &weight_indices, &zruns, out);
+    out.expand(header, palette, &weight_indices, &zruns);
     Ok(chunks)
 }
 

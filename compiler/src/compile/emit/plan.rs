@@ -13,13 +13,13 @@
 
 use super::geometry;
 use super::objective;
-use super::regs::{locs, op_commands, Locs};
+use super::regs::{block_commands, locs, op_commands, Locs};
 use super::weights::{encode, Encoded, Layout};
 use crate::arch_interface::{BlockConfig, Target, WeightStreams};
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Kernel, Lowered, NpuOp};
 use crate::compile::{CompileError, REGION_READ_ONLY};
-use npuc_backend::isa::ActivationFunction;
+use npuc_backend::isa::{ActivationFunction, Command};
 use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
@@ -77,11 +77,71 @@ pub(super) fn estimate_traffic(
         block,
         layout.map(|e| (e, region, 0)),
         at,
-        (ActivationFunction::LutNone, 0),
+        NO_TABLE,
     );
     w.op(cmd);
     target.estimate_traffic(&w.commands)
 }
+
+/// The cost model of one operation's block candidates ([`estimate_traffic`]'s figures), with
+/// the registers that no candidate changes written once: each candidate writes only its
+/// own ([`block_commands`]: streams, weight order, OFM block, microblock) after them.
+pub(super) struct Costing<'a> {
+    target: &'a dyn Target,
+    op: &'a NpuOp,
+    at: &'a Locs,
+    /// [`op_commands`] with the first candidate and no streams, without the kernel command;
+    /// empty for a RESIZE (its step registers depend on the block: costed in full).
+    base: Vec<Command>,
+    /// The kernel command.
+    cmd: Option<Command>,
+}
+
+impl<'a> Costing<'a> {
+    /// The registers of `op` at `at` that do not depend on the candidate (`block` is any).
+    pub(super) fn new(
+        target: &'a dyn Target,
+        op: &'a NpuOp,
+        block: &BlockConfig,
+        at: &'a Locs,
+    ) -> Costing<'a> {
+        let (base, cmd) = if matches!(op.kernel, Kernel::Resize(_)) {
+            (Vec::new(), None)
+        } else {
+            let mut w = CommandWriter::default();
+            let (cmd, _) = op_commands(&mut w, op, block, None, at, NO_TABLE);
+            (w.commands, Some(cmd))
+        };
+        Costing {
+            target,
+            op,
+            at,
+            base,
+            cmd,
+        }
+    }
+
+    /// [`estimate_traffic`] of the operation with `block`, its streams laid out as `layout`
+    /// in `region`: the same figures.
+    pub(super) fn traffic(
+        &self,
+        block: &BlockConfig,
+        layout: Option<&Layout>,
+        region: u8,
+    ) -> (u64, u64) {
+        let Some(cmd) = self.cmd else {
+            return estimate_traffic(self.target, self.op, block, layout, region, self.at);
+        };
+        let mut w = CommandWriter::default();
+        w.commands.extend_from_slice(&self.base);
+        block_commands(&mut w, self.op, block, layout.map(|e| (e, region, 0)));
+        w.op(cmd);
+        self.target.estimate_traffic(&w.commands)
+    }
+}
+
+/// No activation table: estimates take the operation without its LUT.
+const NO_TABLE: (ActivationFunction, u8) = (ActivationFunction::LutNone, 0);
 
 /// Plans every operation of `l` with the feature maps at `p`; an operation that `earlier`
 /// planned already, the same operation with its feature maps at the same places, keeps that
@@ -193,6 +253,7 @@ fn plan_op(
                 micro: Vec::new(),
             });
         }
+        let costing = Costing::new(target, op, &first, &at);
         let enc0 = encode(target, op, &geom, &first)?;
         let swd = enc0.as_ref().map(Encoded::layout);
         // FWD candidates: the scale stream and one FWD stream of the estimated length.
@@ -219,7 +280,7 @@ fn plan_op(
                 sparse: c.sparse,
                 ..l.clone()
             });
-            let cost = estimate_traffic(target, op, c, layout.as_ref(), REGION_READ_ONLY, &at);
+            let cost = costing.traffic(c, layout.as_ref(), REGION_READ_ONLY);
             costs.push((cost, *c));
         }
         // With no fast memory of its own (S1, S2: the arena in SRAM), nothing is cascaded or
@@ -240,8 +301,7 @@ fn plan_op(
         if best.1 != best_swd.1 {
             if let Ok(e) = encode(target, op, &geom, &best.1) {
                 let layout = e.as_ref().map(Encoded::layout);
-                let cost =
-                    estimate_traffic(target, op, &best.1, layout.as_ref(), REGION_READ_ONLY, &at);
+                let cost = costing.traffic(&best.1, layout.as_ref(), REGION_READ_ONLY);
                 if pick(slack, [best_swd, (cost, best.1)].into_iter()).map(|b| b.1) == Some(best.1)
                 {
                     chosen = Some((best.1, e, cost));
@@ -259,7 +319,7 @@ fn plan_op(
                 }
             };
             let layout = enc.as_ref().map(Encoded::layout);
-            let cost = estimate_traffic(target, op, &block, layout.as_ref(), REGION_READ_ONLY, &at);
+            let cost = costing.traffic(&block, layout.as_ref(), REGION_READ_ONLY);
             (block, enc, cost)
         };
         let mut alt = None;
@@ -289,11 +349,7 @@ fn plan_op(
                         sparse: c.sparse,
                         ..layout.clone()
                     };
-                    (
-                        estimate_traffic(target, op, c, Some(&layout), region, &at),
-                        *c,
-                        *direct,
-                    )
+                    (costing.traffic(c, Some(&layout), region), *c, *direct)
                 })
                 .collect::<Vec<_>>(),
             _ => Vec::new(),
@@ -310,14 +366,8 @@ fn plan_op(
                     })
                     .map(|(c, e)| {
                         let layout = e.as_ref().map(Encoded::layout);
-                        let (cycles, offchip) = estimate_traffic(
-                            target,
-                            op,
-                            &c,
-                            layout.as_ref(),
-                            REGION_READ_ONLY,
-                            &at,
-                        );
+                        let (cycles, offchip) =
+                            costing.traffic(&c, layout.as_ref(), REGION_READ_ONLY);
                         Box::new(OpPlan {
                             block: c,
                             enc: e,
@@ -410,7 +460,104 @@ fn pick<T: Copy>(
 
 #[cfg(test)]
 mod tests {
-    use super::pick;
+    use super::super::geometry;
+    use super::super::regs::locs;
+    use super::super::weights::{counted, Layout};
+    use super::{estimate_traffic, pick, Costing};
+    use crate::arch_interface::WeightStreams;
+    use crate::compile::alloc;
+    use crate::compile::lower::{self, Kernel};
+    use crate::compile::{Options, REGION_READ_ONLY};
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::system::MemoryMap;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_candidate_costed_on_the_shared_registers_costs_what_its_full_register_state_costs() {
+        // Every block candidate of every operation of these corpus models, with its streams
+        // read in place and (where there is one) from the staging memory, dense, sparse and
+        // FWD: the cycles and off-chip bytes of `Costing` are `estimate_traffic`'s.
+        let models = [
+            "resnet8",
+            "ds_cnn_16x8",
+            "mobilenet_tiny",
+            "transformer_encoder",
+            "unet_small",
+            "efficientnet_se",
+            "resize_bilinear",
+            "fc_16x8",
+        ];
+        let mut compared = 0;
+        for name in models {
+            let path = format!(
+                "{}/../models/tflite/{name}.tflite",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let Ok(bytes) = std::fs::read(&path) else {
+                panic!("{path}: missing");
+            };
+            let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
+            let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
+            let l = lower::lower(&g).unwrap();
+            for accelerator in [Accelerator::U85_128, Accelerator::U85_2048] {
+                let options = Options {
+                    accelerator,
+                    ..Options::default()
+                };
+                let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
+                let target = crate::targets::select(&options, map);
+                let target = target.as_ref();
+                let p = alloc::allocate(&l, target.fast_storage(), &[]);
+                for op in &l.ops {
+                    if matches!(op.kernel, Kernel::Dma(_)) {
+                        continue;
+                    }
+                    let geom = geometry(op);
+                    let at = locs(op, &p, &l, &BTreeMap::new());
+                    let cands = target.block_candidates(&geom);
+                    let costing = Costing::new(target, op, &cands[cands.len() - 1], &at);
+                    let swd = counted(target, op, &geom, &cands[0])
+                        .unwrap()
+                        .map(|e| e.layout());
+                    // The scale stream and one stream of the weights' length.
+                    let fwd = swd.as_ref().map(|l| {
+                        let lens = l.parts.iter().map(|&(_, len)| u64::from(len));
+                        let weights = lens.clone().skip(1).sum::<u64>();
+                        Layout::new(WeightStreams::Single, false, lens.take(1).chain([weights]))
+                    });
+                    let mut regions = vec![REGION_READ_ONLY];
+                    regions.extend(target.staging().map(|(r, _)| r));
+                    for c in &cands {
+                        for layout in [None, swd.as_ref(), fwd.as_ref()] {
+                            for sparse in [false, true] {
+                                let layout = layout.map(|l| Layout {
+                                    sparse,
+                                    ..l.clone()
+                                });
+                                for &region in &regions {
+                                    assert_eq!(
+                                        costing.traffic(c, layout.as_ref(), region),
+                                        estimate_traffic(
+                                            target,
+                                            op,
+                                            c,
+                                            layout.as_ref(),
+                                            region,
+                                            &at
+                                        ),
+                                        "{name} {accelerator:?} {}: {c:?}",
+                                        op.name
+                                    );
+                                    compared += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(compared > 1000, "{compared} candidates compared");
+    }
 
     #[test]
     fn off_chip_bytes_are_priced_or_win_within_a_sixteenth_of_the_fewest_cycles() {

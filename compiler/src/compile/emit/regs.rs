@@ -146,8 +146,6 @@ pub(super) fn op_commands(
     if let Some((layout, region, base)) = streams {
         weights::weight_registers(w, layout, region, base);
     }
-    let u85 = U85Block::of(block);
-    let order = u85.weight_order;
     // OFM_SCALE carries the round mode (always) and the global scale.
     let (scale, shift) = match &op.requant {
         Requant::Global { scale, shift } => (*scale, *shift),
@@ -174,16 +172,7 @@ pub(super) fn op_commands(
             &ifm_regs(&op.ifm, at.ifm, at.storage[0], at.wrap[0], op.upscale),
         ),
     }
-    write_kernel(
-        w,
-        &KernelRegs {
-            size: op.kernel_size,
-            stride: op.stride,
-            dilation: op.dilation,
-            pad: op.pad,
-            weight_order: order,
-        },
-    );
+    write_kernel(w, &kernel_regs(op, block));
     if let Kernel::Resize(rp) = &op.kernel {
         let axis = |a: &crate::compile::lower::ResizeAxis| ResizeAxisRegs {
             n: a.n,
@@ -269,12 +258,7 @@ pub(super) fn op_commands(
         op.act,
         op.ofm.dtype.is_unsigned(),
     );
-    let acc_input = if op.acc_from_ifm2() {
-        AccInput::Ifm2
-    } else {
-        AccInput::Reset
-    };
-    write_block(w, block.ofm_block, op.acc, acc_input, u85.microblock);
+    write_op_block(w, op, block);
     match op.kernel {
         // A CONV without weights takes them from IFM2 (matrix multiplication).
         Kernel::Conv => (
@@ -299,6 +283,48 @@ pub(super) fn op_commands(
         ),
         Kernel::Dma(_) => (Command::OpDmaStart(OpDmaStart {}), "DMA"),
     }
+}
+
+/// Writes the registers of `op` that [`op_commands`] sets from the block candidate and the
+/// streams, with the same values: the weight and scale stream registers, the KERNEL_* and
+/// IFM_PAD_* registers (the weight order), the OFM block and ACC_FORMAT (the microblock).
+/// After [`op_commands`] of the same operation and locations with any other block and no
+/// streams, the register file holds what [`op_commands`] with `block` and `streams` leaves,
+/// except for a RESIZE, whose step registers also depend on the block.
+pub(super) fn block_commands(
+    w: &mut CommandWriter,
+    op: &NpuOp,
+    block: &BlockConfig,
+    streams: Option<StreamsAt>,
+) {
+    if let Some((layout, region, base)) = streams {
+        weights::weight_registers(w, layout, region, base);
+    }
+    write_kernel(w, &kernel_regs(op, block));
+    write_op_block(w, op, block);
+}
+
+/// The kernel registers' values of `op` with `block`'s weight order.
+fn kernel_regs(op: &NpuOp, block: &BlockConfig) -> KernelRegs {
+    KernelRegs {
+        size: op.kernel_size,
+        stride: op.stride,
+        dilation: op.dilation,
+        pad: op.pad,
+        weight_order: U85Block::of(block).weight_order,
+    }
+}
+
+/// Writes the OFM block and ACC_FORMAT (accumulator format and input, microblock) of `op`
+/// with `block`.
+fn write_op_block(w: &mut CommandWriter, op: &NpuOp, block: &BlockConfig) {
+    let acc_input = if op.acc_from_ifm2() {
+        AccInput::Ifm2
+    } else {
+        AccInput::Reset
+    };
+    let microblock = U85Block::of(block).microblock;
+    write_block(w, block.ofm_block, op.acc, acc_input, microblock);
 }
 
 /// The name of a kernel (as the operator list gives it).
