@@ -119,6 +119,9 @@ pub(crate) fn decide<'l>(
         // Operations the cascades leave as they were, where they were, keep their plans.
         earlier => plan::plan(target, &lowered, &placement, earlier.as_ref())?,
     };
+    // A cascade's operations run band by band: each with the block that suits its bands
+    // (S16).
+    cascade::member_plans(target, &lowered, &placement, &cascades, &mut plans);
     // A consumer runs with its producer's block and microblock.
     for k in 0..lowered.ops.len() {
         if chains[k].is_some() {
