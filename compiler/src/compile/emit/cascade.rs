@@ -262,6 +262,81 @@ pub(super) fn piece(
     (s, at)
 }
 
+/// The plans a cascade member may run with: its plan, the cheapest SWD plan where an FWD one
+/// won (`alt`) and the cheapest SWD plan with its streams in the staging memory (`staged`),
+/// each with its own encoded streams.
+fn candidates(plan: &OpPlan) -> impl Iterator<Item = &OpPlan> {
+    std::iter::once(plan)
+        .chain(plan.alt.as_deref())
+        .chain(plan.staged.as_deref())
+}
+
+/// Estimated cycles of operation `j`'s pieces in cascade `c` with `plan`, its streams read
+/// from `region` (each distinct piece estimated once).
+fn member_cycles(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    c: &Cascade,
+    j: usize,
+    plan: &OpPlan,
+    region: u8,
+) -> u64 {
+    let none = BTreeMap::new();
+    let mut cache: BTreeMap<(u32, u32, [u32; 4]), u64> = BTreeMap::new();
+    let layout = plan.enc.as_ref().map(weights::Encoded::layout);
+    let mut sum = 0;
+    for &(i, r0, r1) in c.pieces.iter().filter(|q| q.0 == j) {
+        let (s, at) = piece(l, p, &none, c, (i, r0, r1));
+        sum += *cache
+            .entry((r1 - r0, s.ifm.shape.0, s.pad))
+            .or_insert_with(|| {
+                let block = piece_block(&plan.block, r1 - r0);
+                estimate_traffic(target, &s, &block, layout.as_ref(), region, &at).0
+            });
+    }
+    sum
+}
+
+/// For every operation of `cascades` with weights, the plan among [`candidates`] whose pieces
+/// take the fewest cycles with the streams where the cascade reads them (S16: a band a few
+/// rows high is computed fastest with another block than the one chosen for the whole
+/// operation with its streams in region 0; ties keep the plan); the others are dropped.
+/// Streams that no longer fit beside the rings are read from region 0 (`stage_cascade`).
+pub(super) fn member_plans(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    cascades: &[Cascade],
+    plans: &mut [OpPlan],
+) {
+    for c in cascades {
+        let region = match target.staging() {
+            Some((region, _)) if c.staged => region,
+            _ => REGION_READ_ONLY,
+        };
+        let members = plans.iter_mut().enumerate().take(c.last + 1).skip(c.first);
+        for (j, plan) in members {
+            if plan.enc.is_none() || (plan.alt.is_none() && plan.staged.is_none()) {
+                continue;
+            }
+            let mut best: Option<(u64, usize)> = None;
+            for (i, q) in candidates(plan).enumerate() {
+                let cycles = member_cycles(target, l, p, c, j, q, region);
+                if best.is_none_or(|b| cycles < b.0) {
+                    best = Some((cycles, i));
+                }
+            }
+            if let Some((_, i)) = best.filter(|b| b.1 > 0) {
+                let mut q = candidates(plan).nth(i).cloned().expect("a candidate");
+                q.alt = None;
+                q.staged = None;
+                *plan = q;
+            }
+        }
+    }
+}
+
 /// Shrinks each cascade's intermediates to their rings and makes every buffer a cascade
 /// touches live from its first operation to its last (the bands interleave them).
 pub(super) fn apply(l: &mut Lowered, cascades: &[Cascade]) {
@@ -408,8 +483,31 @@ pub(super) fn bands(
     let maps: Vec<RowMap> = (a..=b).map(|j| RowMap::of(&l.ops[j])).collect();
     let inner: Vec<usize> = (a..b).map(|j| l.ops[j].ofm.buffer).collect();
     let outer = |i: usize| !inner.contains(&i);
-    // The fast memory the rest of the feature maps leave while the cascade runs.
-    let busy = (a..=b).map(|t| in_use(l, p, t, &outer)).max().unwrap_or(0);
+    // The fast memory the rest of the feature maps leave while the cascade runs: the ones
+    // its operations read or write live throughout it (`apply`), the others as placed.
+    let touched: Vec<usize> = (a..=b)
+        .flat_map(|j| {
+            let o = &l.ops[j];
+            [
+                Some(o.ifm.buffer),
+                o.ifm2.map(|f| f.buffer),
+                Some(o.ofm.buffer),
+            ]
+        })
+        .flatten()
+        .filter(|&i| outer(i) && !l.constants.contains_key(&i) && p.regions[i] == REGION_FAST)
+        .collect::<std::collections::BTreeSet<usize>>()
+        .into_iter()
+        .collect();
+    let whole: u64 = touched
+        .iter()
+        .map(|&i| l.buffers[i].size.next_multiple_of(alloc::ALIGN))
+        .sum();
+    let busy = whole
+        + (a..=b)
+            .map(|t| in_use(l, p, t, &|i| outer(i) && !touched.contains(&i)))
+            .max()
+            .unwrap_or(0);
     let free = capacity.saturating_sub(busy);
     // The rings, estimated in the fast memory.
     let mut pe = p.clone();

@@ -77,16 +77,37 @@ pub(crate) fn decide<'l>(
             )));
         }
     }
-    let chains = chain::find(l);
-    let mut lowered = Cow::Borrowed(l);
-    if chains.iter().any(Option::is_some) {
-        chain::extend_lifetimes(lowered.to_mut(), &chains);
+    let mut chains = chain::find(l);
+    let place = |chains: &[Option<Operand>]| {
+        let mut lowered = Cow::Borrowed(l);
+        if chains.iter().any(Option::is_some) {
+            chain::extend_lifetimes(lowered.to_mut(), chains);
+        }
+        let skip: Vec<usize> = (0..lowered.ops.len())
+            .filter(|&k| chains[k].is_some())
+            .map(|k| lowered.ops[k].ofm.buffer)
+            .collect();
+        let placement = alloc::allocate(&lowered, target.fast_storage(), &skip);
+        (lowered, skip, placement)
+    };
+    let (mut lowered, mut skip, mut placement) = place(&chains);
+    // A chain whose producer reads a spilled IFM is dropped (S18): the producer then may be
+    // cascaded with the operations before it, and its IFM kept in a ring instead of DRAM.
+    let mut dropped = false;
+    for (k, chain) in chains.iter_mut().enumerate() {
+        let b = lowered.ops[k].ifm.buffer;
+        if chain.is_some()
+            && placement.regions[b] == REGION_ARENA
+            && !lowered.buffers[b].is_input
+            && target.fast_storage().is_some()
+        {
+            *chain = None;
+            dropped = true;
+        }
     }
-    let skip: Vec<usize> = (0..lowered.ops.len())
-        .filter(|&k| chains[k].is_some())
-        .map(|k| lowered.ops[k].ofm.buffer)
-        .collect();
-    let mut placement = alloc::allocate(&lowered, target.fast_storage(), &skip);
+    if dropped {
+        (lowered, skip, placement) = place(&chains);
+    }
     // Where an intermediate feature map does not fit the fast memory, runs of operations may
     // be cascaded (computed band by band through ring buffers) when the cost model says so.
     let spills = (0..lowered.buffers.len()).any(|i| {
@@ -121,6 +142,9 @@ pub(crate) fn decide<'l>(
         // Operations the cascades leave as they were, where they were, keep their plans.
         earlier => plan::plan(target, &lowered, &placement, earlier.as_ref())?,
     };
+    // A cascade's operations run band by band: each with the block that suits its bands
+    // (S16).
+    cascade::member_plans(target, &lowered, &placement, &cascades, &mut plans);
     // A consumer runs with its producer's block and microblock.
     for k in 0..lowered.ops.len() {
         if chains[k].is_some() {
