@@ -278,19 +278,25 @@ pub trait Target: Sync {
         dilation: (u32, u32),
         block: &BlockConfig,
     ) -> Result<EncodedWeights, TargetError>;
-    /// The exact byte length of each stream [`Self::encode_weights`] makes of the same
-    /// arguments, for costing a candidate without its streams; by default, encoding them.
+    /// For each of `weights` (e.g. the OFM-depth slices of one operation, all with the same
+    /// other arguments), the exact byte length of each stream [`Self::encode_weights`] makes
+    /// of it, for costing candidates without their streams; by default, encoding them.
     fn weight_stream_lengths(
         &self,
         kind: KernelKind,
-        weights: &OhwiWeights,
+        weights: &[&OhwiWeights],
         ifm_precision: IfmPrecision,
         stride: (u32, u32),
         dilation: (u32, u32),
         block: &BlockConfig,
-    ) -> Result<Vec<u64>, TargetError> {
-        let enc = self.encode_weights(kind, weights, ifm_precision, stride, dilation, block)?;
-        Ok(enc.streams.iter().map(|s| s.len() as u64).collect())
+    ) -> Result<Vec<Vec<u64>>, TargetError> {
+        weights
+            .iter()
+            .map(|w| {
+                let enc = self.encode_weights(kind, w, ifm_precision, stride, dilation, block)?;
+                Ok(enc.streams.iter().map(|s| s.len() as u64).collect())
+            })
+            .collect()
     }
     /// Encodes the per-channel bias/scale records for an accumulator format.
     fn encode_scales(

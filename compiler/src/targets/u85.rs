@@ -228,6 +228,26 @@ fn round_up(v: u32, m: u32) -> u32 {
     v.div_ceil(m) * m
 }
 
+/// The exact byte length of each stream of `weights` in `ordering` and `format`: the
+/// lengths of the streams `encode_weights` makes, or its error.
+fn stream_lengths(
+    ordering: &WeightOrdering,
+    format: WeightFormat,
+    weights: &OhwiWeights,
+) -> Result<Vec<u64>, TargetError> {
+    if format == WeightFormat::Fwd {
+        let merged = ordering.order_fwd(weights)?;
+        npuc_codecs::fwd::choose_fwd_mode(&merged)
+            .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
+        let len = npuc_codecs::fwd::fwd_encoded_len(&merged).unwrap_or(0);
+        return Ok(vec![len as u64]);
+    }
+    let streams = ordering.order(weights)?;
+    let lens = npuc_codecs::swd::encode::encoded_lens(&streams)
+        .map_err(|e| TargetError::Swd(e.to_string()))?;
+    Ok(lens.into_iter().map(|l| l as u64).collect())
+}
+
 impl Target for U85Target {
     fn config_word(&self) -> u32 {
         self.arch.config_word()
@@ -398,30 +418,30 @@ impl Target for U85Target {
         Ok(EncodedWeights { streams })
     }
 
+    /// Weights of the same shape (an operation's slices of one depth but the last) share one
+    /// ordering: it depends on the parameters and the shape only.
     fn weight_stream_lengths(
         &self,
         kind: KernelKind,
-        weights: &OhwiWeights,
+        weights: &[&OhwiWeights],
         ifm_precision: IfmPrecision,
         stride: (u32, u32),
         dilation: (u32, u32),
         block: &BlockConfig,
-    ) -> Result<Vec<u64>, TargetError> {
+    ) -> Result<Vec<Vec<u64>>, TargetError> {
         let (params, format) =
             self.ordering_params(kind, ifm_precision, stride, dilation, block)?;
-        let ordering = WeightOrdering::new(&params, weights.shape())?;
-        if format == WeightFormat::Fwd {
-            let merged = ordering.order_fwd(weights)?;
-            // The length of the stream `encode_fwd` makes, or its error.
-            npuc_codecs::fwd::choose_fwd_mode(&merged)
-                .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
-            let len = npuc_codecs::fwd::fwd_encoded_len(&merged).unwrap_or(0);
-            return Ok(vec![len as u64]);
+        let mut last: Option<WeightOrdering> = None;
+        let mut out = Vec::with_capacity(weights.len());
+        for w in weights {
+            let ordering = match last.take() {
+                Some(o) if o.shape() == w.shape() => o,
+                _ => WeightOrdering::new(&params, w.shape())?,
+            };
+            out.push(stream_lengths(&ordering, format, w)?);
+            last = Some(ordering);
         }
-        let streams = ordering.order(weights)?;
-        let lens = npuc_codecs::swd::encode::encoded_lens(&streams)
-            .map_err(|e| TargetError::Swd(e.to_string()))?;
-        Ok(lens.into_iter().map(|l| l as u64).collect())
+        Ok(out)
     }
 
     fn encode_scales(
@@ -718,22 +738,7 @@ mod tests {
     }
 
     fn encode(t: &U85Target, w: &OhwiWeights, depth: u32, streams: WeightStreams) -> Vec<Vec<u8>> {
-        // (A 16-deep u1x1/u1x2 microblock is for 16-bit IFMs and 1x1 kernels only.)
-        let mb = t
-            .arch
-            .microblocks()
-            .into_iter()
-            .find(|mb| {
-                mb.depth != 16 || !matches!(mb.encoding, Microblock::U1x1 | Microblock::U1x2)
-            })
-            .unwrap();
-        let block = BlockConfig {
-            ofm_block: (mb.height, mb.width, depth),
-            microblock: (mb.height, mb.width, mb.depth),
-            weight_streams: streams,
-            sparse: false,
-            private: U85Block::private(mb.encoding, WeightOrder::DepthFirst),
-        };
+        let block = block_of(t, depth, streams);
         t.encode_weights(
             KernelKind::Conv,
             w,
@@ -744,6 +749,26 @@ mod tests {
         )
         .unwrap()
         .streams
+    }
+
+    /// A block of OFM depth `depth` for 8-bit 3x3 convolutions.
+    fn block_of(t: &U85Target, depth: u32, streams: WeightStreams) -> BlockConfig {
+        // (A 16-deep u1x1/u1x2 microblock is for 16-bit IFMs and 1x1 kernels only.)
+        let mb = t
+            .arch
+            .microblocks()
+            .into_iter()
+            .find(|mb| {
+                mb.depth != 16 || !matches!(mb.encoding, Microblock::U1x1 | Microblock::U1x2)
+            })
+            .unwrap();
+        BlockConfig {
+            ofm_block: (mb.height, mb.width, depth),
+            microblock: (mb.height, mb.width, mb.depth),
+            weight_streams: streams,
+            sparse: false,
+            private: U85Block::private(mb.encoding, WeightOrder::DepthFirst),
+        }
     }
 
     #[test]
@@ -771,6 +796,104 @@ mod tests {
             );
             assert_eq!(entries(), before + 1);
         }
+    }
+
+    /// Weights of `ofm_depth` output channels of a random 3x3x`ifm_depth` kernel, a share
+    /// of them zero.
+    fn random_weights(seed: u32, ofm_depth: usize, ifm_depth: usize) -> OhwiWeights {
+        let shape = WeightShape {
+            ofm_depth,
+            kernel_height: 3,
+            kernel_width: 3,
+            ifm_depth,
+        };
+        let mut x = seed.wrapping_mul(0x9e37_79b9) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        };
+        let zeros = next() % 90;
+        let spread = 1 + next() % [7, 60, 255][seed as usize % 3];
+        let values = (0..shape.len())
+            .map(|_| {
+                let v = next();
+                if v % 100 < zeros {
+                    0
+                } else {
+                    ((v >> 8) % (2 * spread + 1)) as i16 - spread as i16
+                }
+            })
+            .collect();
+        OhwiWeights::new(shape, values).unwrap()
+    }
+
+    /// Property: the lengths counted for several weights at once (slices of one depth
+    /// sharing an ordering, then a shorter last one) are the lengths of the streams
+    /// `encode_weights` makes of each, for SWD and FWD, every configuration and block depth.
+    #[test]
+    fn stream_lengths_of_slices_are_the_encoded_lengths() {
+        let mut oks = [0usize; 2];
+        for seed in 0..48u32 {
+            let acc = [
+                Accelerator::U85_128,
+                Accelerator::U85_256,
+                Accelerator::U85_512,
+                Accelerator::U85_1024,
+                Accelerator::U85_2048,
+            ][seed as usize % 5];
+            let t = U85Target::new(acc);
+            let ifm_depth = 1 + (seed as usize * 7) % 40;
+            // Multiples of every microblock depth.
+            let depth = [64, 128, 64, 192, 64][seed as usize % 5];
+            let last = 1 + (seed as usize * 5) % depth;
+            let count = 1 + seed as usize % 4;
+            let slices: Vec<OhwiWeights> = (0..count)
+                .map(|k| random_weights(seed * 16 + k as u32, depth, ifm_depth))
+                .chain(std::iter::once(random_weights(
+                    seed * 16 + 15,
+                    last,
+                    ifm_depth,
+                )))
+                .collect();
+            let refs: Vec<&OhwiWeights> = slices.iter().collect();
+            for streams in [WeightStreams::PerDecoder, WeightStreams::Single] {
+                let block = block_of(&t, depth as u32, streams);
+                let counted = t
+                    .weight_stream_lengths(
+                        KernelKind::Conv,
+                        &refs,
+                        IfmPrecision::B8,
+                        (1, 1),
+                        (1, 1),
+                        &block,
+                    )
+                    .map_err(|e| e.to_string());
+                // Encoded one at a time by a target with nothing cached; the first error.
+                let fresh = U85Target::new(acc);
+                let encoded: Result<Vec<Vec<u64>>, String> = slices
+                    .iter()
+                    .map(|w| {
+                        let enc = fresh
+                            .encode_weights(
+                                KernelKind::Conv,
+                                w,
+                                IfmPrecision::B8,
+                                (1, 1),
+                                (1, 1),
+                                &block,
+                            )
+                            .map_err(|e| e.to_string())?;
+                        Ok(enc.streams.iter().map(|s| s.len() as u64).collect())
+                    })
+                    .collect();
+                assert_eq!(counted, encoded, "seed {seed}, {streams:?}");
+                oks[usize::from(streams == WeightStreams::Single)] += usize::from(counted.is_ok());
+            }
+        }
+        // Most cases have lengths (FWD refuses some value spans).
+        assert!(oks[0] == 48 && oks[1] >= 16, "{oks:?}");
     }
 
     #[test]

@@ -79,16 +79,24 @@ pub(super) fn slices(
     depth: u32,
 ) -> Option<Vec<Slice>> {
     let od = op.ofm.shape.2;
-    let mut out = Vec::new();
+    let mut ops = Vec::new();
     let mut c0 = 0;
     while c0 < od {
         let d = depth.min(od - c0);
-        let s = restrict(op, c0, d)?;
-        let enc = counted(target, &s, &geometry(&s), block).ok()??;
-        out.push(Slice { op: s, enc });
+        ops.push(restrict(op, c0, d)?);
         c0 += d;
     }
-    Some(out)
+    let Some(first) = ops.first() else {
+        return Some(Vec::new());
+    };
+    let geom = geometry(first);
+    let encs = counted(target, &ops, &geom, block).ok()??;
+    Some(
+        ops.into_iter()
+            .zip(encs)
+            .map(|(op, enc)| Slice { op, enc })
+            .collect(),
+    )
 }
 
 /// Encodes the streams of chosen slices (from [`slices`] for `block`), exactly as long as

@@ -2,14 +2,14 @@
 //! (the unit a staging DMA copies) and their region/base/length registers.
 
 use super::regs::align16;
-use crate::arch_interface::{BlockConfig, OpGeometry, Target, WeightStreams};
+use crate::arch_interface::{BlockConfig, OpGeometry, Target, TargetError, WeightStreams};
 use crate::compile::lower::{NpuOp, Requant};
 use crate::compile::{CompileError, REGION_READ_ONLY};
 use npuc_backend::isa::{DmaRegionMode, WeightFormat, WeightSparsity};
 use npuc_backend::writer::dma::write_copy;
 use npuc_backend::writer::streams::write_streams;
 use npuc_backend::writer::CommandWriter;
-use npuc_codecs::ordering::IfmPrecision;
+use npuc_codecs::ordering::{IfmPrecision, OhwiWeights};
 
 /// The encoded scale stream and weight streams (one per weight decoder, or one FWD stream)
 /// of one operation.
@@ -97,33 +97,104 @@ pub(super) fn encode(
     geom: &OpGeometry,
     block: &BlockConfig,
 ) -> Result<Option<Encoded>, CompileError> {
-    encode_or_count(target, op, geom, block, true)
-}
-
-/// Like [`encode`], with the weight streams' lengths only (counted by the target without
-/// making the streams, exactly those [`encode`] gives): for costing candidates.
-pub(super) fn counted(
-    target: &dyn Target,
-    op: &NpuOp,
-    geom: &OpGeometry,
-    block: &BlockConfig,
-) -> Result<Option<Encoded>, CompileError> {
-    encode_or_count(target, op, geom, block, false)
-}
-
-fn encode_or_count(
-    target: &dyn Target,
-    op: &NpuOp,
-    geom: &OpGeometry,
-    block: &BlockConfig,
-    streams: bool,
-) -> Result<Option<Encoded>, CompileError> {
-    let Some(weights) = &op.weights else {
+    let Some((weights, precision, scales)) = prepare(target, op, block)? else {
         return Ok(None);
     };
-    let enc_err = |source| CompileError::Encode {
+    let enc = target
+        .encode_weights(geom.kind, weights, precision, op.stride, op.dilation, block)
+        .map_err(enc_err(op))?;
+    let stream_lens = enc.streams.iter().map(|s| s.len() as u64).collect();
+    Ok(Some(Encoded {
+        scales,
+        streams: enc.streams,
+        stream_lens,
+        format: block.weight_streams,
+        sparse: block.sparse,
+        weight_count: weights.values().len() as u64,
+    }))
+}
+
+/// Like [`encode`] for each of `ops`, the OFM-depth slices of one operation (`geom`: the
+/// geometry of any of them; they share kernel kind, IFM precision, stride and dilation), with
+/// the weight streams' lengths only (counted by the target without making the streams,
+/// exactly those [`encode`] gives, and for all slices at once, so that slices of one shape
+/// share the work that depends on the shape alone): for costing candidates. `None` if one
+/// of them has no weight stream.
+pub(super) fn counted(
+    target: &dyn Target,
+    ops: &[NpuOp],
+    geom: &OpGeometry,
+    block: &BlockConfig,
+) -> Result<Option<Vec<Encoded>>, CompileError> {
+    let Some(first) = ops.first() else {
+        return Ok(Some(Vec::new()));
+    };
+    let mut prepared = Vec::with_capacity(ops.len());
+    for op in ops {
+        let Some(p) = prepare(target, op, block)? else {
+            return Ok(None);
+        };
+        prepared.push(p);
+    }
+    let precision = prepared[0].1;
+    let shared = (precision, first.stride, first.dilation);
+    if let Some((_, op)) = prepared
+        .iter()
+        .zip(ops)
+        .find(|(p, op)| (p.1, op.stride, op.dilation) != shared)
+    {
+        return Err(CompileError::Stream(format!(
+            "{}: slices of one operation with different IFM precisions, strides or dilations",
+            op.name
+        )));
+    }
+    let weights: Vec<&OhwiWeights> = prepared.iter().map(|p| p.0).collect();
+    let lens = target
+        .weight_stream_lengths(
+            geom.kind,
+            &weights,
+            precision,
+            first.stride,
+            first.dilation,
+            block,
+        )
+        .map_err(enc_err(first))?;
+    Ok(Some(
+        prepared
+            .into_iter()
+            .zip(lens)
+            .map(|((weights, _, scales), stream_lens)| Encoded {
+                scales,
+                streams: Vec::new(),
+                stream_lens,
+                format: block.weight_streams,
+                sparse: block.sparse,
+                weight_count: weights.values().len() as u64,
+            })
+            .collect(),
+    ))
+}
+
+/// The error of encoding `op`'s streams.
+fn enc_err(op: &NpuOp) -> impl Fn(TargetError) -> CompileError + '_ {
+    |source| CompileError::Encode {
         name: op.name.clone(),
         source,
+    }
+}
+
+/// An operation's weights, its IFM precision and its encoded scale stream.
+type Prepared<'a> = (&'a OhwiWeights, IfmPrecision, Vec<u8>);
+
+/// `op`'s weights, its IFM precision and its encoded scale stream for `block` (`None` for an
+/// operation without weights).
+fn prepare<'a>(
+    target: &dyn Target,
+    op: &'a NpuOp,
+    block: &BlockConfig,
+) -> Result<Option<Prepared<'a>>, CompileError> {
+    let Some(weights) = &op.weights else {
+        return Ok(None);
     };
     let Requant::PerChannel(channels) = &op.requant else {
         return Err(CompileError::Stream(format!(
@@ -133,40 +204,13 @@ fn encode_or_count(
     };
     let scales = target
         .encode_scales(channels, op.acc, block)
-        .map_err(enc_err)?;
+        .map_err(enc_err(op))?;
     let ifm_precision = if op.ifm.elem_bytes() == 2 {
         IfmPrecision::B16
     } else {
         IfmPrecision::B8
     };
-    let args = (
-        geom.kind,
-        weights,
-        ifm_precision,
-        op.stride,
-        op.dilation,
-        block,
-    );
-    let (streams, stream_lens) = if streams {
-        let enc = target
-            .encode_weights(args.0, args.1, args.2, args.3, args.4, args.5)
-            .map_err(enc_err)?;
-        let lens = enc.streams.iter().map(|s| s.len() as u64).collect();
-        (enc.streams, lens)
-    } else {
-        let lens = target
-            .weight_stream_lengths(args.0, args.1, args.2, args.3, args.4, args.5)
-            .map_err(enc_err)?;
-        (Vec::new(), lens)
-    };
-    Ok(Some(Encoded {
-        scales,
-        streams,
-        stream_lens,
-        format: block.weight_streams,
-        sparse: block.sparse,
-        weight_count: weights.values().len() as u64,
-    }))
+    Ok(Some((weights, ifm_precision, scales)))
 }
 
 /// Emits the scale and weight registers for a stream block laid out as `layout` at `base` in
