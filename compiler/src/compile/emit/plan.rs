@@ -516,9 +516,9 @@ mod tests {
                     let at = locs(op, &p, &l, &BTreeMap::new());
                     let cands = target.block_candidates(&geom);
                     let costing = Costing::new(target, op, &cands[cands.len() - 1], &at);
-                    let swd = counted(target, op, &geom, &cands[0])
+                    let swd = counted(target, std::slice::from_ref(op), &geom, &cands[0])
                         .unwrap()
-                        .map(|e| e.layout());
+                        .and_then(|e| e.first().map(super::Encoded::layout));
                     // The scale stream and one stream of the weights' length.
                     let fwd = swd.as_ref().map(|l| {
                         let lens = l.parts.iter().map(|&(_, len)| u64::from(len));
