@@ -271,15 +271,15 @@ fn candidates(plan: &OpPlan) -> impl Iterator<Item = &OpPlan> {
         .chain(plan.staged.as_deref())
 }
 
-/// Estimated cycles of operation `j`'s pieces in cascade `c` with `plan`, its streams read
-/// from `region` (each distinct piece estimated once).
+/// Estimated cycles of operation `j`'s pieces in cascade `c` with `plan`'s streams, read
+/// from `region`, and `block` (each distinct piece estimated once).
 fn member_cycles(
     target: &dyn Target,
     l: &Lowered,
     p: &Placement,
     c: &Cascade,
     j: usize,
-    plan: &OpPlan,
+    (plan, block): (&OpPlan, &BlockConfig),
     region: u8,
 ) -> u64 {
     let none = BTreeMap::new();
@@ -291,18 +291,76 @@ fn member_cycles(
         sum += *cache
             .entry((r1 - r0, s.ifm.shape.0, s.pad))
             .or_insert_with(|| {
-                let block = piece_block(&plan.block, r1 - r0);
+                let block = piece_block(block, r1 - r0);
                 estimate_traffic(target, &s, &block, layout.as_ref(), region, &at).0
             });
     }
     sum
 }
 
-/// For every operation of `cascades` with weights, the plan among [`candidates`] whose pieces
-/// take the fewest cycles with the streams where the cascade reads them (S16: a band a few
-/// rows high is computed fastest with another block than the one chosen for the whole
-/// operation with its streams in region 0; ties keep the plan); the others are dropped.
-/// Streams that no longer fit beside the rings are read from region 0 (`stage_cascade`).
+/// The other OFM block shapes `block` of operation `op` may take in a cascade (S22): the same
+/// depth, microblock, weight order and streams (TRM 3.9.2: the weight stream is ordered for
+/// one block depth and microblock, so the encoded streams stay valid), heights and widths in
+/// multiples of the microblock within the target's maximum and the OFM (rounded up to the
+/// microblock), no more OFM positions than `block` (so its accumulators and output bytes fit
+/// where `block`'s did) and an IFM footprint, `((h - 1) x stride + kernel) x ((w - 1) x
+/// stride + kernel)` positions of the same IFM block depth, no larger than `block`'s (so it
+/// fits the IFM RAM where `block`'s did); per height the widest such block.
+fn reshapes(target: &dyn Target, op: &NpuOp, block: &BlockConfig) -> Vec<BlockConfig> {
+    let g = super::geometry(op);
+    let (max_h, max_w, _) = target.ofm_block_max();
+    reshapes_within(
+        block,
+        (g.ofm.0, g.ofm.1),
+        g.stride,
+        g.kernel,
+        (max_h, max_w),
+    )
+}
+
+/// [`reshapes`] of `block` for an OFM of `ofm` (height, width), `stride` and (dilated)
+/// `kernel`, within `max` (the target's largest block height and width).
+fn reshapes_within(
+    block: &BlockConfig,
+    ofm: (u32, u32),
+    stride: (u32, u32),
+    kernel: (u32, u32),
+    max: (u32, u32),
+) -> Vec<BlockConfig> {
+    let (h, w, _) = block.ofm_block;
+    let (mh, mw, _) = block.microblock;
+    if mh == 0 || mw == 0 || h == 0 || w == 0 {
+        return Vec::new();
+    }
+    let lim_h = ofm.0.next_multiple_of(mh).min(max.0);
+    let lim_w = ofm.1.next_multiple_of(mw).min(max.1);
+    let foot = |h: u32, w: u32| {
+        u64::from((h - 1) * stride.0 + kernel.0) * u64::from((w - 1) * stride.1 + kernel.1)
+    };
+    let (area, ifm) = (u64::from(h) * u64::from(w), foot(h, w));
+    let mut out = Vec::new();
+    for h2 in (mh..=lim_h).step_by(mh as usize) {
+        let widest = (mw..=lim_w)
+            .step_by(mw as usize)
+            .filter(|&w2| u64::from(h2) * u64::from(w2) <= area && foot(h2, w2) <= ifm)
+            .last();
+        if let Some(w2) = widest.filter(|&w2| (h2, w2) != (h, w)) {
+            out.push(BlockConfig {
+                ofm_block: (h2, w2, block.ofm_block.2),
+                ..*block
+            });
+        }
+    }
+    out
+}
+
+/// For every operation of `cascades` with weights, the plan among [`candidates`] and their
+/// [`reshapes`] whose pieces take the fewest cycles with the streams where the cascade reads
+/// them (S16: a band a few rows high is computed fastest with another block than the one
+/// chosen for the whole operation with its streams in region 0; S22: a block of another
+/// height and width repeats fewer IFM rows and columns over a band; ties keep the plan); the
+/// others are dropped. Streams that no longer fit beside the rings are read from region 0
+/// (`stage_cascade`).
 pub(super) fn member_plans(
     target: &dyn Target,
     l: &Lowered,
@@ -317,20 +375,25 @@ pub(super) fn member_plans(
         };
         let members = plans.iter_mut().enumerate().take(c.last + 1).skip(c.first);
         for (j, plan) in members {
-            if plan.enc.is_none() || (plan.alt.is_none() && plan.staged.is_none()) {
+            if plan.enc.is_none() {
                 continue;
             }
-            let mut best: Option<(u64, usize)> = None;
+            // (candidate, its block or a reshape of it): the plan's own block first.
+            let mut best: Option<(u64, usize, BlockConfig)> = None;
             for (i, q) in candidates(plan).enumerate() {
-                let cycles = member_cycles(target, l, p, c, j, q, region);
-                if best.is_none_or(|b| cycles < b.0) {
-                    best = Some((cycles, i));
+                let blocks = std::iter::once(q.block).chain(reshapes(target, &l.ops[j], &q.block));
+                for block in blocks {
+                    let cycles = member_cycles(target, l, p, c, j, (q, &block), region);
+                    if best.as_ref().is_none_or(|b| cycles < b.0) {
+                        best = Some((cycles, i, block));
+                    }
                 }
             }
-            if let Some((_, i)) = best.filter(|b| b.1 > 0) {
+            if let Some((_, i, block)) = best.filter(|b| b.1 > 0 || b.2 != plan.block) {
                 let mut q = candidates(plan).nth(i).cloned().expect("a candidate");
                 q.alt = None;
                 q.staged = None;
+                q.block = block;
                 *plan = q;
             }
         }
@@ -662,7 +725,7 @@ pub(super) fn windows(
 
 #[cfg(test)]
 mod tests {
-    use super::piece_block;
+    use super::{piece_block, reshapes_within};
     use crate::arch_interface::{BlockConfig, WeightStreams};
 
     fn block(h: u32, mh: u32) -> BlockConfig {
@@ -692,5 +755,54 @@ mod tests {
             (b.microblock, b.weight_streams),
             ((1, 4, 8), WeightStreams::PerDecoder)
         );
+    }
+
+    #[test]
+    fn a_reshaped_block_keeps_its_depth_and_fits_where_the_block_fit() {
+        // MobileNetV2 224's first convolution: 3x3 stride 2, 112x112 OFM, block 2x24x32 on
+        // 2x2x8 microblocks.
+        let b = BlockConfig {
+            ofm_block: (2, 24, 32),
+            microblock: (2, 2, 8),
+            ..block(2, 2)
+        };
+        let shapes = reshapes_within(&b, (112, 112), (2, 2), (3, 3), (64, 64));
+        let dims: Vec<(u32, u32)> = shapes
+            .iter()
+            .map(|s| (s.ofm_block.0, s.ofm_block.1))
+            .collect();
+        // Per height the widest with at most 48 positions and an IFM footprint of at most
+        // 5 x 49 positions; the block itself is not repeated.
+        assert_eq!(
+            dims,
+            [
+                (4, 12),
+                (6, 8),
+                (8, 6),
+                (10, 4),
+                (12, 4),
+                (14, 2),
+                (16, 2),
+                (18, 2),
+                (20, 2),
+                (22, 2),
+                (24, 2)
+            ]
+        );
+        for s in &shapes {
+            let (h, w, d) = s.ofm_block;
+            assert!(
+                h * w <= 48 && (2 * h + 1) * (2 * w + 1) <= 5 * 49,
+                "{h}x{w}"
+            );
+            assert_eq!((d, s.microblock, s.private), (32, (2, 2, 8), b.private));
+        }
+        // A 1x1 block on 1x1 microblocks has nothing else to become.
+        let one = BlockConfig {
+            ofm_block: (1, 1, 8),
+            microblock: (1, 1, 8),
+            ..b
+        };
+        assert!(reshapes_within(&one, (8, 8), (1, 1), (1, 1), (64, 64)).is_empty());
     }
 }
