@@ -432,25 +432,13 @@ pub(super) fn choose(
     let Some(capacity) = target.fast_storage() else {
         return Vec::new();
     };
-    let n = l.ops.len();
-    let spilled = |k: usize| {
-        let b = l.ops[k].ofm.buffer;
-        p.regions[b] == REGION_ARENA && !l.buffers[b].is_output
-    };
-    if !(0..n).any(spilled) {
+    let spilled = spilled_at(l, p);
+    if !(0..l.ops.len()).any(&spilled) {
         return Vec::new();
     }
-    let links: Vec<bool> = (0..n.saturating_sub(1))
-        .map(|k| link(l, k, chains))
-        .collect();
     let mut out = Vec::new();
-    let mut k = 0;
-    while k < n {
-        let mut e = k;
-        while e < links.len() && links[e] {
-            e += 1;
-        }
-        if e > k && (k..e).any(spilled) {
+    for (k, e) in runs(l, chains) {
+        if e > k && (k..e).any(&spilled) {
             out.extend(choose_in_run(
                 target,
                 l,
@@ -461,6 +449,30 @@ pub(super) fn choose(
                 &spilled,
             ));
         }
+    }
+    out
+}
+
+/// Whether operation `k`'s OFM, not a graph output, was spilled to the arena by `p`.
+fn spilled_at<'a>(l: &'a Lowered, p: &'a Placement) -> impl Fn(usize) -> bool + 'a {
+    move |k| {
+        let b = l.ops[k].ofm.buffer;
+        p.regions[b] == REGION_ARENA && !l.buffers[b].is_output
+    }
+}
+
+/// The maximal runs `(first, last)` of operations each linked to the next ([`link`]), in
+/// order; an unlinked operation is a run of its own.
+fn runs(l: &Lowered, chains: &[Option<chain::Operand>]) -> Vec<(usize, usize)> {
+    let n = l.ops.len();
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < n {
+        let mut e = k;
+        while e + 1 < n && link(l, e, chains) {
+            e += 1;
+        }
+        out.push((k, e));
         k = e + 1;
     }
     out
@@ -696,29 +708,16 @@ pub(super) fn windows(
     if target.fast_storage().is_none() {
         return Vec::new();
     }
-    let n = l.ops.len();
-    let spilled = |k: usize| {
-        let b = l.ops[k].ofm.buffer;
-        p.regions[b] == REGION_ARENA && !l.buffers[b].is_output
-    };
-    let links: Vec<bool> = (0..n.saturating_sub(1))
-        .map(|k| link(l, k, chains))
-        .collect();
+    let spilled = spilled_at(l, p);
     let mut out = Vec::new();
-    let mut k = 0;
-    while k < n {
-        let mut e = k;
-        while e < links.len() && links[e] {
-            e += 1;
-        }
+    for (k, e) in runs(l, chains) {
         for b in k..=e {
             for a in k..b {
-                if (a..b).any(spilled) {
+                if (a..b).any(&spilled) {
                     out.push((a, b));
                 }
             }
         }
-        k = e + 1;
     }
     out
 }
