@@ -23,19 +23,9 @@ proptest! {
     /// Random chunks after a plausible slice header (deeper into the chunk syntax).
     #[test]
     fn random_chunks_get_the_decoders_verdict(
-        zdiv in prop::sample::select(vec![0u64, 1, 2, 3, 6]),
-        slicelen_m1 in 0u64..64,
-        wdiv in prop::sample::select(vec![0u64, 1, 2, 3, 4, 5, 7]),
-        wtrunc in any::<bool>(),
-        pal in (0u64..32, 0u64..32, 0u64..8),
-        tail in proptest::collection::vec(any::<u8>(), 0..400),
+        bytes in common::bits::header_then_chunks(),
         max in 0usize..5000,
     ) {
-        let mut b = common::bits::Bits::default();
-        b.put(zdiv, 3).put(slicelen_m1, 15).put(wdiv, 3).put(u64::from(wtrunc), 1).put(1, 1);
-        b.put(pal.0, 5).put(pal.1, 5).put(pal.2, 3);
-        let mut bytes = b.bytes;
-        bytes.extend_from_slice(&tail);
         prop_assert_eq!(decoded_len(&bytes, max), decode(&bytes, max).map(|w| w.len()));
     }
 }

@@ -33,3 +33,29 @@ impl Bits {
         self
     }
 }
+
+/// Random tails after a plausible slice header (zdiv, slice length, wdiv, wtrunc, a
+/// palette), reaching deeper into the chunk syntax than arbitrary bytes do.
+pub fn header_then_chunks() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    (
+        prop::sample::select(vec![0u64, 1, 2, 3, 6]),
+        0u64..64,
+        prop::sample::select(vec![0u64, 1, 2, 3, 4, 5, 7]),
+        any::<bool>(),
+        (0u64..32, 0u64..32, 0u64..8),
+        proptest::collection::vec(any::<u8>(), 0..400),
+    )
+        .prop_map(|(zdiv, slicelen_m1, wdiv, wtrunc, pal, tail)| {
+            let mut b = Bits::default();
+            b.put(zdiv, 3)
+                .put(slicelen_m1, 15)
+                .put(wdiv, 3)
+                .put(u64::from(wtrunc), 1)
+                .put(1, 1);
+            b.put(pal.0, 5).put(pal.1, 5).put(pal.2, 3);
+            let mut bytes = b.bytes;
+            bytes.extend_from_slice(&tail);
+            bytes
+        })
+}
