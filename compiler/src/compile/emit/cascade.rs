@@ -181,13 +181,120 @@ pub(super) fn piece_block(block: &BlockConfig, rows: u32) -> BlockConfig {
     }
 }
 
-/// Operation `j` of cascade `c` restricted to OFM rows `r0..r1`, and its locations.
+/// The first operation's IFM, a feature map off-chip, read through a ring of `rows` rows at
+/// `at` in the staging memory `region` (S23): before each of the operation's pieces a DMA
+/// brings the rows it reads that the ring does not hold yet ([`input_fills`]), so the kernel
+/// reads its IFM from the staging memory and every IFM row crosses off-chip once, in long
+/// runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct InputRing {
+    pub region: u8,
+    pub at: u64,
+    pub rows: u32,
+}
+
+/// The rows of a ring for the first operation's IFM of `c` (the most any of its pieces
+/// reads), when that IFM may be read through one: a CONV, DEPTHWISE or POOL reading all of a
+/// dense NHWC buffer, not a constant, placed (`p`) in a memory other than `staging`'s.
+pub(super) fn input_ring_rows(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    c: &Cascade,
+    staging: u8,
+) -> Option<u32> {
+    let op = &l.ops[c.first];
+    let buf = op.ifm.buffer;
+    let whole = op.ifm.view == View::default()
+        && op.ifm.broadcast == (false, false, false)
+        && row_bytes(&op.ifm) * u64::from(op.ifm.shape.0) == l.buffers[buf].size;
+    let memory = |r: u8| target.region_memory(r);
+    let eligible = matches!(
+        op.kernel,
+        Kernel::Conv | Kernel::Depthwise | Kernel::Pool(_)
+    ) && op.ifm2.is_none()
+        && whole
+        && !l.constants.contains_key(&buf)
+        && p.regions[buf] != alloc::CHAINED
+        && p.regions[buf] != REGION_READ_ONLY
+        && memory(p.regions[buf]) != memory(staging);
+    if !eligible {
+        return None;
+    }
+    let map = RowMap::of(op);
+    c.pieces
+        .iter()
+        .filter(|q| q.0 == c.first)
+        .map(|&(_, r0, r1)| {
+            let (lo, hi) = map.window(r0, r1);
+            hi - lo
+        })
+        .max()
+}
+
+/// The DMAs filling the input ring of `c` (`ring` rows): per piece of the first operation,
+/// in order, the IFM rows `r0..r1` it reads that no earlier piece read.
+pub(super) fn input_fills(l: &Lowered, c: &Cascade) -> Vec<(u32, u32)> {
+    let map = RowMap::of(&l.ops[c.first]);
+    fills_of(
+        c.pieces
+            .iter()
+            .filter(|q| q.0 == c.first)
+            .map(|&(_, r0, r1)| map.window(r0, r1)),
+    )
+}
+
+/// Per IFM window `lo..hi` read in turn, the rows `r0..r1` it reads that no earlier one did.
+fn fills_of(windows: impl Iterator<Item = (u32, u32)>) -> Vec<(u32, u32)> {
+    let mut done = 0;
+    windows
+        .map(|(_, hi)| {
+            let fill = (done, hi.max(done));
+            done = fill.1;
+            fill
+        })
+        .collect()
+}
+
+/// The copies (source offset from the IFM buffer's start, offset in the ring from its
+/// start, bytes) bringing IFM rows `r0..r1` of `c`'s first operation into a ring of `rows`
+/// rows: one, or two where the rows wrap past the ring's end.
+pub(super) fn fill_copies(
+    l: &Lowered,
+    c: &Cascade,
+    rows: u32,
+    (r0, r1): (u32, u32),
+) -> Vec<(u64, u64, u64)> {
+    ring_spans(rows, (r0, r1), row_bytes(&l.ops[c.first].ifm))
+}
+
+/// [`fill_copies`] for rows of `rb` bytes.
+fn ring_spans(rows: u32, (r0, r1): (u32, u32), rb: u64) -> Vec<(u64, u64, u64)> {
+    let mut out = Vec::new();
+    let mut r = r0;
+    while r < r1 {
+        let slot = r % rows;
+        let n = (r1 - r).min(rows - slot);
+        out.push((u64::from(r) * rb, u64::from(slot) * rb, u64::from(n) * rb));
+        r += n;
+    }
+    out
+}
+
+/// The bytes of a ring of `rows` rows of the first operation's IFM of `c`.
+pub(super) fn input_ring_bytes(l: &Lowered, c: &Cascade, rows: u32) -> u64 {
+    u64::from(rows) * row_bytes(&l.ops[c.first].ifm)
+}
+
+/// Operation `j` of cascade `c` restricted to OFM rows `r0..r1`, and its locations; the first
+/// operation reads its IFM through `input` when there is one.
 pub(super) fn piece(
     l: &Lowered,
     p: &Placement,
     consts: &Consts,
     c: &Cascade,
     (j, r0, r1): Piece,
+    input: Option<&InputRing>,
 ) -> (NpuOp, Locs) {
     let op = &l.ops[j];
     let map = RowMap::of(op);
@@ -255,9 +362,23 @@ pub(super) fn piece(
         }
         None => rows_of(&op.ofm, r0, r1 - r0),
     };
+    let (ifm, ring_at) = match input.filter(|_| j == c.first) {
+        Some(r) => {
+            let slot = lo % r.rows;
+            let mut f = rows_of(&op.ifm, lo, hi - lo);
+            f.view = View::default();
+            f.view.offset = u64::from(slot) * row_bytes(&op.ifm);
+            wrap[0] = (slot + (hi - lo) > r.rows).then_some((r.rows - slot, r.at));
+            (f, Some((r.region, r.at + f.view.offset)))
+        }
+        None => (ifm, None),
+    };
     let s = op.piece(ifm, ifm2, ofm).with_pad(pad);
     let scalar = l.scalars.get(&j).copied();
     let mut at = locs_with(&s, scalar, p, l, consts);
+    if let Some(a) = ring_at {
+        at.ifm = a;
+    }
     at.wrap = wrap;
     (s, at)
 }
@@ -287,13 +408,36 @@ fn member_cycles(
     let layout = plan.enc.as_ref().map(weights::Encoded::layout);
     let mut sum = 0;
     for &(i, r0, r1) in c.pieces.iter().filter(|q| q.0 == j) {
-        let (s, at) = piece(l, p, &none, c, (i, r0, r1));
+        let (s, at) = piece(l, p, &none, c, (i, r0, r1), None);
         sum += *cache
             .entry((r1 - r0, s.ifm.shape.0, s.pad))
             .or_insert_with(|| {
                 let block = piece_block(block, r1 - r0);
                 estimate_traffic(target, &s, &block, layout.as_ref(), region, &at).0
             });
+    }
+    sum
+}
+
+/// Estimated (cycles, off-chip bytes) of the first operation's pieces in cascade `c`, run
+/// with `plan` (its block shared per piece, S15) and its streams read from `region`, its IFM
+/// read in place or through `input`.
+pub(super) fn first_traffic(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    c: &Cascade,
+    (plan, region): (&OpPlan, u8),
+    input: Option<&InputRing>,
+) -> (u64, u64) {
+    let none = BTreeMap::new();
+    let layout = plan.enc.as_ref().map(weights::Encoded::layout);
+    let mut sum = (0, 0);
+    for &q in c.pieces.iter().filter(|q| q.0 == c.first) {
+        let (s, at) = piece(l, p, &none, c, q, input);
+        let block = piece_block(&plan.block, q.2 - q.1);
+        let (cy, by) = estimate_traffic(target, &s, &block, layout.as_ref(), region, &at);
+        sum = (sum.0 + cy, sum.1 + by);
     }
     sum
 }
@@ -397,7 +541,156 @@ pub(super) fn member_plans(
                 *plan = q;
             }
         }
+        if let Some(q) = ring_plan(target, l, p, c, plans) {
+            plans[c.first] = q;
+        }
     }
+}
+
+/// Whether cascade `c`'s streams (as `plans` has them) and then a ring of `bytes` fit the
+/// staging memory `region` of `capacity` beside the feature maps placed as `p`, as
+/// [`super::staging::stage_cascade`] places them.
+fn ring_fits(
+    l: &Lowered,
+    p: &Placement,
+    c: &Cascade,
+    plans: &[OpPlan],
+    (region, capacity): (u8, u64),
+    bytes: u64,
+) -> bool {
+    let (mut placed, cap) = super::staging::occupancy(l, p, region, capacity);
+    let start = c.first.saturating_sub(2);
+    let sizes = plans[c.first..=c.last]
+        .iter()
+        .filter_map(|q| q.enc.as_ref().map(weights::Encoded::size))
+        .chain(std::iter::once(bytes));
+    for size in sizes {
+        let item = alloc::Item {
+            size,
+            start,
+            end: c.last,
+        };
+        let Some(at) = alloc::fit(&placed, item, cap) else {
+            return false;
+        };
+        placed.push((item, at));
+    }
+    true
+}
+
+/// The objective (S11) of cascade `c`'s first operation run with `plan`, its streams in
+/// `region`, reading its IFM through `ring` (S23): its pieces, the first band's fill (the
+/// later fills run alongside the band before's other operations) and every fill's off-chip
+/// bytes.
+pub(super) fn ring_objective(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    c: &Cascade,
+    (plan, region): (&OpPlan, u8),
+    ring: &InputRing,
+) -> u64 {
+    let (cycles, bytes) = first_traffic(target, l, p, c, (plan, region), Some(ring));
+    let from = p.regions[l.ops[c.first].ifm.buffer];
+    let copy = super::staging::copy_traffic(target, ring.region);
+    let mut fills = (0, 0);
+    for (i, rows) in input_fills(l, c).into_iter().enumerate() {
+        for (_, _, len) in fill_copies(l, c, ring.rows, rows) {
+            let (cy, by) = copy(from, len);
+            fills = (fills.0 + if i == 0 { cy } else { 0 }, fills.1 + by);
+        }
+    }
+    objective::cost((cycles + fills.0, bytes + fills.1))
+}
+
+/// Where cascade `c`'s first operation may read its IFM through a ring in the staging memory
+/// `region` (S23), the plan that does best so: among every block candidate the target offers
+/// and their reshapes (S22), costed with the streams' lengths of `plan` (an FWD candidate
+/// with the target's FWD length estimate), the one whose pieces cost least through the ring,
+/// encoded; taken when, through the ring, it costs less than `plan` reading the IFM in place
+/// and than `plan` through the ring. (With another weight order than the plan's: a narrow
+/// input image is NPU-bound depth first, eight IFM channels a step of which it has three.)
+fn ring_plan(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    c: &Cascade,
+    plans: &[OpPlan],
+) -> Option<OpPlan> {
+    let staging = target.staging().filter(|_| c.staged)?;
+    let region = staging.0;
+    let rows = input_ring_rows(target, l, p, c, region)?;
+    if !ring_fits(l, p, c, plans, staging, input_ring_bytes(l, c, rows)) {
+        return None;
+    }
+    let plan = &plans[c.first];
+    let ring = InputRing {
+        region,
+        at: 0,
+        rows,
+    };
+    let op = &l.ops[c.first];
+    let enc = plan.enc.as_ref()?;
+    let wt = op.weights.as_ref()?;
+    let direct = objective::cost(first_traffic(target, l, p, c, (plan, region), None));
+    let kept = ring_objective(target, l, p, c, (plan, region), &ring);
+    let swd = candidates(plan)
+        .filter_map(|q| q.enc.as_ref())
+        .find(|e| e.format == crate::arch_interface::WeightStreams::PerDecoder)
+        .map(weights::Encoded::layout);
+    let fwd = target.fwd_length_estimate(wt).map(|len| {
+        weights::Layout::new(
+            crate::arch_interface::WeightStreams::Single,
+            false,
+            [enc.scales.len() as u64, len],
+        )
+    });
+    let mut best: Option<(u64, BlockConfig)> = None;
+    for cand in target.block_candidates(&super::geometry(op)) {
+        let layout = match cand.weight_streams {
+            crate::arch_interface::WeightStreams::Single => fwd.clone(),
+            crate::arch_interface::WeightStreams::PerDecoder => swd.clone(),
+        };
+        let Some(layout) = layout.map(|x| weights::Layout {
+            sparse: cand.sparse,
+            ..x
+        }) else {
+            continue;
+        };
+        for block in std::iter::once(cand).chain(reshapes(target, op, &cand)) {
+            let mut sum = 0;
+            for &q in c.pieces.iter().filter(|q| q.0 == c.first) {
+                let (s, at) = piece(l, p, &BTreeMap::new(), c, q, Some(&ring));
+                let b = piece_block(&block, q.2 - q.1);
+                sum += estimate_traffic(target, &s, &b, Some(&layout), region, &at).0;
+            }
+            if best.as_ref().is_none_or(|b| sum < b.0) {
+                best = Some((sum, block));
+            }
+        }
+    }
+    let (_, block) = best?;
+    let enc = weights::encode(target, op, &super::geometry(op), &block).ok()??;
+    let at = super::regs::locs(op, p, l, &BTreeMap::new());
+    let (cycles, offchip) = estimate_traffic(
+        target,
+        op,
+        &block,
+        Some(&enc.layout()),
+        REGION_READ_ONLY,
+        &at,
+    );
+    let q = OpPlan {
+        block,
+        enc: Some(enc),
+        cycles,
+        offchip,
+        alt: None,
+        staged: None,
+        micro: Vec::new(),
+    };
+    let with = ring_objective(target, l, p, c, (&q, region), &ring);
+    (with < kept && with < direct).then_some(q)
 }
 
 /// Shrinks each cascade's intermediates to their rings and makes every buffer a cascade
@@ -647,7 +940,7 @@ pub(super) fn bands(
         };
         let (mut cycles, mut offchip) = (0, if staged { copied } else { 0 });
         for &(j, r0, r1) in &c.pieces {
-            let (s, at) = piece(l, &pe, &none, &c, (j, r0, r1));
+            let (s, at) = piece(l, &pe, &none, &c, (j, r0, r1), None);
             let key = (j, r1 - r0, s.ifm.shape.0, s.pad, staged);
             let (pc, pb) = *cache.entry(key).or_insert_with(|| {
                 let block = piece_block(&plans[j].block, r1 - r0);
@@ -724,7 +1017,7 @@ pub(super) fn windows(
 
 #[cfg(test)]
 mod tests {
-    use super::{piece_block, reshapes_within};
+    use super::{fills_of, piece_block, reshapes_within, ring_spans};
     use crate::arch_interface::{BlockConfig, WeightStreams};
 
     fn block(h: u32, mh: u32) -> BlockConfig {
@@ -735,6 +1028,39 @@ mod tests {
             sparse: false,
             private: 0,
         }
+    }
+
+    #[test]
+    fn an_input_ring_is_filled_with_each_row_once_before_the_piece_that_reads_it() {
+        // MobileNetV2 224's first convolution (3x3, stride 2, top padding 1, 224 IFM rows)
+        // in bands of 10 OFM rows: band r0..r1 reads IFM rows 2 r0 - 1 .. 2 r1 (RowMap).
+        let windows: Vec<(u32, u32)> = (0..112)
+            .step_by(10)
+            .map(|r0: u32| {
+                let r1 = (r0 + 10).min(112);
+                ((2 * r0).saturating_sub(1), ((r1 - 1) * 2 + 3 - 1).min(224))
+            })
+            .collect();
+        let ring = windows.iter().map(|w| w.1 - w.0).max().expect("a piece");
+        let fills = fills_of(windows.iter().copied());
+        // Every row once, in order, and all a piece reads is in the ring after its fill
+        // (the rows its window shares with the one before are still there).
+        let mut next = 0;
+        for (w, f) in windows.iter().zip(&fills) {
+            assert_eq!(f.0, next);
+            assert_eq!(f.1, w.1);
+            assert!(w.0 <= f.0 && w.1 - w.0 <= ring);
+            next = f.1;
+        }
+        assert_eq!(next, 224);
+        assert_eq!((ring, fills[1]), (21, (20, 40)));
+        // A fill past the ring's end continues at its start: in a ring of 21 rows of 672
+        // bytes, the second band's rows 20..40 go to slot 20 and slots 0..19.
+        assert_eq!(
+            ring_spans(21, (20, 40), 672),
+            vec![(20 * 672, 20 * 672, 672), (21 * 672, 0, 19 * 672)]
+        );
+        assert_eq!(ring_spans(21, (0, 20), 672), vec![(0, 0, 20 * 672)]);
     }
 
     #[test]

@@ -148,6 +148,7 @@ pub(crate) fn describe(
                 region,
                 blocks,
                 wait,
+                ..
             } => Staging::Cascade {
                 region: *region,
                 copies: blocks

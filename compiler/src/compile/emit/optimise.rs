@@ -580,9 +580,17 @@ fn place(
     for k in 0..n {
         if let Some(c) = cascades.iter().find(|c| (c.first..=c.last).contains(&k)) {
             if k == c.first && c.staged {
-                if let Some(s) =
-                    staging::stage_cascade(plans, c, chains, &mut occupied, hwm, region)
-                {
+                if let Some(s) = staging::stage_cascade(
+                    target,
+                    l,
+                    p,
+                    plans,
+                    c,
+                    chains,
+                    &mut occupied,
+                    hwm,
+                    region,
+                ) {
                     how[k] = s;
                 }
             }

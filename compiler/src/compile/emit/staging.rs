@@ -45,6 +45,8 @@ pub(super) enum Staged {
         region: u8,
         blocks: Vec<(usize, u64)>,
         wait: bool,
+        /// The first operation's IFM read through a ring filled band by band (S23).
+        input: Option<cascade::InputRing>,
     },
     /// In OFM-depth slices, each copied into `bufs[j % 2]` of `region` (double buffering).
     Sliced {
@@ -289,7 +291,9 @@ pub(super) fn stage(
         // after a cascade is hidden only by the cascade's last band (counted as 0).
         if let Some(c) = in_cascade[k] {
             if k == c.first && c.staged {
-                if let Some(how) = stage_cascade(plans, c, chains, &mut occupied, hwm, region) {
+                if let Some(how) =
+                    stage_cascade(target, l, p, plans, c, chains, &mut occupied, hwm, region)
+                {
                     out[k] = how;
                 }
             }
@@ -562,8 +566,16 @@ pub(super) fn stage_consts(
 }
 
 /// Buffers for the streams of every operation of cascade `c` (live from the DMAs' issue
-/// after the operation before it to its last band), when they all fit below `cap`.
+/// after the operation before it to its last band), when they all fit below `cap`; then,
+/// when its first operation reads an off-chip IFM and a ring for it fits too, the ring
+/// ([`cascade::InputRing`], S23) when it pays: the first operation's pieces reading the ring,
+/// plus the first band's fill (the later fills run alongside the band before's other
+/// operations) and every fill's off-chip bytes, against its pieces reading the IFM in place.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn stage_cascade(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
     plans: &[OpPlan],
     c: &cascade::Cascade,
     chains: &[Option<chain::Operand>],
@@ -593,10 +605,15 @@ pub(super) fn stage_cascade(
         placed.push((item, at));
         blocks.push((j, at));
     }
+    let input = input_ring(target, l, p, plans, c, &mut placed, (start, cap), region);
+    let mut buffers: Vec<(u64, u64)> = blocks
+        .iter()
+        .map(|&(j, off)| (off, plans[j].enc.as_ref().map_or(0, |e| e.size())))
+        .collect();
+    buffers.extend(input.map(|r| (r.at, cascade::input_ring_bytes(l, c, r.rows))));
     let wait = !after_chain
         && k >= 2
-        && blocks.iter().any(|&(j, off)| {
-            let size = plans[j].enc.as_ref().map_or(0, |e| e.size());
+        && buffers.iter().any(|&(off, size)| {
             occupied.iter().any(|(o, at)| {
                 o.start <= k - 2
                     && k - 2 <= o.end
@@ -609,5 +626,36 @@ pub(super) fn stage_cascade(
         region,
         blocks,
         wait,
+        input,
+    })
+}
+
+/// The input ring of cascade `c` ([`stage_cascade`]), placed among `placed` (live from
+/// `start` to the cascade's last band, below `cap`) when it fits and pays.
+#[allow(clippy::too_many_arguments)]
+fn input_ring(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    plans: &[OpPlan],
+    c: &cascade::Cascade,
+    placed: &mut Vec<(Item, u64)>,
+    (start, cap): (usize, u64),
+    region: u8,
+) -> Option<cascade::InputRing> {
+    let rows = cascade::input_ring_rows(target, l, p, c, region)?;
+    let item = Item {
+        size: cascade::input_ring_bytes(l, c, rows),
+        start,
+        end: c.last,
+    };
+    let at = alloc::fit(placed, item, cap)?;
+    let ring = cascade::InputRing { region, at, rows };
+    let plan = (&plans[c.first], region);
+    let direct = objective::cost(cascade::first_traffic(target, l, p, c, plan, None));
+    let with = cascade::ring_objective(target, l, p, c, plan, &ring);
+    (with < direct).then(|| {
+        placed.push((item, at));
+        ring
     })
 }

@@ -140,9 +140,16 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             region,
             blocks: at,
             wait,
+            input,
         } => {
             if *wait {
                 w.kernel_wait(1);
+            }
+            // The input ring's first fill, then the streams.
+            if let (Some(r), Some(c)) = (input, ops[k].cascade.map(|i| &cascades[i])) {
+                if let Some(&rows) = cascade::input_fills(l, c).first() {
+                    fill_ring(w, l, p, c, *r, rows);
+                }
             }
             for &(j, dst) in at {
                 if let Some(enc) = ops[j].plan.enc.as_ref() {
@@ -192,14 +199,28 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             }
             // Streams staged for the whole cascade: each operation's first piece waits for
             // its own DMA (they complete in order).
-            let (region, cascade_copies) = match &ops[index].staged {
-                staging::Staged::Cascade { region, blocks, .. } => (*region, blocks.clone()),
-                _ => (REGION_READ_ONLY, Vec::new()),
+            let (region, cascade_copies, input) = match &ops[index].staged {
+                staging::Staged::Cascade {
+                    region,
+                    blocks,
+                    input,
+                    ..
+                } => (*region, blocks.clone(), *input),
+                _ => (REGION_READ_ONLY, Vec::new(), None),
             };
+            // The input ring's fills (S23): the first went with the streams; fill `i` is
+            // issued once the first operation's piece `i - 1` has finished, and its piece
+            // `i` waits for it.
+            let fills = if input.is_some() {
+                cascade::input_fills(l, c)
+            } else {
+                Vec::new()
+            };
+            let mut first_pieces = 0usize;
             let mut started = vec![false; l.ops.len()];
             for &piece in &c.pieces {
                 let j = piece.0;
-                let (s, at) = cascade::piece(l, p, &consts, c, piece);
+                let (s, at) = cascade::piece(l, p, &consts, c, piece, input.as_ref());
                 let block = cascade::piece_block(&ops[j].plan.block, piece.2 - piece.1);
                 let layout = ops[j].plan.enc.as_ref().map(weights::Encoded::layout);
                 let copy = cascade_copies.iter().position(|&(o, _)| o == j);
@@ -218,10 +239,17 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                 );
                 // Hazards on whole buffers (a ring counts as a whole).
                 let o = &l.ops[j];
-                let reads: Vec<Range> = std::iter::once(&o.ifm)
-                    .chain(o.ifm2.as_ref())
-                    .filter_map(|fm| range(fm, p, l))
-                    .collect();
+                let ring = input.filter(|_| j == c.first).map(|r| {
+                    let bytes = cascade::input_ring_bytes(l, c, r.rows);
+                    (r.region, r.at, r.at + bytes)
+                });
+                let reads: Vec<Range> = match ring {
+                    Some(r) => vec![r],
+                    None => std::iter::once(&o.ifm)
+                        .chain(o.ifm2.as_ref())
+                        .filter_map(|fm| range(fm, p, l))
+                        .collect(),
+                };
                 let write = range(&o.ofm, p, l).expect("OFM in memory");
                 if let Some((preads, pwrite)) = &prev {
                     let raw = reads.iter().any(|&r| overlaps(r, *pwrite));
@@ -234,10 +262,21 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
                 if let (Some(i), false) = (copy, started[j]) {
                     let after = (cascade_copies.len() - 1 - i) as u8;
                     w.dma_wait(after.min(3));
+                } else if ring.is_some() {
+                    w.dma_wait(0);
                 }
                 started[j] = true;
                 w.op(cmd);
                 owners.push(j);
+                if let (Some(r), true) = (input, ring.is_some()) {
+                    first_pieces += 1;
+                    if let Some(&rows) = fills.get(first_pieces) {
+                        // The ring rows the next fill overwrites were read by this piece.
+                        w.kernel_wait(0);
+                        fill_ring(&mut w, l, p, c, r, rows);
+                        prev = None;
+                    }
+                }
             }
             done_at[c.last] = Some(w.commands.len() - 1);
             for j in c.first..=c.last {
@@ -439,6 +478,23 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
             bytes: len,
         }),
     })
+}
+
+/// The DMAs bringing IFM rows `rows` of cascade `c`'s first operation into its input ring
+/// `r` (S23).
+fn fill_ring(
+    w: &mut CommandWriter,
+    l: &crate::compile::lower::Lowered,
+    p: &crate::compile::alloc::Placement,
+    c: &cascade::Cascade,
+    r: cascade::InputRing,
+    rows: (u32, u32),
+) {
+    let buf = l.ops[c.first].ifm.buffer;
+    let (src_region, src) = (p.regions[buf], p.offsets[buf]);
+    for (from, to, len) in cascade::fill_copies(l, c, r.rows, rows) {
+        weights::copy_commands(w, (src_region, src + from), (r.region, r.at + to), len);
+    }
 }
 
 /// The DMA registers' values of a lowered DMA operation.
