@@ -195,7 +195,8 @@ pub(super) struct InputRing {
 
 /// The rows of a ring for the first operation's IFM of `c` (the most any of its pieces
 /// reads), when that IFM may be read through one: a CONV, DEPTHWISE or POOL reading all of a
-/// dense NHWC buffer, not a constant, placed (`p`) in a memory other than `staging`'s.
+/// dense NHWC graph input (which no operation writes, so a fill never waits for a kernel),
+/// placed (`p`) in a memory other than `staging`'s.
 pub(super) fn input_ring_rows(
     target: &dyn Target,
     l: &Lowered,
@@ -214,6 +215,7 @@ pub(super) fn input_ring_rows(
         Kernel::Conv | Kernel::Depthwise | Kernel::Pool(_)
     ) && op.ifm2.is_none()
         && whole
+        && l.buffers[buf].is_input
         && !l.constants.contains_key(&buf)
         && p.regions[buf] != alloc::CHAINED
         && p.regions[buf] != REGION_READ_ONLY
@@ -547,35 +549,46 @@ pub(super) fn member_plans(
     }
 }
 
-/// Whether cascade `c`'s streams (as `plans` has them) and then a ring of `bytes` fit the
-/// staging memory `region` of `capacity` beside the feature maps placed as `p`, as
-/// [`super::staging::stage_cascade`] places them.
+/// Whether cascade `c`'s streams (as `plans` has them, the first operation's with `first`'s)
+/// and then a ring of `bytes` fit the staging memory `region` of `capacity` beside the
+/// feature maps placed as `p`, exactly as [`super::staging::stage_cascade`] places them in
+/// both stagings (the greedy's and the program's, each with the constant copy the greedy's
+/// rule takes and without it, S14): `c` is the first cascade, from operation 0, so nothing
+/// but the feature maps and that copy is placed before it; else `false`.
 fn ring_fits(
+    target: &dyn Target,
     l: &Lowered,
     p: &Placement,
     c: &Cascade,
-    plans: &[OpPlan],
+    (plans, first): (&[OpPlan], &OpPlan),
     (region, capacity): (u8, u64),
     bytes: u64,
 ) -> bool {
-    let (mut placed, cap) = super::staging::occupancy(l, p, region, capacity);
-    let start = c.first.saturating_sub(2);
-    let sizes = plans[c.first..=c.last]
-        .iter()
-        .filter_map(|q| q.enc.as_ref().map(weights::Encoded::size))
-        .chain(std::iter::once(bytes));
-    for size in sizes {
-        let item = alloc::Item {
-            size,
-            start,
-            end: c.last,
-        };
-        let Some(at) = alloc::fit(&placed, item, cap) else {
-            return false;
-        };
-        placed.push((item, at));
+    if c.first != 0 {
+        return false;
     }
-    true
+    let copy = super::staging::copy_traffic(target, region);
+    [true, false].into_iter().all(|consts| {
+        let (mut placed, cap) = super::staging::occupancy(l, p, region, capacity);
+        if consts {
+            super::staging::stage_consts(target, l, plans, p, region, cap, &mut placed, &copy);
+        }
+        let sizes = std::iter::once(first)
+            .chain(&plans[c.first + 1..=c.last])
+            .filter_map(|q| q.enc.as_ref().map(weights::Encoded::size))
+            .chain(std::iter::once(bytes));
+        sizes.into_iter().all(|size| {
+            let item = alloc::Item {
+                size,
+                start: 0,
+                end: c.last,
+            };
+            alloc::fit(&placed, item, cap).is_some_and(|at| {
+                placed.push((item, at));
+                true
+            })
+        })
+    })
 }
 
 /// The objective (S11) of cascade `c`'s first operation run with `plan`, its streams in
@@ -608,8 +621,10 @@ pub(super) fn ring_objective(
 /// and their reshapes (S22), costed with the streams' lengths of `plan` (an FWD candidate
 /// with the target's FWD length estimate), the one whose pieces cost least through the ring,
 /// encoded; taken when, through the ring, it costs less than `plan` reading the IFM in place
-/// and than `plan` through the ring. (With another weight order than the plan's: a narrow
-/// input image is NPU-bound depth first, eight IFM channels a step of which it has three.)
+/// and than `plan` through the ring, and only where [`ring_fits`] shows that the staging
+/// will place the ring, so that a plan chosen for the ring never runs without it. (With
+/// another weight order than the plan's: a narrow input image is NPU-bound depth first,
+/// eight IFM channels a step of which it has three.)
 fn ring_plan(
     target: &dyn Target,
     l: &Lowered,
@@ -620,10 +635,11 @@ fn ring_plan(
     let staging = target.staging().filter(|_| c.staged)?;
     let region = staging.0;
     let rows = input_ring_rows(target, l, p, c, region)?;
-    if !ring_fits(l, p, c, plans, staging, input_ring_bytes(l, c, rows)) {
+    let plan = &plans[c.first];
+    let bytes = input_ring_bytes(l, c, rows);
+    if !ring_fits(target, l, p, c, (plans, plan), staging, bytes) {
         return None;
     }
-    let plan = &plans[c.first];
     let ring = InputRing {
         region,
         at: 0,
@@ -690,7 +706,9 @@ fn ring_plan(
         micro: Vec::new(),
     };
     let with = ring_objective(target, l, p, c, (&q, region), &ring);
-    (with < kept && with < direct).then_some(q)
+    // With its own streams the ring must still fit: the plan is taken only with the ring.
+    (with < kept && with < direct && ring_fits(target, l, p, c, (plans, &q), staging, bytes))
+        .then_some(q)
 }
 
 /// Shrinks each cascade's intermediates to their rings and makes every buffer a cascade
