@@ -134,6 +134,14 @@ pub fn encoded_len(weights: &[i16]) -> Result<usize, EncodeError> {
 
 /// [`EncodeError::WeightOutOfRange`] for the first weight outside -255..=255.
 fn check_range(weights: &[i16]) -> Result<(), EncodeError> {
+    // The extremes first (a fold without early exit, which vectorises), the
+    // position only if one is out of range.
+    let (lo, hi) = weights
+        .iter()
+        .fold((0i16, 0i16), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+    if lo >= -255 && hi <= 255 {
+        return Ok(());
+    }
     match weights.iter().position(|w| !(-255..=255).contains(w)) {
         Some(index) => Err(EncodeError::WeightOutOfRange {
             index,

@@ -100,10 +100,12 @@ pub(super) const ALT_WPARAMS: usize = LANES / 4;
 const UNCODABLE: u16 = 1024;
 
 /// Lane rows of the non-alternating lanes ([`ALL_WPARAMS`] order) for the
-/// Golomb-Rice parameters; the uncompressed lane (12) and the unused lanes
-/// are [`UNCODABLE`].
+/// Golomb-Rice parameters ([`UNCODABLE`] where one cannot code the index);
+/// the uncompressed lane (12) and the unused lanes are 0: the DP adds the
+/// uncompressed lane's bits per block and masks the unused lanes, and full
+/// rows keep the per-symbol sum one vector addition.
 static GR_LANE_ROWS: [[u16; LANES]; 512] = {
-    let mut t = [[UNCODABLE; LANES]; 512];
+    let mut t = [[0; LANES]; 512];
     let mut idx = 0;
     while idx < 512 {
         let mut p = 0;
@@ -231,6 +233,11 @@ impl Lanes {
         lanes
     }
 
+    /// The non-alternating lanes: [`Self::new`] of any indices.
+    fn non_alternating(ubits: u32) -> Self {
+        Self::new(&[0; 512], ubits, false, 0)
+    }
+
     /// Zero-run bits of a run in every lane.
     fn zrow(&self, r: u32) -> [u32; LANES] {
         let mut row = [0u32; LANES];
@@ -243,13 +250,92 @@ impl Lanes {
     }
 }
 
+/// Masks of the lanes the DP does not use: they never become the best.
+struct UnusedLanes {
+    /// `u32::MAX` for an unused lane, else 0.
+    wide: [u32; LANES],
+    /// `i16::MAX` for an unused lane, else 0.
+    narrow: [i16; LANES],
+}
+
+impl UnusedLanes {
+    fn new(used: usize) -> Self {
+        Self {
+            wide: std::array::from_fn(|s| if s < used { 0 } else { u32::MAX }),
+            narrow: std::array::from_fn(|s| if s < used { 0 } else { i16::MAX }),
+        }
+    }
+}
+
+/// Closes a block of the slice DP: every used lane's cost after it is its
+/// relative cost after the previous block capped at `switch_cost` (a new
+/// slice from the best lane; `switch_cost` alone at the first block) plus
+/// the block's bits `acc` and `exact`. Returns the smallest of them and
+/// leaves in `cost` each lane's cost above it, saturated at 255 (unused
+/// lanes: 255).
+fn close_block_exact(
+    cost: &mut [u8; LANES],
+    first: bool,
+    switch_cost: u32,
+    acc: &[u16; LANES],
+    exact: &[u32; LANES],
+    unused: &UnusedLanes,
+) -> u32 {
+    let mut t = [0u32; LANES];
+    for s in 0..LANES {
+        let prev = if first {
+            switch_cost
+        } else {
+            u32::from(cost[s]).min(switch_cost)
+        };
+        t[s] = ((prev + u32::from(acc[s])) | unused.wide[s]).saturating_add(exact[s]);
+    }
+    let m = t.iter().copied().fold(u32::MAX, u32::min);
+    for (c, &ts) in cost.iter_mut().zip(&t) {
+        *c = (ts - m).min(255) as u8;
+    }
+    m
+}
+
+/// [`close_block_exact`] of a block without exact bits, in 16-bit lanes:
+/// a block's `acc` is at most [`BLOCK`] rows of at most [`UNCODABLE`] +
+/// [`ZTAB`] bits (20,480), so with the previous cost (below 256) every used
+/// lane stays below `i16::MAX`, the unused lanes' value.
+fn close_block(
+    cost: &mut [u8; LANES],
+    first: bool,
+    switch_cost: u32,
+    acc: &[u16; LANES],
+    unused: &UnusedLanes,
+) -> u32 {
+    const _: () = assert!(BLOCK * (UNCODABLE as usize + ZTAB) + 255 < i16::MAX as usize);
+    debug_assert!(switch_cost < 255);
+    let sw = switch_cost as i16;
+    let mut t = [0i16; LANES];
+    for s in 0..LANES {
+        let prev = if first { sw } else { (cost[s] as i16).min(sw) };
+        t[s] = (prev + acc[s] as i16) | unused.narrow[s];
+    }
+    let m = t.iter().copied().fold(i16::MAX, i16::min);
+    for (c, &ts) in cost.iter_mut().zip(&t) {
+        *c = (ts - m).min(255) as u8;
+    }
+    m as u32
+}
+
 /// Dynamic programme over the symbols choosing slice boundaries and
 /// per-slice (weight parameter, zdiv). Returns the slices and the estimated
 /// bits of the region without its palette extension.
 pub(super) fn plan_slices(sym: &Symbols, ubits: u32) -> (Vec<SlicePlan>, u64) {
-    let hist = index_hist(&sym.idx);
-    let max_run = sym.zruns.iter().copied().max().unwrap_or(0);
-    plan_slices_with(sym, &Lanes::new(&hist, ubits, sym.alternating, max_run))
+    let lanes = if sym.alternating {
+        let hist = index_hist(&sym.idx);
+        let max_run = sym.zruns.iter().copied().max().unwrap_or(0);
+        Lanes::new(&hist, ubits, true, max_run)
+    } else {
+        // The non-alternating lanes are every weight parameter, whatever the indices.
+        Lanes::non_alternating(ubits)
+    };
+    plan_slices_with(sym, &lanes)
 }
 
 /// [`plan_slices`] with given lanes (which must cover every index and run).
@@ -287,11 +373,7 @@ pub(super) fn plan_slices_with(sym: &Symbols, lanes: &Lanes) -> (Vec<SlicePlan>,
     // Relative cost of each lane after the previous block, saturated at
     // 255 (above the switch cost: a lane that expensive restarts anyway).
     let mut cost = [0u8; LANES];
-    // Unused lanes never become the best.
-    let mut unused = [u32::MAX; LANES];
-    for u in &mut unused[..used] {
-        *u = 0;
-    }
+    let unused = UnusedLanes::new(used);
     let mut base = 0u64;
     let sw = u64::from(switch_cost);
     let mut i = 0;
@@ -309,7 +391,8 @@ pub(super) fn plan_slices_with(sym: &Symbols, lanes: &Lanes) -> (Vec<SlicePlan>,
                 add_row(&mut acc, &wlane[usize::from(ix) & 511]);
                 any |= ix;
             }
-            acc[unc_lane] = if u32::from(any) >> ubits == 0 {
+            debug_assert_eq!(acc[unc_lane], 0);
+            acc[unc_lane] += if u32::from(any) >> ubits == 0 {
                 ((end - i) as u32 * ubits) as u16
             } else {
                 UNCODABLE
@@ -341,25 +424,12 @@ pub(super) fn plan_slices_with(sym: &Symbols, lanes: &Lanes) -> (Vec<SlicePlan>,
                 *e = e.saturating_add(z);
             }
         }
-        let mut t = [0u32; LANES];
-        for s in 0..LANES {
-            let prev = if i == 0 {
-                switch_cost
-            } else {
-                u32::from(cost[s]).min(switch_cost)
-            };
-            t[s] = (prev + u32::from(acc[s])) | unused[s];
-        }
-        if has_exact {
-            for (ts, e) in t.iter_mut().zip(exact) {
-                *ts = ts.saturating_add(e);
-            }
-        }
-        let m = t.iter().copied().fold(u32::MAX, u32::min);
+        let m = if has_exact {
+            close_block_exact(&mut cost, i == 0, switch_cost, &acc, &exact, &unused)
+        } else {
+            close_block(&mut cost, i == 0, switch_cost, &acc, &unused)
+        };
         base += u64::from(m);
-        for (c, &ts) in cost.iter_mut().zip(&t) {
-            *c = (ts - m).min(255) as u8;
-        }
         starts.push(i);
         rel.push(cost);
         i = j;
@@ -398,4 +468,34 @@ pub(super) fn plan_slices_with(sym: &Symbols, lanes: &Lanes) -> (Vec<SlicePlan>,
     // The first slice's switch cost stands for its header.
     let bits = total + u64::from(SLICE_HEADER_BITS) - u64::from(switch_cost.min(total as u32));
     (slices, bits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// A block closed in 16-bit lanes is closed as in 32-bit lanes without exact bits:
+        /// any previous costs, used lanes and block sums up to the largest a block reaches.
+        #[test]
+        fn a_block_closed_in_16_bit_lanes_is_closed_as_in_32_bit_lanes(
+            prev in proptest::prelude::any::<[u8; LANES]>(),
+            sums in proptest::collection::vec(0u32..=(BLOCK * (UNCODABLE as usize + ZTAB)) as u32, LANES),
+            used in 1usize..=LANES,
+            first in proptest::prelude::any::<bool>(),
+            alternating in proptest::prelude::any::<bool>(),
+        ) {
+            let switch_cost = SLICE_HEADER_BITS
+                + EXPECTED_W_PADDING
+                + if alternating { EXPECTED_Z_PADDING } else { 0 };
+            let acc: [u16; LANES] = std::array::from_fn(|s| sums[s] as u16);
+            let unused = UnusedLanes::new(used);
+            let (mut narrow, mut wide) = (prev, prev);
+            let m16 = close_block(&mut narrow, first, switch_cost, &acc, &unused);
+            let m32 = close_block_exact(&mut wide, first, switch_cost, &acc, &[0; LANES], &unused);
+            proptest::prop_assert_eq!((m16, narrow), (m32, wide));
+        }
+    }
 }
