@@ -26,11 +26,11 @@ use super::error::{check, Fault};
 use super::fm::Fm;
 use super::output::{Output, Rescale};
 use super::state::State;
-use super::{Memory, RunReport, SimError, Simulator, NUM_REGIONS};
+use super::{Memory, RunReport, SimError, Simulator, LUT_BYTES, NUM_REGIONS};
 use crate::arch::Accelerator;
 use crate::isa::{
-    AccInput, AccOutput, ActivationFormat, ActivationFunction, ActivationReverse,
-    ActivationStorage, ActivationTranspose, IfmUpscaleMode, RegisterFile,
+    AccInput, AccOutput, ActivationFormat, ActivationFunction, ActivationPrecision,
+    ActivationReverse, ActivationStorage, ActivationTranspose, IfmUpscaleMode, RegisterFile,
 };
 use npuc_codecs::arith::sign_extend;
 
@@ -153,25 +153,56 @@ fn simulate(
 /// but the bytes it writes (which become stale: [`Memory::mark_stale`]). Excluded, and so
 /// simulated in full: chained inputs or outputs, accumulators kept or read, an OFM that sets
 /// COND_STATUS.result_flag (1x1x1), reverse or transpose, and table activations (whose
-/// asserts depend on the values).
+/// asserts depend on the values). For CONV, DEPTHWISE and POOL, which go through the
+/// accumulators.
 pub(crate) fn check_only_op(regs: &RegisterFile, st: &State) -> bool {
-    let (i, o) = (regs.ifm_precision, regs.ofm_precision);
+    check_only_output(regs, st)
+        && regs.ifm_precision.activation_storage != ActivationStorage::Chained
+        && regs.acc_format.acc_input == AccInput::Reset
+        && regs.acc_format.acc_output == AccOutput::Enable
+}
+
+/// [`check_only_op`] without the conditions on the IFM and the accumulators, for ELEMENTWISE
+/// and RESIZE, whose results go to `write_ofm` without the accumulators (ACC_FORMAT's input
+/// and output modes play no part in them) and whose chained inputs a check-only run drains
+/// ([`check_plain_read`]): an OFM written to memory in plain HWC order without reverse, or to
+/// a chaining FIFO, of more than one element, and an activation that cannot fail on any
+/// value ([`activation_never_fails`]).
+pub(crate) fn check_only_output(regs: &RegisterFile, st: &State) -> bool {
+    let o = regs.ofm_precision;
     st.mem.check_only()
-        && i.activation_storage != ActivationStorage::Chained
         && matches!(
             o.activation_storage,
-            ActivationStorage::Tile2x2 | ActivationStorage::Tile3x1
+            ActivationStorage::Tile2x2 | ActivationStorage::Tile3x1 | ActivationStorage::Chained
         )
         && o.activation_reverse == ActivationReverse::None
         && o.activation_transpose == ActivationTranspose::Hwc
-        && regs.acc_format.acc_input == AccInput::Reset
-        && regs.acc_format.acc_output == AccOutput::Enable
-        && regs.activation.activation_function == ActivationFunction::LutNone
+        && activation_never_fails(regs)
         && (
             regs.ofm_height_m1.height_m1,
             regs.ofm_width_m1.width_m1,
             regs.ofm_depth_m1.depth_m1,
         ) != (0, 0, 0)
+}
+
+/// Whether `activation` (TRM 3.6.7) returns a value for every input: no table, a b64 OFM
+/// (no activation), or a table indexed by 8 bits of the value whose 256 entries lie in the
+/// LUT RAM (table number and entry size; `check_table` is checked as always). The 16-bit
+/// and tanh/sigmoid tables index by the value's high bits, which only the values keep in
+/// range: those operations are simulated in full.
+fn activation_never_fails(regs: &RegisterFile) -> bool {
+    if regs.ofm_precision.activation_precision == ActivationPrecision::B64 {
+        return true;
+    }
+    let a = regs.activation;
+    let size = match a.activation_function {
+        ActivationFunction::LutNone => return true,
+        ActivationFunction::LutU8U8 | ActivationFunction::LutS8S8 => 1,
+        ActivationFunction::LutS8S16 => 2,
+        ActivationFunction::LutS8S32 => 4,
+        _ => return false,
+    };
+    ((u64::from(a.table) << 8) + 256) * size <= LUT_BYTES as u64
 }
 
 /// The tiles (TRM 3.8) that the elements `[0, h) x [0, w)` of `fm` fall in, as (tile, first
@@ -288,18 +319,56 @@ pub(crate) fn check_ifm_read(
     check_fm_extent(fm, &st.mem, (h, w, c as u64)).map(|_| ())
 }
 
+/// `read_ifm2` (or `read_ifm`) of a `h x w x c` tensor through
+/// [`super::input::gather_plain`], checked without reading: the zero point, storage and
+/// address rules; a chained tensor's values are taken from its FIFO
+/// ([`State::fifo_drain`]).
+pub(crate) fn check_plain_read(
+    fm: &Fm,
+    st: &mut State,
+    (h, w, c): (usize, usize, usize),
+) -> Result<(), Fault> {
+    fm.input_zero_point()?;
+    if fm.storage == ActivationStorage::Chained {
+        return st.fifo_drain(fm.region, h * w * c);
+    }
+    check(
+        fm.storage != ActivationStorage::None,
+        "3.6.5",
+        "storage != none",
+        || format!("{:?} has storage none but is read", fm.which),
+    )?;
+    check_fm_extent(fm, &st.mem, (h as u64, w as u64, c as u64)).map(|_| ())
+}
+
 /// `write_accumulator` of every OFM element, checked without computing: the rescale rules
-/// of each channel (an accumulator plus its bias always fits its format) and the OFM's
-/// address rules. The OFM bytes become stale and COND_STATUS.result_flag UNPREDICTABLE, as
-/// a full run leaves it for an OFM of more than one element.
-pub(crate) fn check_accumulator_writes(out: &Output, st: &mut State) -> Result<(), Fault> {
-    let (h, w, d) = out.dims;
+/// of each channel in `mode` (an accumulator plus its bias always fits its format; the
+/// rules of `rescale` other than that range depend on the channel's scale, not on the
+/// value) and the OFM's address rules ([`check_ofm_writes`]).
+pub(crate) fn check_accumulator_writes(
+    out: &Output,
+    st: &mut State,
+    mode: Rescale,
+) -> Result<(), Fault> {
+    let (_, _, d) = out.dims;
     for oc in 0..d {
         let acc = sign_extend(out.bias(oc), out.acc_bits());
-        out.rescale(acc, oc, Rescale::Normal)?;
+        out.rescale(acc, oc, mode)?;
     }
-    let (lo, hi) = check_fm_extent(&out.ofm, &st.mem, (h, w, d))?;
-    st.mem.mark_stale(out.ofm.region, lo, hi);
+    check_ofm_writes(out, st)
+}
+
+/// `write_ofm` of every OFM element, checked without computing: the OFM's address rules.
+/// The OFM bytes (or its chaining FIFO, [`State::fifo_push_stale`]) become stale and
+/// COND_STATUS.result_flag UNPREDICTABLE, as a full run leaves it for an OFM of more than
+/// one element.
+pub(crate) fn check_ofm_writes(out: &Output, st: &mut State) -> Result<(), Fault> {
     st.result_flag = None;
+    if out.ofm.storage == ActivationStorage::Chained {
+        let (h, w, d) = out.dims;
+        return st.fifo_push_stale(out.ofm.region, (h * w * d) as usize);
+    }
+    let (lo, hi) = check_fm_extent(&out.ofm, &st.mem, out.dims)?;
+    st.mem.mark_stale(out.ofm.region, lo, hi);
     Ok(())
 }
