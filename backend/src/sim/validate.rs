@@ -13,14 +13,17 @@
 //! ([`super::Memory::set_data_unknown`]).
 //!
 //! Computing every output on zero data costs what running the network costs, so a run is
-//! check-only first: a CONV or DEPTHWISE whose output nothing but its bytes depends on
-//! ([`check_only_op`]) runs the same code up to its first value (every register assert, the
-//! weight and scale streams decoded, the output stage's per-channel rules) and then checks
-//! the extents of its IFM reads and OFM writes from the extremes of each tile
-//! ([`check_fm_extent`]) instead of element by element. The bytes it does not write are
-//! tracked as stale, and so is whatever is computed or copied from them; a weight or scale
-//! stream read from stale bytes, or any failure, sends the stream to the full simulation,
-//! whose verdict and error are then the answer.
+//! check-only first: a CONV, DEPTHWISE, POOL, ELEMENTWISE or RESIZE whose output nothing but
+//! its bytes depends on and whose element rules cannot depend on the values
+//! ([`check_only_op`], [`check_only_output`]) runs the same code up to its first value (every
+//! register assert, the weight and scale streams, the output stage's per-channel rules, the
+//! input scales' rules once) and then checks the extents of its IFM reads and OFM writes
+//! from the extremes of each tile ([`check_fm_extent`]) instead of element by element; a
+//! chained output pushes as many values as a full run would, a chained input drains them.
+//! The bytes (or FIFO values) it does not compute are tracked as stale, and so is whatever
+//! is computed or copied from them; a weight or scale stream read from stale bytes, or any
+//! failure, sends the stream to the full simulation, whose verdict and error are then the
+//! answer.
 
 use super::error::{check, Fault};
 use super::fm::Fm;
@@ -148,13 +151,11 @@ fn simulate(
     Ok(run)
 }
 
-/// Whether the current kernel operation may be checked without computing its output: a
-/// check-only run, and an operation whose output no later rule depends on through anything
-/// but the bytes it writes (which become stale: [`Memory::mark_stale`]). Excluded, and so
-/// simulated in full: chained inputs or outputs, accumulators kept or read, an OFM that sets
-/// COND_STATUS.result_flag (1x1x1), reverse or transpose, and table activations (whose
-/// asserts depend on the values). For CONV, DEPTHWISE and POOL, which go through the
-/// accumulators.
+/// Whether the current CONV, DEPTHWISE or POOL may be checked without computing its output:
+/// a check-only run, and an operation whose output no later rule depends on through anything
+/// but the values it writes (which become stale: [`Memory::mark_stale`],
+/// [`State::fifo_push_stale`]). Excluded, and so simulated in full: a chained input,
+/// accumulators kept or read, and whatever [`check_only_output`] excludes.
 pub(crate) fn check_only_op(regs: &RegisterFile, st: &State) -> bool {
     check_only_output(regs, st)
         && regs.ifm_precision.activation_storage != ActivationStorage::Chained
@@ -166,8 +167,9 @@ pub(crate) fn check_only_op(regs: &RegisterFile, st: &State) -> bool {
 /// and RESIZE, whose results go to `write_ofm` without the accumulators (ACC_FORMAT's input
 /// and output modes play no part in them) and whose chained inputs a check-only run drains
 /// ([`check_plain_read`]): an OFM written to memory in plain HWC order without reverse, or to
-/// a chaining FIFO, of more than one element, and an activation that cannot fail on any
-/// value ([`activation_never_fails`]).
+/// a chaining FIFO, of more than one element (a 1x1x1 OFM sets COND_STATUS.result_flag,
+/// which a branch may read), and an activation that cannot fail on any value
+/// ([`activation_never_fails`]).
 pub(crate) fn check_only_output(regs: &RegisterFile, st: &State) -> bool {
     let o = regs.ofm_precision;
     st.mem.check_only()
