@@ -351,7 +351,16 @@ impl Memory {
         self.read_bytes(region, addr, len)
     }
 
-    /// Whether a check-only run read a weight or scale stream from bytes it did not compute.
+    /// Records that the check-only run proves nothing (an operation whose rules depend on
+    /// values read stale ones): [`Memory::inexact`].
+    pub fn set_inexact(&mut self) {
+        if let Some(shadow) = &mut self.shadow {
+            shadow.inexact = true;
+        }
+    }
+
+    /// Whether a check-only run read a weight or scale stream from bytes it did not compute,
+    /// or an operation whose rules depend on values read stale ones.
     pub fn inexact(&self) -> bool {
         self.shadow.as_ref().is_some_and(|s| s.inexact)
     }

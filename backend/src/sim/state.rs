@@ -70,6 +70,9 @@ pub struct State {
     pub acc: AccStorage,
     /// COND_STATUS.result_flag; `None` when UNPREDICTABLE (last OFM was not 1x1x1).
     pub result_flag: Option<bool>,
+    /// A check-only run ([`super::validate`]) computed `result_flag` from stale values: a
+    /// branch on it proves nothing.
+    pub result_flag_stale: bool,
 }
 
 impl Default for State {
@@ -86,6 +89,7 @@ impl Default for State {
             chain_num_ifm: 0,
             acc: AccStorage::default(),
             result_flag: Some(false),
+            result_flag_stale: false,
         }
     }
 }

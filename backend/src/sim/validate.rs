@@ -32,8 +32,9 @@ use super::state::State;
 use super::{Memory, RunReport, SimError, Simulator, LUT_BYTES, NUM_REGIONS};
 use crate::arch::Accelerator;
 use crate::isa::{
-    AccInput, AccOutput, ActivationFormat, ActivationFunction, ActivationPrecision,
-    ActivationReverse, ActivationStorage, ActivationTranspose, IfmUpscaleMode, RegisterFile,
+    AccInput, AccOutput, ActivationClipRange, ActivationFormat, ActivationFunction,
+    ActivationPrecision, ActivationReverse, ActivationStorage, ActivationTranspose, ActivationType,
+    Command, ElementwiseMode, IfmUpscaleMode, RegisterFile,
 };
 use npuc_codecs::arith::sign_extend;
 
@@ -188,23 +189,58 @@ pub(crate) fn check_only_output(regs: &RegisterFile, st: &State) -> bool {
 }
 
 /// Whether `activation` (TRM 3.6.7) returns a value for every input: no table, a b64 OFM
-/// (no activation), or a table indexed by 8 bits of the value whose 256 entries lie in the
-/// LUT RAM (table number and entry size; `check_table` is checked as always). The 16-bit
-/// and tanh/sigmoid tables index by the value's high bits, which only the values keep in
-/// range: those operations are simulated in full.
+/// (no activation), a table indexed by 8 bits of the value whose 256 entries lie in the
+/// LUT RAM (table number and entry size; `check_table` is checked as always), tanh and
+/// sigmoid (whose clamp keeps the index within 8..503), or a 16-bit table whose clip bounds
+/// are 16-bit signed values (index 256 + (acc >> 7) within 0..511). A 16-bit table without
+/// those bounds indexes by the value's high bits, which only the values keep in range: such
+/// an operation is simulated in full.
 fn activation_never_fails(regs: &RegisterFile) -> bool {
     if regs.ofm_precision.activation_precision == ActivationPrecision::B64 {
         return true;
     }
     let a = regs.activation;
     let size = match a.activation_function {
-        ActivationFunction::LutNone => return true,
+        ActivationFunction::LutNone
+        | ActivationFunction::LutTanh
+        | ActivationFunction::LutSigmoid => return true,
         ActivationFunction::LutU8U8 | ActivationFunction::LutS8S8 => 1,
         ActivationFunction::LutS8S16 => 2,
         ActivationFunction::LutS8S32 => 4,
-        _ => return false,
+        ActivationFunction::LutS16S16 | ActivationFunction::LutS16S32 => {
+            // `Output::new`: the bounds are sign-extended for a signed OFM, taken as they
+            // are for an unsigned one; the clamp keeps the value between them.
+            let signed = regs.ofm_precision.activation_type == ActivationType::Signed;
+            let bounds = [
+                regs.activation_min.clip_boundary,
+                regs.activation_max.clip_boundary,
+            ];
+            return a.activation_clip_range == ActivationClipRange::B16
+                && (signed || bounds.iter().all(|&b| b <= i16::MAX as u16));
+        }
     };
     ((u64::from(a.table) << 8) + 256) * size <= LUT_BYTES as u64
+}
+
+/// Whether an operation simulated in full in a check-only run has a rule its values decide:
+/// a table that may index outside the LUT RAM ([`activation_never_fails`]), or an LRELU that
+/// scales IFM values which may not fit 16 bits with an active IFM2 scale (`scale_b`'s
+/// assert; every other input scale meets values that always fit, and a division's asserts
+/// are off in validation). Having read stale values ([`Memory::op_read_stale`]), such an
+/// operation proves nothing ([`Memory::set_inexact`]): the stream is simulated in full.
+/// (COND_STATUS.result_flag made from stale values is [`State::result_flag_stale`].)
+pub(crate) fn has_value_rules(regs: &RegisterFile, command: &Command) -> bool {
+    let fits_16_bits = |(p, t): (ActivationPrecision, ActivationType)| {
+        p == ActivationPrecision::B8
+            || (p == ActivationPrecision::B16 && t == ActivationType::Signed)
+    };
+    let (i, i2) = (regs.ifm_precision, regs.ifm2_precision);
+    let lrelu_scales_wide_values = matches!(
+        command,
+        Command::OpElementwise(e) if e.elementwise_mode == ElementwiseMode::Lrelu
+    ) && fits_16_bits((i2.activation_precision, i2.activation_type))
+        && !fits_16_bits((i.activation_precision, i.activation_type));
+    lrelu_scales_wide_values || !activation_never_fails(regs)
 }
 
 /// The tiles (TRM 3.8) that the elements `[0, h) x [0, w)` of `fm` fall in, as (tile, first
