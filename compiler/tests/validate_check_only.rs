@@ -88,6 +88,11 @@ fn mutate(words: &[u32], rng: &mut Rng) -> Option<Vec<u32>> {
         .map(|d| d.command)
         .collect();
     let at = (rng.next() % cmds.len() as u64) as usize;
+    mutate_at(&cmds, at, rng)
+}
+
+/// Command `at` of `cmds` changed as [`mutate`] changes one.
+fn mutate_at(cmds: &[Command], at: usize, rng: &mut Rng) -> Option<Vec<u32>> {
     let mut encoded = encode_stream(&cmds[at..=at]).ok()?;
     let word = (rng.next() % encoded.len() as u64) as usize;
     let delta = match rng.next() % 4 {
@@ -142,5 +147,75 @@ fn mutated_streams_get_the_verdict_and_error_of_the_full_simulation() {
     assert!(
         compared > 500 && refused > 50,
         "{compared} compared, {refused} refused"
+    );
+}
+
+/// The commands whose next kernel operation is an ELEMENTWISE, POOL or RESIZE (which a
+/// check-only run checks without computing since issue 14): its registers, and the operation
+/// itself.
+fn before_elementwise_pool_or_resize(cmds: &[Command]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut pending = Vec::new();
+    for (i, c) in cmds.iter().enumerate() {
+        pending.push(i);
+        match c {
+            Command::OpElementwise(_) | Command::OpPool(_) | Command::OpResize(_) => {
+                out.append(&mut pending)
+            }
+            Command::OpConv(_) | Command::OpDepthwise(_) | Command::OpDmaStart(_) => {
+                pending.clear()
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn streams_mutated_before_elementwise_pool_or_resize_get_the_full_simulations_verdict() {
+    let mut rng = Rng(0xe1e_3e17);
+    let (mut compared, mut refused, mut accepted) = (0, 0, 0);
+    for (name, g) in corpus_graphs() {
+        let accel = Accelerator::U85_256;
+        let Ok(m) = compile(&g, &options(accel)) else {
+            continue;
+        };
+        let words = m.payload.command_words().unwrap();
+        let cmds: Vec<Command> = decode_stream(&words)
+            .unwrap()
+            .iter()
+            .map(|d| d.command)
+            .collect();
+        let targets = before_elementwise_pool_or_resize(&cmds);
+        if targets.is_empty() {
+            continue;
+        }
+        let regions = region_sizes(&m);
+        let constants = Some(m.read_only.as_slice());
+        for _ in 0..16 {
+            let at = targets[(rng.next() % targets.len() as u64) as usize];
+            let Some(words) = mutate_at(&cmds, at, &mut rng) else {
+                continue;
+            };
+            let fast = validate_check_only(accel, &words, &regions, constants);
+            let full = validate_full(accel, &words, &regions, constants);
+            if let Ok(fast) = &fast {
+                let full = full.as_ref().unwrap_or_else(|e| {
+                    panic!("{name}: command {at}: check-only accepts, full refuses: {e}")
+                });
+                assert_eq!(fast.macs, full.macs, "{name}: command {at}");
+            }
+            let got = validate(accel, &words, &regions, constants)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            assert_eq!(got, full.map(|_| ()).map_err(|e| e.to_string()), "{name}");
+            compared += 1;
+            refused += usize::from(got.is_err());
+            accepted += usize::from(fast.is_ok());
+        }
+    }
+    assert!(
+        compared > 300 && refused > 50 && accepted > 50,
+        "{compared} compared, {refused} refused, {accepted} accepted check-only"
     );
 }

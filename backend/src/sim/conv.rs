@@ -211,7 +211,7 @@ pub fn conv(
     out.check_permutation(true)?;
     counts.macs = (g.ofm_h * g.ofm_w * g.ofm_d * kh * kw * c) as u64;
     if check_only {
-        validate::check_accumulator_writes(&out, st)?;
+        validate::check_accumulator_writes(&out, st, Rescale::Normal)?;
         return Ok(counts);
     }
     let inp: Vec<i32> = dense.data.iter().map(|&v| v as i32).collect();
@@ -343,7 +343,7 @@ pub fn depthwise(
     let out = Output::new(arch, regs, scales)?;
     out.check_permutation(true)?;
     if check_only {
-        validate::check_accumulator_writes(&out, st)?;
+        validate::check_accumulator_writes(&out, st, Rescale::Normal)?;
         return Ok(counts);
     }
     // [ky][kx][c] so that the inner loop runs over channels.

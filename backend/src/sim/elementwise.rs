@@ -6,13 +6,21 @@ use super::fm::Fm;
 use super::input::{gather_plain, Dense};
 use super::output::{Output, Rescale};
 use super::state::State;
-use super::{chain_input, OpCounts};
+use super::{chain_input, validate, OpCounts};
 use crate::arch::ArchConfig;
 use crate::isa::{
     ActivationPrecision, ActivationReverse, ActivationStorage, ActivationTranspose, ActivationType,
     BroadcastMode, ElementwiseMode, IfmUpscaleMode, RegisterFile, RoundModeOfm, SetIfmScale,
 };
 use npuc_codecs::arith::{clz32, ifm_round_mode, rounded_shift_right, sign_extend};
+
+/// Whether a tensor's values, less its zero point, always fit 16 bits (the assert of
+/// `scale_a` / `scale_b`): b8 (zero point within -128..256) or signed b16 (zero point 0, which
+/// `read_ifm` asserts, [`Fm::input_zero_point`]).
+fn fits_16_bits(fm: &Fm) -> bool {
+    fm.precision == ActivationPrecision::B8
+        || (fm.precision == ActivationPrecision::B16 && fm.signed)
+}
 
 const S: &str = "3.10.6";
 
@@ -41,17 +49,30 @@ impl Operand {
     }
 }
 
+impl Operand {
+    /// The scalar's value, `None` for a tensor.
+    fn scalar(&self) -> Option<i64> {
+        match self {
+            Operand::Scalar(v) => Some(*v),
+            Operand::Tensor { .. } => None,
+        }
+    }
+}
+
 fn bits(m: BroadcastMode) -> (bool, bool, bool) {
     let r = m.raw();
     (r & 1 != 0, r & 2 != 0, r & 4 != 0)
 }
 
+/// One operand, read (or, `check_only`, its reads checked: [`validate::check_plain_read`];
+/// a tensor is then returned with no values).
 fn operand(
     fm: &Fm,
     mode: BroadcastMode,
     scalar: i32,
     st: &mut State,
     dims: (usize, usize, usize),
+    check_only: bool,
 ) -> Result<Operand, Fault> {
     if mode == BroadcastMode::Scalar {
         check(
@@ -75,15 +96,17 @@ fn operand(
     }
     let (bh, bw, bc) = bits(mode);
     let (h, w, c) = dims;
-    let d = gather_plain(
-        fm,
-        st,
-        (
-            if bh { 1 } else { h },
-            if bw { 1 } else { w },
-            if bc { 1 } else { c },
-        ),
-    )?;
+    let read = (
+        if bh { 1 } else { h },
+        if bw { 1 } else { w },
+        if bc { 1 } else { c },
+    );
+    let d = if check_only {
+        validate::check_plain_read(fm, st, read)?;
+        Dense::default()
+    } else {
+        gather_plain(fm, st, read)?
+    };
     Ok(Operand::Tensor { d, bh, bw, bc })
 }
 
@@ -217,11 +240,23 @@ pub fn elementwise(
         )?;
     }
     let scalar = regs.op_scalar.scalar;
-    let a = operand(&ifm, a_mode, scalar, st, dims)?;
+    // Check-only (validation): nothing but addresses can fail element by element
+    // (`check_only_arithmetic`); a division's asserts are on the data, which validation
+    // does not apply (`Memory::set_data_unknown`).
+    let check_only =
+        validate::check_only_output(regs, st) && (mode != M::Div || st.mem.data_unknown());
+    let a = operand(&ifm, a_mode, scalar, st, dims, check_only)?;
     let b = if unary {
         Operand::Scalar(0)
     } else {
-        operand(&ifm2, regs.ifm2_broadcast.broadcast_mode, scalar, st, dims)?
+        operand(
+            &ifm2,
+            regs.ifm2_broadcast.broadcast_mode,
+            scalar,
+            st,
+            dims,
+            check_only,
+        )?
     };
     let sa = InScale::new(&ifm, regs.ifm_scale);
     let s2 = regs.ifm2_scale;
@@ -273,6 +308,12 @@ pub fn elementwise(
     };
     let out_round = ofm_scale.round_mode;
     let out_dbl = u32::from(ofm_scale.dbl_rnd);
+    if check_only {
+        let scales = [(&sa, &a, &ifm), (&sb, &b, &ifm2)];
+        check_only_arithmetic(mode, scales, &out, rescale, (out_round, out_dbl))?;
+        validate::check_ofm_writes(&out, st)?;
+        return Ok(OpCounts::default());
+    }
     let (h, w, d) = dims;
     let data_known = !st.mem.data_unknown();
     for oy in 0..h {
@@ -349,4 +390,56 @@ pub fn elementwise(
         }
     }
     Ok(OpCounts::default())
+}
+
+/// The rules the element loop of [`elementwise`] applies, checked once for every element:
+/// the input scales' parameters (`scale_a`, `scale_b`: shift and double rounding) and their
+/// 16-bit operand assert, the shift of SHR, and the OFM's `rescale` (per-channel mode,
+/// shift, double rounding). None depends on a tensor's values: a tensor whose values could
+/// fail the 16-bit assert is not scaled ([`InScale::active`] only for b8 and signed b16,
+/// [`fits_16_bits`]; LRELU scales the IFM's values with the IFM2's scale too), and a
+/// scalar's one value is checked here. May refuse what the element loop would not (a
+/// scale LRELU applies only to negative values), never the reverse: a refusal sends the
+/// stream to the full simulation.
+fn check_only_arithmetic(
+    mode: ElementwiseMode,
+    [(sa, a, ifm), (sb, b, ifm2)]: [(&InScale, &Operand, &Fm); 2],
+    out: &Output,
+    rescale: Rescale,
+    (out_round, out_dbl): (RoundModeOfm, u32),
+) -> Result<(), Fault> {
+    use ElementwiseMode as M;
+    let check_scale = |s: &InScale, operand: &Operand, fm: &Fm| -> Result<(), Fault> {
+        if !s.active {
+            return Ok(());
+        }
+        match operand.scalar() {
+            Some(v) => s.apply(v).map(|_| ()),
+            None => {
+                check(
+                    fits_16_bits(fm),
+                    S,
+                    "check-only: a scaled tensor of b8 or signed b16",
+                    || format!("{:?} {}", fm.which, fm.precision.name()),
+                )?;
+                s.apply(0).map(|_| ())
+            }
+        }
+    };
+    match mode {
+        M::Mul | M::Div => {}
+        M::Lrelu => {
+            check_scale(sa, a, ifm)?;
+            check_scale(sb, a, ifm)?;
+        }
+        M::Abs | M::Clz | M::Not => check_scale(sa, a, ifm)?,
+        _ => {
+            check_scale(sa, a, ifm)?;
+            check_scale(sb, b, ifm2)?;
+        }
+    }
+    if mode == M::Shr {
+        rounded_shift_right(0, 0, out_round, out_dbl)?;
+    }
+    out.rescale_checked(0, 0, rescale, false).map(|_| ())
 }

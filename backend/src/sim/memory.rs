@@ -319,6 +319,20 @@ impl Memory {
         }
     }
 
+    /// Whether the current operation has read stale bytes (check-only run), so that what it
+    /// computes is stale too.
+    pub fn op_read_stale(&self) -> bool {
+        self.shadow.as_ref().is_some_and(|s| s.op_read_stale)
+    }
+
+    /// Records that the current operation read a stale value from elsewhere than memory (a
+    /// chaining FIFO a check-only operation filled): what it writes is stale.
+    pub fn note_stale_read(&mut self) {
+        if let Some(shadow) = &mut self.shadow {
+            shadow.op_read_stale = true;
+        }
+    }
+
     /// Records that bytes `[start, end)` of `region` were not computed (check-only run).
     pub fn mark_stale(&mut self, region: u8, start: u64, end: u64) {
         if let Some(shadow) = &mut self.shadow {
@@ -337,7 +351,16 @@ impl Memory {
         self.read_bytes(region, addr, len)
     }
 
-    /// Whether a check-only run read a weight or scale stream from bytes it did not compute.
+    /// Records that the check-only run proves nothing (an operation whose rules depend on
+    /// values read stale ones): [`Memory::inexact`].
+    pub fn set_inexact(&mut self) {
+        if let Some(shadow) = &mut self.shadow {
+            shadow.inexact = true;
+        }
+    }
+
+    /// Whether a check-only run read a weight or scale stream from bytes it did not compute,
+    /// or an operation whose rules depend on values read stale ones.
     pub fn inexact(&self) -> bool {
         self.shadow.as_ref().is_some_and(|s| s.inexact)
     }

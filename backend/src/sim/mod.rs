@@ -233,6 +233,13 @@ impl Simulator {
                     let taken =
                         match b.branch_cond {
                             BranchCond::Always => true,
+                            BranchCond::RfTrue if self.state.result_flag_stale => {
+                                // A check-only run's flag from stale values: proves nothing.
+                                self.state.mem.set_inexact();
+                                return Err(fail(Fault::Unsupported(
+                                    "branch on a result_flag computed from stale values",
+                                )));
+                            }
                             BranchCond::RfTrue => match self.state.result_flag {
                                 Some(f) => f,
                                 None => return Err(fail(Fault::assert(
@@ -269,6 +276,13 @@ impl Simulator {
                     let before = self.state.mem.traffic();
                     self.state.mem.start_operation();
                     let counts = self.kernel(&d.command, opcode).map_err(fail)?;
+                    let stale = self.state.mem.op_read_stale();
+                    if stale && validate::has_value_rules(&self.regs, &d.command) {
+                        self.state.mem.set_inexact();
+                    }
+                    if !matches!(d.command, Command::OpDmaStart(_)) {
+                        self.state.result_flag_stale = stale && self.state.result_flag.is_some();
+                    }
                     report.macs += counts.macs;
                     report.ops.push(OpReport {
                         offset: index * 4,

@@ -8,7 +8,7 @@ use super::input::gather_ifm;
 use super::output::{Output, Rescale};
 use super::state::State;
 use super::weights::read_scales;
-use super::{acc_init, chain_input, OpCounts};
+use super::{acc_init, chain_input, validate, OpCounts};
 use crate::arch::ArchConfig;
 use crate::isa::{
     AccFormat, AccInput, AccOutput, ActivationPrecision, ActivationStorage, ActivationType,
@@ -167,10 +167,26 @@ pub fn pool(
     let ifm = Fm::ifm(regs);
     let ifm2 = Fm::ifm2(regs);
     let keep_init = regs.acc_format.acc_input != AccInput::Reset;
+    // Check-only (validation): with the accumulators reset, every element's rules are its
+    // channel's rescale rules (`write_accumulator`) and the addresses; an average's rescale
+    // depends on its tap count only through the shift `avgpool_scale` makes (30 to 36, always
+    // within the assert), so any count stands for all.
+    let check_only = validate::check_only_op(regs, st);
+    let rescale_rules = if mode == PoolingMode::Average {
+        Rescale::AvPool(1)
+    } else {
+        Rescale::Normal
+    };
     if mode == PoolingMode::ReduceSum {
         check(g.ofm_d == 1, S, "ofm_depth == 1 for reduce_sum", || {
             format!("ofm depth {}", g.ofm_d)
         })?;
+        if check_only {
+            let dims = (g.ofm_h, g.ofm_w, g.ifm_d);
+            validate::check_ifm_read(&ifm, st, IfmUpscaleMode::None, dims)?;
+            validate::check_accumulator_writes(&out, st, Rescale::Normal)?;
+            return Ok(counts);
+        }
         // read_ifm(oy, ox, c): the IFM is addressed at the OFM position (1x1, stride 1).
         let dense = gather_ifm(
             &ifm,
@@ -197,6 +213,15 @@ pub fn pool(
         return Ok(counts);
     }
     let c = g.ofm_d;
+    if check_only {
+        if use_ifm {
+            check_upscale(regs, &g)?;
+            let dims = (g.ifm_h, g.ifm_w, c);
+            validate::check_ifm_read(&ifm, st, regs.ifm_upscale.mode, dims)?;
+        }
+        validate::check_accumulator_writes(&out, st, rescale_rules)?;
+        return Ok(counts);
+    }
     let dense = if use_ifm {
         check_upscale(regs, &g)?;
         Some(gather_ifm(

@@ -2,10 +2,10 @@
 
 use super::error::{check, Fault};
 use super::fm::Fm;
-use super::input::gather_plain;
+use super::input::{gather_plain, Dense};
 use super::output::{Output, Rescale};
 use super::state::State;
-use super::OpCounts;
+use super::{validate, OpCounts};
 use crate::arch::ArchConfig;
 use crate::isa::{
     ActivationPrecision, ActivationStorage, ActivationTranspose, ActivationType, IfmUpscaleMode,
@@ -104,13 +104,23 @@ pub fn resize(
         || format!("shift {}", regs.ofm_scale.shift),
     )?;
     let ifm = Fm::ifm(regs);
-    let d = gather_plain(
-        &ifm,
-        st,
-        ((ifm_h_m1 + 1) as usize, (ifm_w_m1 + 1) as usize, ofm_d),
-    )?;
+    let read = ((ifm_h_m1 + 1) as usize, (ifm_w_m1 + 1) as usize, ofm_d);
+    // Check-only (validation): the positions' rules below are checked as always, the values
+    // not computed; `finish`'s rules (rescale's scale mode, shift and double rounding; no
+    // table) are the same for every element, so one stands for all.
+    let check_only = validate::check_only_output(regs, st);
+    let d = if check_only {
+        validate::check_plain_read(&ifm, st, read)?;
+        Dense::default()
+    } else {
+        gather_plain(&ifm, st, read)?
+    };
     let out = Output::new(arch, regs, None)?;
     out.check_permutation(false)?;
+    if check_only {
+        out.rescale_checked(0, 0, Rescale::ShiftOnly, false)?;
+    }
+    let channels = if check_only { 0 } else { ofm_d };
     let mut y_int = if y_off < 0 { -1 } else { 0 };
     let mut y_mod = if y_off < 0 { y_off + ny } else { y_off };
     for oy in 0..ofm_h {
@@ -139,7 +149,7 @@ pub fn resize(
                 ix0 as usize,
                 ix1.max(0) as usize,
             );
-            for oc in 0..ofm_d {
+            for oc in 0..channels {
                 let v0 = d.at(iy0, ix0, oc);
                 let acc = match mode {
                     ResizeMode::Bilinear => {
@@ -184,6 +194,9 @@ pub fn resize(
             y_mod -= ny;
             y_int += 1;
         }
+    }
+    if check_only {
+        validate::check_ofm_writes(&out, st)?;
     }
     Ok(OpCounts::default())
 }

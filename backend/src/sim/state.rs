@@ -59,6 +59,9 @@ pub struct State {
     pub fifo: [VecDeque<i64>; NUM_CHAINING_FIFO],
     /// `g_fifo_valid`.
     pub fifo_valid: [bool; NUM_CHAINING_FIFO],
+    /// A check-only run ([`super::validate`]) put values in the FIFO that a full run would
+    /// not: an operation that reads it computes stale values.
+    pub fifo_stale: [bool; NUM_CHAINING_FIFO],
     /// `g_chain_length`.
     pub chain_length: u32,
     /// `g_num_ifm`.
@@ -67,6 +70,9 @@ pub struct State {
     pub acc: AccStorage,
     /// COND_STATUS.result_flag; `None` when UNPREDICTABLE (last OFM was not 1x1x1).
     pub result_flag: Option<bool>,
+    /// A check-only run ([`super::validate`]) computed `result_flag` from stale values: a
+    /// branch on it proves nothing.
+    pub result_flag_stale: bool,
 }
 
 impl Default for State {
@@ -78,10 +84,12 @@ impl Default for State {
             mem: Memory::default(),
             fifo: Default::default(),
             fifo_valid: [false; NUM_CHAINING_FIFO],
+            fifo_stale: [false; NUM_CHAINING_FIFO],
             chain_length: 0,
             chain_num_ifm: 0,
             acc: AccStorage::default(),
             result_flag: Some(false),
+            result_flag_stale: false,
         }
     }
 }
@@ -96,13 +104,49 @@ impl State {
                 format!("fifo {n}"),
             )
         })?;
-        f.pop_front().ok_or_else(|| {
+        let v = f.pop_front().ok_or_else(|| {
             Fault::assert(
                 "3.6.4",
                 "head >= tail",
                 format!("chaining FIFO {n} read while empty"),
             )
-        })
+        })?;
+        if self.fifo_stale[usize::from(n)] {
+            self.mem.note_stale_read();
+        }
+        Ok(v)
+    }
+
+    /// `read_chaining_fifo(n)` of `count` values whose values a check-only operation does not
+    /// use: the same rules as `count` calls of [`State::fifo_pop`].
+    pub fn fifo_drain(&mut self, n: u8, count: usize) -> Result<(), Fault> {
+        let f = self.fifo.get_mut(usize::from(n)).ok_or_else(|| {
+            Fault::assert(
+                "3.6.4",
+                "0 <= fifo_number && fifo_number <= 2",
+                format!("fifo {n}"),
+            )
+        })?;
+        check(f.len() >= count, "3.6.4", "head >= tail", || {
+            format!("chaining FIFO {n} read while empty")
+        })?;
+        f.drain(..count);
+        Ok(())
+    }
+
+    /// `write_chaining_fifo(n, value)` of `count` values a check-only operation does not
+    /// compute: the same rules as `count` calls of [`State::fifo_push`]; the FIFO is stale.
+    pub fn fifo_push_stale(&mut self, n: u8, count: usize) -> Result<(), Fault> {
+        let f = self.fifo.get_mut(usize::from(n)).ok_or_else(|| {
+            Fault::assert(
+                "3.6.4",
+                "0 <= fifo_number && fifo_number <= 2",
+                format!("fifo {n}"),
+            )
+        })?;
+        f.resize(f.len() + count, 0);
+        self.fifo_stale[usize::from(n)] = true;
+        Ok(())
     }
 
     /// `write_chaining_fifo(n, v)`.
@@ -115,6 +159,9 @@ impl State {
             )
         })?;
         f.push_back(v);
+        if self.mem.op_read_stale() {
+            self.fifo_stale[usize::from(n)] = true;
+        }
         Ok(())
     }
 
@@ -136,6 +183,7 @@ impl State {
         if self.chain_length == 0 {
             self.chain_num_ifm = 0;
             self.fifo_valid = [false; NUM_CHAINING_FIFO];
+            self.fifo_stale = [false; NUM_CHAINING_FIFO];
             for f in &mut self.fifo {
                 f.clear();
             }

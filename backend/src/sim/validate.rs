@@ -13,24 +13,28 @@
 //! ([`super::Memory::set_data_unknown`]).
 //!
 //! Computing every output on zero data costs what running the network costs, so a run is
-//! check-only first: a CONV or DEPTHWISE whose output nothing but its bytes depends on
-//! ([`check_only_op`]) runs the same code up to its first value (every register assert, the
-//! weight and scale streams decoded, the output stage's per-channel rules) and then checks
-//! the extents of its IFM reads and OFM writes from the extremes of each tile
-//! ([`check_fm_extent`]) instead of element by element. The bytes it does not write are
-//! tracked as stale, and so is whatever is computed or copied from them; a weight or scale
-//! stream read from stale bytes, or any failure, sends the stream to the full simulation,
-//! whose verdict and error are then the answer.
+//! check-only first: a CONV, DEPTHWISE, POOL, ELEMENTWISE or RESIZE whose output nothing but
+//! its bytes depends on and whose element rules cannot depend on the values
+//! ([`check_only_op`], [`check_only_output`]) runs the same code up to its first value (every
+//! register assert, the weight and scale streams, the output stage's per-channel rules, the
+//! input scales' rules once) and then checks the extents of its IFM reads and OFM writes
+//! from the extremes of each tile ([`check_fm_extent`]) instead of element by element; a
+//! chained output pushes as many values as a full run would, a chained input drains them.
+//! The bytes (or FIFO values) it does not compute are tracked as stale, and so is whatever
+//! is computed or copied from them; a weight or scale stream read from stale bytes, or any
+//! failure, sends the stream to the full simulation, whose verdict and error are then the
+//! answer.
 
 use super::error::{check, Fault};
 use super::fm::Fm;
 use super::output::{Output, Rescale};
 use super::state::State;
-use super::{Memory, RunReport, SimError, Simulator, NUM_REGIONS};
+use super::{Memory, RunReport, SimError, Simulator, LUT_BYTES, NUM_REGIONS};
 use crate::arch::Accelerator;
 use crate::isa::{
-    AccInput, AccOutput, ActivationFormat, ActivationFunction, ActivationReverse,
-    ActivationStorage, ActivationTranspose, IfmUpscaleMode, RegisterFile,
+    AccInput, AccOutput, ActivationClipRange, ActivationFormat, ActivationFunction,
+    ActivationPrecision, ActivationReverse, ActivationStorage, ActivationTranspose, ActivationType,
+    Command, ElementwiseMode, IfmUpscaleMode, RegisterFile,
 };
 use npuc_codecs::arith::sign_extend;
 
@@ -148,30 +152,95 @@ fn simulate(
     Ok(run)
 }
 
-/// Whether the current kernel operation may be checked without computing its output: a
-/// check-only run, and an operation whose output no later rule depends on through anything
-/// but the bytes it writes (which become stale: [`Memory::mark_stale`]). Excluded, and so
-/// simulated in full: chained inputs or outputs, accumulators kept or read, an OFM that sets
-/// COND_STATUS.result_flag (1x1x1), reverse or transpose, and table activations (whose
-/// asserts depend on the values).
+/// Whether the current CONV, DEPTHWISE or POOL may be checked without computing its output:
+/// a check-only run, and an operation whose output no later rule depends on through anything
+/// but the values it writes (which become stale: [`Memory::mark_stale`],
+/// [`State::fifo_push_stale`]). Excluded, and so simulated in full: a chained input,
+/// accumulators kept or read, and whatever [`check_only_output`] excludes.
 pub(crate) fn check_only_op(regs: &RegisterFile, st: &State) -> bool {
-    let (i, o) = (regs.ifm_precision, regs.ofm_precision);
+    check_only_output(regs, st)
+        && regs.ifm_precision.activation_storage != ActivationStorage::Chained
+        && regs.acc_format.acc_input == AccInput::Reset
+        && regs.acc_format.acc_output == AccOutput::Enable
+}
+
+/// [`check_only_op`] without the conditions on the IFM and the accumulators, for ELEMENTWISE
+/// and RESIZE, whose results go to `write_ofm` without the accumulators (ACC_FORMAT's input
+/// and output modes play no part in them) and whose chained inputs a check-only run drains
+/// ([`check_plain_read`]): an OFM written to memory in plain HWC order without reverse, or to
+/// a chaining FIFO, of more than one element (a 1x1x1 OFM sets COND_STATUS.result_flag,
+/// which a branch may read), and an activation that cannot fail on any value
+/// ([`activation_never_fails`]).
+pub(crate) fn check_only_output(regs: &RegisterFile, st: &State) -> bool {
+    let o = regs.ofm_precision;
     st.mem.check_only()
-        && i.activation_storage != ActivationStorage::Chained
         && matches!(
             o.activation_storage,
-            ActivationStorage::Tile2x2 | ActivationStorage::Tile3x1
+            ActivationStorage::Tile2x2 | ActivationStorage::Tile3x1 | ActivationStorage::Chained
         )
         && o.activation_reverse == ActivationReverse::None
         && o.activation_transpose == ActivationTranspose::Hwc
-        && regs.acc_format.acc_input == AccInput::Reset
-        && regs.acc_format.acc_output == AccOutput::Enable
-        && regs.activation.activation_function == ActivationFunction::LutNone
+        && activation_never_fails(regs)
         && (
             regs.ofm_height_m1.height_m1,
             regs.ofm_width_m1.width_m1,
             regs.ofm_depth_m1.depth_m1,
         ) != (0, 0, 0)
+}
+
+/// Whether `activation` (TRM 3.6.7) returns a value for every input: no table, a b64 OFM
+/// (no activation), a table indexed by 8 bits of the value whose 256 entries lie in the
+/// LUT RAM (table number and entry size; `check_table` is checked as always), tanh and
+/// sigmoid (whose clamp keeps the index within 8..503), or a 16-bit table whose clip bounds
+/// are 16-bit signed values (index 256 + (acc >> 7) within 0..511). A 16-bit table without
+/// those bounds indexes by the value's high bits, which only the values keep in range: such
+/// an operation is simulated in full.
+fn activation_never_fails(regs: &RegisterFile) -> bool {
+    if regs.ofm_precision.activation_precision == ActivationPrecision::B64 {
+        return true;
+    }
+    let a = regs.activation;
+    let size = match a.activation_function {
+        ActivationFunction::LutNone
+        | ActivationFunction::LutTanh
+        | ActivationFunction::LutSigmoid => return true,
+        ActivationFunction::LutU8U8 | ActivationFunction::LutS8S8 => 1,
+        ActivationFunction::LutS8S16 => 2,
+        ActivationFunction::LutS8S32 => 4,
+        ActivationFunction::LutS16S16 | ActivationFunction::LutS16S32 => {
+            // `Output::new`: the bounds are sign-extended for a signed OFM, taken as they
+            // are for an unsigned one; the clamp keeps the value between them.
+            let signed = regs.ofm_precision.activation_type == ActivationType::Signed;
+            let bounds = [
+                regs.activation_min.clip_boundary,
+                regs.activation_max.clip_boundary,
+            ];
+            return a.activation_clip_range == ActivationClipRange::B16
+                && (signed || bounds.iter().all(|&b| b <= i16::MAX as u16));
+        }
+    };
+    ((u64::from(a.table) << 8) + 256) * size <= LUT_BYTES as u64
+}
+
+/// Whether an operation simulated in full in a check-only run has a rule its values decide:
+/// a table that may index outside the LUT RAM ([`activation_never_fails`]), or an LRELU that
+/// scales IFM values which may not fit 16 bits with an active IFM2 scale (`scale_b`'s
+/// assert; every other input scale meets values that always fit, and a division's asserts
+/// are off in validation). Having read stale values ([`Memory::op_read_stale`]), such an
+/// operation proves nothing ([`Memory::set_inexact`]): the stream is simulated in full.
+/// (COND_STATUS.result_flag made from stale values is [`State::result_flag_stale`].)
+pub(crate) fn has_value_rules(regs: &RegisterFile, command: &Command) -> bool {
+    let fits_16_bits = |(p, t): (ActivationPrecision, ActivationType)| {
+        p == ActivationPrecision::B8
+            || (p == ActivationPrecision::B16 && t == ActivationType::Signed)
+    };
+    let (i, i2) = (regs.ifm_precision, regs.ifm2_precision);
+    let lrelu_scales_wide_values = matches!(
+        command,
+        Command::OpElementwise(e) if e.elementwise_mode == ElementwiseMode::Lrelu
+    ) && fits_16_bits((i2.activation_precision, i2.activation_type))
+        && !fits_16_bits((i.activation_precision, i.activation_type));
+    lrelu_scales_wide_values || !activation_never_fails(regs)
 }
 
 /// The tiles (TRM 3.8) that the elements `[0, h) x [0, w)` of `fm` fall in, as (tile, first
@@ -288,18 +357,56 @@ pub(crate) fn check_ifm_read(
     check_fm_extent(fm, &st.mem, (h, w, c as u64)).map(|_| ())
 }
 
+/// `read_ifm2` (or `read_ifm`) of a `h x w x c` tensor through
+/// [`super::input::gather_plain`], checked without reading: the zero point, storage and
+/// address rules; a chained tensor's values are taken from its FIFO
+/// ([`State::fifo_drain`]).
+pub(crate) fn check_plain_read(
+    fm: &Fm,
+    st: &mut State,
+    (h, w, c): (usize, usize, usize),
+) -> Result<(), Fault> {
+    fm.input_zero_point()?;
+    if fm.storage == ActivationStorage::Chained {
+        return st.fifo_drain(fm.region, h * w * c);
+    }
+    check(
+        fm.storage != ActivationStorage::None,
+        "3.6.5",
+        "storage != none",
+        || format!("{:?} has storage none but is read", fm.which),
+    )?;
+    check_fm_extent(fm, &st.mem, (h as u64, w as u64, c as u64)).map(|_| ())
+}
+
 /// `write_accumulator` of every OFM element, checked without computing: the rescale rules
-/// of each channel (an accumulator plus its bias always fits its format) and the OFM's
-/// address rules. The OFM bytes become stale and COND_STATUS.result_flag UNPREDICTABLE, as
-/// a full run leaves it for an OFM of more than one element.
-pub(crate) fn check_accumulator_writes(out: &Output, st: &mut State) -> Result<(), Fault> {
-    let (h, w, d) = out.dims;
+/// of each channel in `mode` (an accumulator plus its bias always fits its format; the
+/// rules of `rescale` other than that range depend on the channel's scale, not on the
+/// value) and the OFM's address rules ([`check_ofm_writes`]).
+pub(crate) fn check_accumulator_writes(
+    out: &Output,
+    st: &mut State,
+    mode: Rescale,
+) -> Result<(), Fault> {
+    let (_, _, d) = out.dims;
     for oc in 0..d {
         let acc = sign_extend(out.bias(oc), out.acc_bits());
-        out.rescale(acc, oc, Rescale::Normal)?;
+        out.rescale(acc, oc, mode)?;
     }
-    let (lo, hi) = check_fm_extent(&out.ofm, &st.mem, (h, w, d))?;
-    st.mem.mark_stale(out.ofm.region, lo, hi);
+    check_ofm_writes(out, st)
+}
+
+/// `write_ofm` of every OFM element, checked without computing: the OFM's address rules.
+/// The OFM bytes (or its chaining FIFO, [`State::fifo_push_stale`]) become stale and
+/// COND_STATUS.result_flag UNPREDICTABLE, as a full run leaves it for an OFM of more than
+/// one element.
+pub(crate) fn check_ofm_writes(out: &Output, st: &mut State) -> Result<(), Fault> {
     st.result_flag = None;
+    if out.ofm.storage == ActivationStorage::Chained {
+        let (h, w, d) = out.dims;
+        return st.fifo_push_stale(out.ofm.region, (h * w * d) as usize);
+    }
+    let (lo, hi) = check_fm_extent(&out.ofm, &st.mem, out.dims)?;
+    st.mem.mark_stale(out.ofm.region, lo, hi);
     Ok(())
 }

@@ -40,6 +40,23 @@ pub struct CommandWriter {
 }
 
 impl CommandWriter {
+    /// Makes this writer what `CommandWriter { commands: commands.to_vec(), ..default }`
+    /// would be (the commands, no register value remembered, so every write is kept; each
+    /// DMA with no owner), keeping its allocations: for a cost model that writes many
+    /// candidates after the same commands.
+    pub fn restart_from(&mut self, commands: &[Command]) {
+        self.commands.clear();
+        self.commands.extend_from_slice(commands);
+        self.state.fill(None);
+        self.owner = None;
+        self.dma_owners.clear();
+        let dmas = commands
+            .iter()
+            .filter(|c| matches!(c, Command::OpDmaStart(_)))
+            .count();
+        self.dma_owners.resize(dmas, None);
+    }
+
     /// Writes a register (`NPU_SET_*`) unless it already holds this value.
     pub fn set(&mut self, c: Command) {
         if self.state.is_empty() {

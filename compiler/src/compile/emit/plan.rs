@@ -21,6 +21,7 @@ use crate::compile::lower::{Kernel, Lowered, NpuOp};
 use crate::compile::{CompileError, REGION_READ_ONLY};
 use npuc_backend::isa::{ActivationFunction, Command};
 use npuc_backend::writer::CommandWriter;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// What is decided about one operation before emission.
@@ -95,6 +96,8 @@ pub(super) struct Costing<'a> {
     base: Vec<Command>,
     /// The kernel command.
     cmd: Option<Command>,
+    /// The writer each candidate is written into, reused (its allocations are).
+    scratch: RefCell<CommandWriter>,
 }
 
 impl<'a> Costing<'a> {
@@ -118,6 +121,7 @@ impl<'a> Costing<'a> {
             at,
             base,
             cmd,
+            scratch: RefCell::default(),
         }
     }
 
@@ -132,8 +136,8 @@ impl<'a> Costing<'a> {
         let Some(cmd) = self.cmd else {
             return estimate_traffic(self.target, self.op, block, layout, region, self.at);
         };
-        let mut w = CommandWriter::default();
-        w.commands.extend_from_slice(&self.base);
+        let mut w = self.scratch.borrow_mut();
+        w.restart_from(&self.base);
         block_commands(&mut w, self.op, block, layout.map(|e| (e, region, 0)));
         w.op(cmd);
         self.target.estimate_traffic(&w.commands)
