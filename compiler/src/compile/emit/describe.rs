@@ -119,7 +119,7 @@ pub(crate) fn describe(
         let names = target.block_names(&block);
         let streams = plan.enc.as_ref().map(|e| Streams {
             weights: e.weight_count,
-            weight_bytes: e.streams.iter().map(|s| s.len() as u64).collect(),
+            weight_bytes: e.stream_lens.clone(),
             scale_bytes: e.scales.len() as u64,
             read_only_offset: w.blocks[k].first().copied().unwrap_or(0),
         });
