@@ -1067,7 +1067,7 @@ mod tests {
     }
 
     /// Every block candidate of every operation with weights of these corpus models, on three
-    /// configurations (the fewest and most MACs): candidates whose [`super::StreamKey`]s are equal order the weights
+    /// configurations: candidates whose [`super::StreamKey`]s are equal order the weights
     /// into the same streams (the same source index at every position, so the encoders,
     /// which read the ordered values alone, make the same bytes); and a target that counts
     /// each candidate (keeping the plans) then encodes it makes exactly the streams of a
