@@ -25,15 +25,17 @@ use npuc_codecs::ordering::{
     OrderingParams, WeightOrder, WeightOrdering, WeightSparsity,
 };
 use npuc_codecs::scale::{encode_scale_stream, AccFormat, ChannelScale, ScaleStreamParams};
+use npuc_codecs::swd::encode::Planned;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The Ethos-U85 in one of its five configurations, in a memory system.
 ///
 /// A target serves one compilation ([`crate::targets::select`] makes one per compile): it
-/// keeps every weight stream it encodes ([`EncodeCache`]), so that the scheduling passes,
-/// which encode the same weights in the same order for several block candidates and in
-/// both planning passes, encode each once.
+/// keeps every weight stream it encodes and the lengths of every block candidate's streams
+/// it counts ([`EncodeCache`]), so that the scheduling passes, which count the same weights
+/// in the same order for several block candidates and in both planning passes, count each
+/// once, and encode only the chosen streams, once.
 #[derive(Debug, Clone)]
 pub struct U85Target {
     accelerator: Accelerator,
@@ -43,11 +45,12 @@ pub struct U85Target {
     cache: Arc<EncodeCache>,
 }
 
-/// Weight streams by what determines them: the weights (their [`OhwiWeights::identity`]),
-/// the ordering parameters and the weight format. Each entry keeps a clone of its weights,
-/// so that no other weight set can take their address while the entry lives; entries whose
-/// weights nothing else holds any more (e.g. an OFM-depth slice's, once encoded) can never
-/// be asked for again and are dropped when the cache has doubled since the last sweep.
+/// Weight streams and their lengths by what determines them: the weights (their
+/// [`OhwiWeights::identity`]), the stream order ([`StreamKey`]) and the weight format. Each
+/// entry keeps a clone of its weights, so that no other weight set can take their address
+/// while the entry lives; entries whose weights nothing else holds any more (e.g. an
+/// OFM-depth slice's, once encoded) can never be asked for again and are dropped when the
+/// cache has doubled since the last sweep.
 #[derive(Debug, Default)]
 struct EncodeCache {
     streams: Mutex<CacheMap>,
@@ -55,48 +58,179 @@ struct EncodeCache {
 
 #[derive(Debug, Default)]
 struct CacheMap {
-    /// Each key's weights (kept) and streams.
-    map: HashMap<EncodeKey, (OhwiWeights, Streams)>,
+    /// Each key's weights (kept), its streams' lengths and, once encoded, its streams.
+    map: HashMap<EncodeKey, Entry>,
     /// The size at which the next sweep runs.
     sweep_at: usize,
 }
 
-/// The weights' [`OhwiWeights::identity`], the ordering parameters and the weight format.
-type EncodeKey = (WeightsId, OrderingParams, WeightFormat);
+/// A cache entry: the weights (kept), the streams' byte lengths, the SWD encoder's plans of
+/// the streams while only counted (the streams are made from them without planning again),
+/// the streams once encoded.
+#[derive(Debug)]
+struct Entry {
+    weights: OhwiWeights,
+    lens: Vec<u64>,
+    plans: Option<Plans>,
+    streams: Option<Streams>,
+}
+
+/// The SWD encoder's plans of the streams, shared.
+type Plans = Arc<[Planned]>;
+
+/// The weights' [`OhwiWeights::identity`], the stream order and the weight format.
+type EncodeKey = (WeightsId, StreamKey, WeightFormat);
 
 /// [`OhwiWeights::identity`].
 type WeightsId = (usize, npuc_codecs::ordering::WeightShape);
+
+/// Exactly what the order of the weights in the streams depends on besides their shape
+/// (`ordering::plan::build`, TRM 3.9.2): the derived block sizes (which read the
+/// operation, order, IFM precision, sparsity, dilation, decomposition, the microblock's
+/// depth and whether it is a 16-bit-only one, and the MACs), the OFM block depth (every
+/// depth at least the OFM's gives one OFM block: the OFM's; 0 where the order does not
+/// depend on it), and the strides where the
+/// order is part-kernel-first (depth-first ignores them). The encoders read the ordered
+/// values alone, so equal keys of equal weights give equal streams: candidates that differ
+/// only in the microblock's height and width, or in an OFM block depth past the OFM's,
+/// share one encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct StreamKey {
+    blocks: npuc_codecs::ordering::DerivedBlocks,
+    ofm_block_depth: u32,
+    stride: (u32, u32),
+}
+
+impl StreamKey {
+    /// The key of `params` for weights of `shape` (`None` if the parameters are invalid
+    /// for it: the ordering's error then comes from ordering them).
+    fn of(params: &OrderingParams, shape: npuc_codecs::ordering::WeightShape) -> Option<StreamKey> {
+        let blocks = params
+            .derive(shape.kernel_height, shape.kernel_width)
+            .ok()?;
+        let ofm_depth = u32::try_from(shape.ofm_depth).ok()?;
+        // Between the OFM block loop and the microblock loop over its channels, the order
+        // visits the IFM blocks, the kernel's decomposed parts and the weight blocks of an
+        // IFM block: where each is one, an OFM block's microblocks follow each other as the
+        // next OFM block's do, and the order is the same for every OFM block depth (a
+        // multiple of the microblock depth).
+        let one_ifm_block = blocks.depthwise || shape.ifm_depth <= blocks.ifm_block_depth as usize;
+        let one_part = shape.kernel_width <= blocks.decomp_w as usize
+            && shape.kernel_height <= blocks.decomp_h as usize;
+        let one_weight_block = blocks.depthwise
+            || shape.ifm_depth.min(blocks.ifm_block_depth as usize) <= blocks.wblk_i as usize;
+        let ofm_block_depth = if one_ifm_block && one_part && one_weight_block {
+            0
+        } else {
+            params.ofm_block_depth.min(ofm_depth)
+        };
+        Some(StreamKey {
+            blocks,
+            ofm_block_depth,
+            stride: if blocks.partkernel {
+                (params.stride_x, params.stride_y)
+            } else {
+                (1, 1)
+            },
+        })
+    }
+}
 
 /// Encoded weight streams, shared.
 type Streams = Arc<[Vec<u8>]>;
 
 impl EncodeCache {
-    /// The streams of `key`, encoded by `encode` the first time.
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheMap> {
+        self.streams.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The key of `weights` in `params`' order and `format` (`None`: not kept).
+    fn key(
+        weights: &OhwiWeights,
+        params: &OrderingParams,
+        format: WeightFormat,
+    ) -> Option<EncodeKey> {
+        StreamKey::of(params, weights.shape()).map(|k| (weights.identity(), k, format))
+    }
+
+    /// The streams of `weights` in `params`' order and `format`: made from the plans counted
+    /// before, or by `encode` if there are none, the first time.
     fn get_or_encode(
         &self,
         weights: &OhwiWeights,
-        params: OrderingParams,
+        params: &OrderingParams,
         format: WeightFormat,
         encode: impl FnOnce() -> Result<Vec<Vec<u8>>, TargetError>,
     ) -> Result<Vec<Vec<u8>>, TargetError> {
-        let key = (weights.identity(), params, format);
-        let lock = || self.streams.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, streams)) = lock().map.get(&key) {
-            return Ok(streams.to_vec());
-        }
-        // Encoded outside the lock: another thread may encode the same key meanwhile, with
-        // the same result (the encoders are deterministic).
-        let streams = encode()?;
-        let mut cache = lock();
-        cache
+        let Some(key) = Self::key(weights, params, format) else {
+            return encode();
+        };
+        let found = self
+            .lock()
             .map
-            .entry(key)
-            .or_insert_with(|| (weights.clone(), streams.clone().into()));
+            .get(&key)
+            .map(|e| (e.streams.clone(), e.plans.clone()));
+        // Made outside the lock: another thread may make the same key's meanwhile, with the
+        // same result (the encoders are deterministic).
+        let streams = match found {
+            Some((Some(streams), _)) => return Ok(streams.to_vec()),
+            Some((None, Some(plans))) => plans.iter().map(Planned::encode).collect(),
+            _ => encode()?,
+        };
+        let lens = streams.iter().map(|s| s.len() as u64).collect();
+        self.insert(key, weights, lens, None, Some(streams.clone().into()));
+        Ok(streams)
+    }
+
+    /// The stream lengths of `weights` in `params`' order and `format`, counted by `count`
+    /// (with the SWD plans, kept) the first time.
+    fn get_or_count(
+        &self,
+        weights: &OhwiWeights,
+        params: &OrderingParams,
+        format: WeightFormat,
+        count: impl FnOnce() -> Result<(Vec<u64>, Option<Vec<Planned>>), TargetError>,
+    ) -> Result<Vec<u64>, TargetError> {
+        let Some(key) = Self::key(weights, params, format) else {
+            return count().map(|(lens, _)| lens);
+        };
+        if let Some(e) = self.lock().map.get(&key) {
+            return Ok(e.lens.clone());
+        }
+        let (lens, plans) = count()?;
+        self.insert(key, weights, lens.clone(), plans.map(Into::into), None);
+        Ok(lens)
+    }
+
+    /// Keeps `lens` and the plans or streams given for `key` (streams replace plans), then
+    /// sweeps if due.
+    fn insert(
+        &self,
+        key: EncodeKey,
+        weights: &OhwiWeights,
+        lens: Vec<u64>,
+        plans: Option<Plans>,
+        streams: Option<Streams>,
+    ) {
+        let mut cache = self.lock();
+        let entry = cache.map.entry(key).or_insert_with(|| Entry {
+            weights: weights.clone(),
+            lens,
+            plans: None,
+            streams: None,
+        });
+        if entry.streams.is_none() {
+            if streams.is_some() {
+                entry.streams = streams;
+                entry.plans = None;
+            } else if entry.plans.is_none() {
+                entry.plans = plans;
+            }
+        }
         if cache.map.len() >= cache.sweep_at {
-            cache.map.retain(|_, (w, _)| w.is_shared());
+            cache.map.retain(|_, e| e.weights.is_shared());
             cache.sweep_at = (2 * cache.map.len()).max(64);
         }
-        Ok(streams)
     }
 }
 
@@ -226,6 +360,25 @@ impl U85Block {
 
 fn round_up(v: u32, m: u32) -> u32 {
     v.div_ceil(m) * m
+}
+
+/// [`stream_lengths`], with the SWD encoder's plans of the streams (FWD: none), from which
+/// `encode_weights` makes them.
+fn planned_lengths(
+    ordering: &WeightOrdering,
+    format: WeightFormat,
+    weights: &OhwiWeights,
+) -> Result<(Vec<u64>, Option<Vec<Planned>>), TargetError> {
+    if format == WeightFormat::Fwd {
+        return Ok((stream_lengths(ordering, format, weights)?, None));
+    }
+    let plans = ordering
+        .order(weights)?
+        .iter()
+        .map(|s| npuc_codecs::swd::encode::plan(s))
+        .collect::<Result<Vec<Planned>, _>>()
+        .map_err(|e| TargetError::Swd(e.to_string()))?;
+    Ok((plans.iter().map(|p| p.len() as u64).collect(), Some(plans)))
 }
 
 /// The exact byte length of each stream of `weights` in `ordering` and `format`: the
@@ -403,7 +556,7 @@ impl Target for U85Target {
     ) -> Result<EncodedWeights, TargetError> {
         let (params, format) =
             self.ordering_params(kind, ifm_precision, stride, dilation, block)?;
-        let streams = self.cache.get_or_encode(weights, params, format, || {
+        let streams = self.cache.get_or_encode(weights, &params, format, || {
             let ordering = WeightOrdering::new(&params, weights.shape())?;
             if format == WeightFormat::Fwd {
                 let merged = ordering.order_fwd(weights)?;
@@ -419,7 +572,8 @@ impl Target for U85Target {
     }
 
     /// Weights of the same shape (an operation's slices of one depth but the last) share one
-    /// ordering: it depends on the parameters and the shape only.
+    /// ordering: it depends on the parameters and the shape only. The lengths of one weight
+    /// set are kept ([`EncodeCache`]).
     fn weight_stream_lengths(
         &self,
         kind: KernelKind,
@@ -431,6 +585,15 @@ impl Target for U85Target {
     ) -> Result<Vec<Vec<u64>>, TargetError> {
         let (params, format) =
             self.ordering_params(kind, ifm_precision, stride, dilation, block)?;
+        if let [w] = weights {
+            // One weight set (a block candidate's): kept with its streams, which the
+            // candidate chosen encodes later.
+            let lens = self.cache.get_or_count(w, &params, format, || {
+                planned_lengths(&WeightOrdering::new(&params, w.shape())?, format, w)
+            })?;
+            return Ok(vec![lens]);
+        }
+        // Several (an operation's slices, made for this call): not kept.
         let mut last: Option<WeightOrdering> = None;
         let mut out = Vec::with_capacity(weights.len());
         for w in weights {
@@ -782,10 +945,17 @@ mod tests {
         // The same weights (a clone shares them) and ordering: the cached streams.
         assert_eq!(encode(&t, &a.clone(), 16, WeightStreams::PerDecoder), swd);
         assert_eq!(entries(), 1);
-        // Another ordering, another format, other weights with equal values: new entries,
-        // each what a target without a cache encodes.
+        // Another OFM block depth, where the order does not depend on it (one IFM block of 8
+        // channels, a 3x3 kernel): the same entry.
+        assert_eq!(encode(&t, &a, 32, WeightStreams::PerDecoder), swd);
+        assert_eq!(entries(), 1);
+        // Another ordering (96 input channels in two IFM blocks: the block depth orders
+        // them), another format, other weights with equal values: new entries, each what a
+        // target without a cache encodes.
+        let deep = random_weights(3, 32, 96);
         for (w, depth, streams) in [
-            (a.clone(), 32, WeightStreams::PerDecoder),
+            (deep.clone(), 16, WeightStreams::PerDecoder),
+            (deep.clone(), 32, WeightStreams::PerDecoder),
             (a.clone(), 16, WeightStreams::Single),
             (weights(7), 16, WeightStreams::PerDecoder),
         ] {
@@ -896,6 +1066,132 @@ mod tests {
         assert!(oks[0] == 48 && oks[1] >= 16, "{oks:?}");
     }
 
+    /// Every block candidate of every operation with weights of these corpus models, on three
+    /// configurations: candidates whose [`super::StreamKey`]s are equal order the weights
+    /// into the same streams (the same source index at every position, so the encoders,
+    /// which read the ordered values alone, make the same bytes); and a target that counts
+    /// each candidate (keeping the plans) then encodes it makes exactly the streams of a
+    /// target that encodes it with nothing cached.
+    #[test]
+    fn candidates_with_equal_stream_keys_have_equal_streams() {
+        use super::{StreamKey, WeightOrdering};
+        use crate::arch_interface::WeightStreams;
+        use crate::compile::emit::geometry;
+        use crate::compile::lower::{self, Kernel};
+        use std::collections::HashMap;
+        let models = [
+            "mobilenet_tiny",
+            "ds_cnn",
+            "resnet8_16x8",
+            "efficientnet_se",
+            "conv2d_16x8_1x1_relu6",
+            "conv2d_16x8_dil2",
+            "dw_5x5_dil2",
+            "conv2d_3x3_s3",
+            "conv2d_pruned_2_4",
+            "mobilenet_v2_050_128_pruned",
+        ];
+        let (mut keys, mut shared, mut encoded) = (0usize, 0usize, 0usize);
+        for name in models {
+            let path = format!(
+                "{}/../models/tflite/{name}.tflite",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
+            let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
+            let l = lower::lower(&g).unwrap();
+            for acc in [
+                Accelerator::U85_128,
+                Accelerator::U85_256,
+                Accelerator::U85_2048,
+            ] {
+                let t = U85Target::new(acc);
+                for op in &l.ops {
+                    let Some(w) = &op.weights else { continue };
+                    let kind = match op.kernel {
+                        Kernel::Conv => KernelKind::Conv,
+                        Kernel::Depthwise => KernelKind::Depthwise,
+                        _ => continue,
+                    };
+                    let precision = if op.ifm.elem_bytes() == 2 {
+                        IfmPrecision::B16
+                    } else {
+                        IfmPrecision::B8
+                    };
+                    let mut orders: HashMap<_, Vec<Vec<Option<usize>>>> = HashMap::new();
+                    let cands = t.block_candidates(&geometry(op));
+                    for c in &cands {
+                        let Ok((params, format)) =
+                            t.ordering_params(kind, precision, op.stride, op.dilation, c)
+                        else {
+                            continue;
+                        };
+                        let (Some(key), Ok(ordering)) = (
+                            StreamKey::of(&params, w.shape()),
+                            WeightOrdering::new(&params, w.shape()),
+                        ) else {
+                            continue;
+                        };
+                        let sources: Vec<Vec<Option<usize>>> = (0..ordering.num_streams())
+                            .map(|k| ordering.stream_sources(k).collect())
+                            .collect();
+                        let order = if c.weight_streams == WeightStreams::Single {
+                            vec![ordering.merge_fwd(&sources)]
+                        } else {
+                            sources
+                        };
+                        match orders.get(&(key, format)) {
+                            Some(o) => {
+                                assert!(*o == order, "{name} {acc:?} {}: {c:?}", op.name);
+                                shared += 1;
+                            }
+                            None => {
+                                orders.insert((key, format), order);
+                                keys += 1;
+                            }
+                        }
+                    }
+                    // Counted (plans kept), then encoded: the streams made from scratch.
+                    if encoded < 150 {
+                        let fresh = U85Target::new(acc);
+                        let args = (kind, precision, op.stride, op.dilation);
+                        for c in &cands {
+                            let lens =
+                                t.weight_stream_lengths(args.0, &[w], args.1, args.2, args.3, c);
+                            let made = t.encode_weights(args.0, w, args.1, args.2, args.3, c);
+                            let want = fresh.encode_weights(args.0, w, args.1, args.2, args.3, c);
+                            match (lens, made, want) {
+                                (Ok(lens), Ok(made), Ok(want)) => {
+                                    assert_eq!(made.streams, want.streams, "{name}: {c:?}");
+                                    let made: Vec<u64> =
+                                        made.streams.iter().map(|s| s.len() as u64).collect();
+                                    assert_eq!(lens, vec![made], "{name}: {c:?}");
+                                    encoded += 1;
+                                }
+                                (Err(a), Err(b), Err(e)) => {
+                                    assert_eq!(a.to_string(), e.to_string());
+                                    assert_eq!(b.to_string(), e.to_string());
+                                }
+                                (a, b, e) => panic!(
+                                    "{name} {c:?}: {:?} {:?} {:?}",
+                                    a.is_ok(),
+                                    b.is_ok(),
+                                    e.is_ok()
+                                ),
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The keys merge candidates (microblocks of one depth, block depths that do not
+        // change the order).
+        assert!(keys > 100 && shared > keys, "{keys} keys, {shared} shared");
+        eprintln!("{keys} keys, {shared} candidates sharing one");
+        assert!(encoded >= 150, "{encoded}");
+    }
+
     #[test]
     fn entries_of_weights_no_one_holds_are_swept() {
         let t = U85Target::new(Accelerator::U85_256);
@@ -909,6 +1205,6 @@ mod tests {
         assert!(cache
             .map
             .values()
-            .any(|(w, _)| w.identity() == kept.identity()));
+            .any(|e| e.weights.identity() == kept.identity()));
     }
 }

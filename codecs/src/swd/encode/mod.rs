@@ -123,13 +123,57 @@ pub fn encode_with_stats(weights: &[i16]) -> Result<(Vec<u8>, EncodeStats), Enco
 /// # Errors
 /// As [`encode`].
 pub fn encoded_len(weights: &[i16]) -> Result<usize, EncodeError> {
+    plan(weights).map(|p| p.len())
+}
+
+/// A weight sequence planned by the encoder ([`plan`]): the exact length of the stream
+/// [`encode`] makes of it is known ([`Planned::len`]), and the stream is made from the plan
+/// without planning again ([`Planned::encode`]).
+pub struct Planned {
+    regions: Vec<regions::Region>,
+    weights: usize,
+}
+
+impl std::fmt::Debug for Planned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Planned")
+            .field("weights", &self.weights)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+/// Plans the stream of `weights` as [`encode`] does, without emitting it.
+///
+/// # Errors
+/// As [`encode`].
+pub fn plan(weights: &[i16]) -> Result<Planned, EncodeError> {
     check_range(weights)?;
-    let payload: u64 = plan_regions(weights)
-        .iter()
-        .map(|r| region_bits(&r.plan))
-        .sum();
-    let bits = (payload + u64::from(ZDIV_BITS)).next_multiple_of(STREAM_ALIGN_BITS);
-    Ok(usize::try_from(bits / 8).unwrap_or(usize::MAX))
+    Ok(Planned {
+        regions: plan_regions(weights),
+        weights: weights.len(),
+    })
+}
+
+impl Planned {
+    /// The length in bytes of the stream: [`encoded_len`].
+    pub fn len(&self) -> usize {
+        let payload: u64 = self.regions.iter().map(|r| region_bits(&r.plan)).sum();
+        let bits = (payload + u64::from(ZDIV_BITS)).next_multiple_of(STREAM_ALIGN_BITS);
+        usize::try_from(bits / 8).unwrap_or(usize::MAX)
+    }
+
+    /// Whether the stream is empty (never: it holds at least the end-of-stream marker).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The stream: what [`encode`] makes of the weights planned.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = BitWriter::with_capacity(self.weights + 64);
+        emit_regions(&mut w, &self.regions);
+        w.into_bytes()
+    }
 }
 
 /// [`EncodeError::WeightOutOfRange`] for the first weight outside -255..=255.
@@ -163,10 +207,14 @@ pub fn encoded_lens(streams: &[Vec<i16>]) -> Result<Vec<usize>, EncodeError> {
 /// marker and the padding to 128 bits. Returns the size summary (without `bytes`).
 fn emit_stream<S: BitSink>(w: &mut S, weights: &[i16]) -> Result<EncodeStats, EncodeError> {
     check_range(weights)?;
-    let regions = plan_regions(weights);
+    Ok(emit_regions(w, &plan_regions(weights)))
+}
+
+/// Emits the planned `regions` into `w` ([`emit_stream`]).
+fn emit_regions<S: BitSink>(w: &mut S, regions: &[regions::Region]) -> EncodeStats {
     debug_assert!(regions.windows(2).all(|r| r[0].end == r[1].start));
     let mut stats = EncodeStats::default();
-    for r in &regions {
+    for r in regions {
         debug_assert!(r.start <= r.end);
         stats.slices += emit_region(w, &r.plan);
         stats.regions += 1;
@@ -180,7 +228,7 @@ fn emit_stream<S: BitSink>(w: &mut S, weights: &[i16]) -> Result<EncodeStats, En
         w.write(u64::MAX, k);
         pad -= u64::from(k);
     }
-    Ok(stats)
+    stats
 }
 
 #[cfg(test)]
@@ -197,6 +245,31 @@ mod tests {
         assert_eq!(s.len() % 16, 0);
         assert_eq!(decode(&s, w.len()).unwrap(), w);
         s
+    }
+
+    #[test]
+    fn a_planned_stream_is_the_stream_encode_makes() {
+        let mut next = rng(0x2545_f491);
+        for n in [0usize, 1, 7, 100, 3000, 40_000] {
+            for zeros in [0u32, 50, 97] {
+                let w: Vec<i16> = (0..n)
+                    .map(|_| {
+                        let r = next();
+                        if r % 100 < zeros {
+                            0
+                        } else {
+                            (r >> 8) as i16 % 200
+                        }
+                    })
+                    .collect();
+                let p = plan(&w).unwrap();
+                let s = encode(&w).unwrap();
+                assert_eq!(p.encode(), s, "{n} weights, {zeros} % zeros");
+                assert_eq!(p.len(), s.len());
+                assert_eq!(encoded_len(&w).unwrap(), s.len());
+            }
+        }
+        assert!(plan(&[0, 256]).is_err());
     }
 
     #[test]

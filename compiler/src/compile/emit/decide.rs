@@ -7,6 +7,7 @@ use super::chain::{self, Operand};
 use super::optimise::{self, Choice};
 use super::plan::{self, OpPlan};
 use super::staging::{self, ConstCopy, IfmCopy, Staged, Staging};
+use super::weights::{encode_counted, Encoded};
 use crate::arch_interface::Target;
 use crate::compile::alloc::{self, Placement};
 use crate::compile::lower::Lowered;
@@ -161,7 +162,8 @@ pub(crate) fn decide<'l>(
             &cascades,
             &[],
         );
-        let ops = decisions(plans, stage, &chains, &in_cascade, None);
+        let mut ops = decisions(plans, stage, &chains, &in_cascade, None);
+        encode_chosen(target, &lowered, &mut ops)?;
         return Ok(Decisions {
             lowered,
             placement,
@@ -217,14 +219,9 @@ pub(crate) fn decide<'l>(
     grow(&mut placement, stage.end);
     let consts = stage.consts;
     let mut ops = decisions(plans, stage, &chains, &in_cascade, choices);
-    // The slice candidates were costed by their streams' lengths: encode the chosen ones.
-    for o in ops
-        .iter_mut()
-        .chain(alternatives.iter_mut().flat_map(|a| a.ops.iter_mut()))
-    {
-        if let Staged::Sliced { slices, block, .. } = &mut o.staged {
-            super::slice::encode_streams(target, slices, block)?;
-        }
+    encode_chosen(target, &lowered, &mut ops)?;
+    for a in &mut alternatives {
+        encode_chosen(target, &lowered, &mut a.ops)?;
     }
     Ok(Decisions {
         lowered,
@@ -234,6 +231,36 @@ pub(crate) fn decide<'l>(
         consts,
         alternatives,
     })
+}
+
+/// The candidates were costed by their streams' lengths: makes the streams of the ones
+/// chosen, each operation's plan or, for one staged in slices, its slices' (the plan's are
+/// not written then). On every thread available: the operations are independent.
+fn encode_chosen(
+    target: &dyn Target,
+    l: &Lowered,
+    ops: &mut [OpDecision],
+) -> Result<(), CompileError> {
+    let made = plan::par_map(ops, |k, o| -> Result<Option<Encoded>, CompileError> {
+        match (&o.staged, &o.plan.enc) {
+            (Staged::Sliced { .. }, _) | (_, None) => Ok(None),
+            (_, Some(e)) if e.streams.len() == e.stream_lens.len() => Ok(None),
+            (_, Some(e)) => {
+                let mut e = e.clone();
+                encode_counted(target, &l.ops[k], &mut e)?;
+                Ok(Some(e))
+            }
+        }
+    });
+    for (o, e) in ops.iter_mut().zip(made) {
+        if let Some(e) = e? {
+            o.plan.enc = Some(e);
+        }
+        if let Staged::Sliced { slices, .. } = &mut o.staged {
+            super::slice::encode_streams(target, slices)?;
+        }
+    }
+    Ok(())
 }
 
 /// The per-operation decisions from the plans, the staging and the chains and cascades.

@@ -3,11 +3,11 @@
 
 use super::decide::Decisions;
 use super::geometry;
-use super::regs::{kernel_name, locs, op_commands};
+use super::regs::{block_commands, kernel_name, locs, op_commands};
 use super::staging::Staged;
 use super::weights::{Encoded, Layout};
 use super::write::Written;
-use crate::arch_interface::{StreamEstimate, Target, WeightStreams};
+use crate::arch_interface::{BlockConfig, StreamEstimate, Target, WeightStreams};
 use crate::compile::alloc::CHAINED;
 use crate::compile::lower::{Fm, Kernel};
 use crate::compile::schedule::{
@@ -119,7 +119,7 @@ pub(crate) fn describe(
         let names = target.block_names(&block);
         let streams = plan.enc.as_ref().map(|e| Streams {
             weights: e.weight_count,
-            weight_bytes: e.streams.iter().map(|s| s.len() as u64).collect(),
+            weight_bytes: e.stream_lens.clone(),
             scale_bytes: e.scales.len() as u64,
             read_only_offset: w.blocks[k].first().copied().unwrap_or(0),
         });
@@ -272,6 +272,9 @@ pub(crate) fn describe(
     }
 }
 
+/// No activation table: the bound takes the operation without its LUT.
+const NO_TABLE: (ActivationFunction, u8) = (ActivationFunction::LutNone, 0);
+
 /// The attainable compute bound of `d`'s operations: for each operation, the fewest compute
 /// cycles ([`Target::estimate_compute`]: its NPU cycles, memories aside) of any
 /// block candidate the target offers for it, and of the plan taken (the schedule's
@@ -287,6 +290,12 @@ pub(crate) fn describe(
 /// counted, so the bound is at most the stream's estimated cycles.
 /// Per operation, in order.
 pub(crate) fn compute_bounds(target: &dyn Target, d: &Decisions) -> Vec<u64> {
+    bounds(target, d, true)
+}
+
+/// [`compute_bounds`]; with `shared`, the candidates write only their own registers after
+/// the operation's (the same register states), else each its full commands.
+fn bounds(target: &dyn Target, d: &Decisions, shared: bool) -> Vec<u64> {
     let l = &d.lowered;
     let none = BTreeMap::new();
     let sram = (0u8..8).find(|&r| target.region_memory(r) == "Sram");
@@ -307,16 +316,26 @@ pub(crate) fn compute_bounds(target: &dyn Target, d: &Decisions) -> Vec<u64> {
             }
         }
         let streams_in = sram.unwrap_or(REGION_READ_ONLY);
-        let compute = |block: &crate::arch_interface::BlockConfig, layout: Option<&Layout>| {
+        // The registers no candidate changes are written once; each candidate then writes
+        // its own ([`block_commands`]: streams, weight order, OFM block, microblock), which
+        // leaves the register state its full commands would (a RESIZE, whose step
+        // registers depend on the block, is written in full).
+        let base = (shared && !matches!(op.kernel, Kernel::Resize(_))).then(|| {
             let mut w = CommandWriter::default();
-            let (cmd, _) = op_commands(
-                &mut w,
-                op,
-                block,
-                layout.map(|e| (e, streams_in, 0)),
-                &at,
-                (ActivationFunction::LutNone, 0),
-            );
+            let (cmd, _) = op_commands(&mut w, op, &plan.block, None, &at, NO_TABLE);
+            (w.commands, cmd)
+        });
+        let compute = |block: &BlockConfig, layout: Option<&Layout>| {
+            let streams = layout.map(|e| (e, streams_in, 0));
+            let mut w = CommandWriter::default();
+            let cmd = match &base {
+                Some((commands, cmd)) => {
+                    w.commands.extend_from_slice(commands);
+                    block_commands(&mut w, op, block, streams);
+                    *cmd
+                }
+                None => op_commands(&mut w, op, block, streams, &at, NO_TABLE).0,
+            };
             w.op(cmd);
             target.estimate_compute(&w.commands)
         };
@@ -352,4 +371,60 @@ pub(crate) fn compute_bounds(target: &dyn Target, d: &Decisions) -> Vec<u64> {
         bounds[k] = best;
     }
     bounds
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bounds;
+    use crate::compile::emit::decide::decide;
+    use crate::compile::lower;
+    use crate::compile::Options;
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::system::MemoryMap;
+
+    #[test]
+    fn bounds_on_shared_registers_are_the_bounds_of_each_candidates_full_commands() {
+        // Corpus models (resize, FC, 16-bit, sparse and the cascaded MobileNetV2 included), on
+        // the fewest and most MACs: every operation's bound is the same either way.
+        let models = [
+            "resnet8",
+            "ds_cnn_16x8",
+            "mobilenet_tiny",
+            "transformer_encoder",
+            "unet_small",
+            "efficientnet_se",
+            "resize_bilinear",
+            "fc_16x8",
+            "conv2d_pruned_2_4",
+            "mobilenet_v2_035_96",
+        ];
+        let mut compared = 0;
+        for name in models {
+            let path = format!(
+                "{}/../models/tflite/{name}.tflite",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
+            let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
+            let l = lower::lower(&g).unwrap();
+            for accelerator in [Accelerator::U85_128, Accelerator::U85_2048] {
+                let options = Options {
+                    accelerator,
+                    ..Options::default()
+                };
+                let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
+                let target = crate::targets::select(&options, map);
+                let d = decide(target.as_ref(), &l).unwrap();
+                let full = bounds(target.as_ref(), &d, false);
+                assert_eq!(
+                    bounds(target.as_ref(), &d, true),
+                    full,
+                    "{name} {accelerator:?}"
+                );
+                compared += full.iter().filter(|&&b| b > 0).count();
+            }
+        }
+        assert!(compared > 200, "{compared} bounds compared");
+    }
 }

@@ -68,7 +68,7 @@ fn kind_of(k: Kernel) -> KernelKind {
     }
 }
 
-fn geometry(op: &NpuOp) -> OpGeometry {
+pub(crate) fn geometry(op: &NpuOp) -> OpGeometry {
     let kd = (
         (op.kernel_size.0 - 1) * op.dilation.0 + 1,
         (op.kernel_size.1 - 1) * op.dilation.1 + 1,

@@ -7,14 +7,16 @@
 //! ([`Target::estimate_traffic`]); the cheapest by the objective (cycles plus priced off-chip
 //! bytes, decision S11) wins, ties going to the earlier candidate (where the feature maps are
 //! in SRAM, the one with the fewest off-chip bytes among those within 1/16 of the fewest
-//! cycles, decision S10). The winner's streams are then encoded for
-//! real: an FWD winner is kept only if, encoded, it still beats the cheapest SWD candidate; an
-//! encoding that fails falls back to the preferred candidate.
+//! cycles, decision S10). The winner's streams are then counted exactly (their lengths, as
+//! the encoder would make them, without making them: [`count`]): an FWD winner is kept only
+//! if, counted, it still beats the cheapest SWD candidate; a stream that cannot be encoded
+//! falls back to the preferred candidate. The plans' streams are made once the scheduling
+//! passes have chosen among them ([`super::weights::encode_counted`]).
 
 use super::geometry;
 use super::objective;
 use super::regs::{block_commands, locs, op_commands, Locs};
-use super::weights::{encode, Encoded, Layout};
+use super::weights::{count, Encoded, Layout};
 use crate::arch_interface::{BlockConfig, Target, WeightStreams};
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Kernel, Lowered, NpuOp};
@@ -29,7 +31,8 @@ use std::collections::BTreeMap;
 pub(super) struct OpPlan {
     /// Microblock, OFM block, weight order.
     pub block: BlockConfig,
-    /// Its weight and scale streams (`None`: the operation has no weight stream).
+    /// Its scale stream and its weight streams' lengths, the streams themselves once chosen
+    /// (`None`: the operation has no weight stream).
     pub enc: Option<Encoded>,
     /// Estimated cycles with the streams read from region 0.
     pub cycles: u64,
@@ -258,7 +261,7 @@ fn plan_op(
             });
         }
         let costing = Costing::new(target, op, &first, &at);
-        let enc0 = encode(target, op, &geom, &first)?;
+        let enc0 = count(target, op, &geom, &first)?;
         let swd = enc0.as_ref().map(Encoded::layout);
         // FWD candidates: the scale stream and one FWD stream of the estimated length.
         let fwd = match (&enc0, &op.weights) {
@@ -303,7 +306,7 @@ fn plan_op(
         .unwrap_or(((u64::MAX, u64::MAX), first));
         let mut chosen = None;
         if best.1 != best_swd.1 {
-            if let Ok(e) = encode(target, op, &geom, &best.1) {
+            if let Ok(e) = count(target, op, &geom, &best.1) {
                 let layout = e.as_ref().map(Encoded::layout);
                 let cost = costing.traffic(&best.1, layout.as_ref(), REGION_READ_ONLY);
                 if pick(slack, [best_swd, (cost, best.1)].into_iter()).map(|b| b.1) == Some(best.1)
@@ -312,12 +315,12 @@ fn plan_op(
                 }
             }
         }
-        // The cheapest SWD candidate, encoded: the fallback, or the alternative to an FWD winner.
+        // The cheapest SWD candidate, counted: the fallback, or the alternative to an FWD winner.
         let swd_plan = || {
             let (block, enc) = if best_swd.1 == first {
                 (first, enc0.clone())
             } else {
-                match encode(target, op, &geom, &best_swd.1) {
+                match count(target, op, &geom, &best_swd.1) {
                     Ok(e) => (best_swd.1, e),
                     Err(_) => (first, enc0.clone()),
                 }
@@ -364,7 +367,7 @@ fn plan_op(
                 let taken = [Some(block), alt.as_ref().map(|a| a.block)];
                 pick(false, staged_costs.iter().map(|&(s, c, _)| (s, c)))
                     .filter(|(_, c)| !taken.contains(&Some(*c)))
-                    .and_then(|(_, c)| match encode(target, op, &geom, &c) {
+                    .and_then(|(_, c)| match count(target, op, &geom, &c) {
                         Ok(e) => Some((c, e)),
                         Err(_) => None,
                     })

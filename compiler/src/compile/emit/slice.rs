@@ -7,7 +7,7 @@
 //! whole operation computes.
 
 use super::geometry;
-use super::weights::{counted, encode, Encoded};
+use super::weights::{counted, encode_counted, Encoded};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::lower::{Fm, Kernel, NpuOp, Requant};
 use crate::compile::CompileError;
@@ -99,26 +99,17 @@ pub(super) fn slices(
     )
 }
 
-/// Encodes the streams of chosen slices (from [`slices`] for `block`), exactly as long as
-/// counted, and drops their weights.
+/// Encodes the streams of chosen slices (from [`slices`]), exactly as long as counted, and
+/// drops their weights.
 pub(super) fn encode_streams(
     target: &dyn Target,
     slices: &mut [Slice],
-    block: &BlockConfig,
 ) -> Result<(), CompileError> {
     for s in slices {
         if s.op.weights.is_none() {
             continue;
         }
-        if let Some(enc) = encode(target, &s.op, &geometry(&s.op), block)? {
-            if enc.stream_lens != s.enc.stream_lens {
-                return Err(CompileError::Stream(format!(
-                    "{}: slice streams of {:?} bytes, counted {:?}",
-                    s.op.name, enc.stream_lens, s.enc.stream_lens
-                )));
-            }
-            s.enc = enc;
-        }
+        encode_counted(target, &s.op, &mut s.enc)?;
         s.op.weights = None;
     }
     Ok(())

@@ -15,8 +15,11 @@ use npuc_codecs::ordering::{IfmPrecision, OhwiWeights};
 /// of one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Encoded {
+    /// The block the streams are for.
+    pub block: BlockConfig,
     pub scales: Vec<u8>,
-    /// The weight streams; empty while only their lengths are known ([`counted`]).
+    /// The weight streams; empty while only their lengths are known ([`counted`], [`count`];
+    /// [`encode_counted`] makes them).
     pub streams: Vec<Vec<u8>>,
     /// The byte length of each weight stream.
     pub stream_lens: Vec<u64>,
@@ -105,6 +108,7 @@ pub(super) fn encode(
         .map_err(enc_err(op))?;
     let stream_lens = enc.streams.iter().map(|s| s.len() as u64).collect();
     Ok(Some(Encoded {
+        block: *block,
         scales,
         streams: enc.streams,
         stream_lens,
@@ -164,6 +168,7 @@ pub(super) fn counted(
             .into_iter()
             .zip(lens)
             .map(|((weights, _, scales), stream_lens)| Encoded {
+                block: *block,
                 scales,
                 streams: Vec::new(),
                 stream_lens,
@@ -173,6 +178,42 @@ pub(super) fn counted(
             })
             .collect(),
     ))
+}
+
+/// Like [`encode`], with the weight streams' lengths only ([`counted`] for one operation):
+/// for costing a block candidate; [`encode_counted`] makes the streams of the one chosen.
+pub(super) fn count(
+    target: &dyn Target,
+    op: &NpuOp,
+    geom: &OpGeometry,
+    block: &BlockConfig,
+) -> Result<Option<Encoded>, CompileError> {
+    Ok(counted(target, std::slice::from_ref(op), geom, block)?.and_then(|mut e| e.pop()))
+}
+
+/// Makes the weight streams of `enc` (from [`count`] or [`counted`] for `op`) if only their
+/// lengths are known: exactly as long as counted, or an error.
+pub(super) fn encode_counted(
+    target: &dyn Target,
+    op: &NpuOp,
+    enc: &mut Encoded,
+) -> Result<(), CompileError> {
+    if enc.streams.len() == enc.stream_lens.len() {
+        return Ok(());
+    }
+    let made = encode(target, op, &super::geometry(op), &enc.block)?;
+    match made {
+        Some(e) if e.stream_lens == enc.stream_lens && e.scales == enc.scales => {
+            enc.streams = e.streams;
+            Ok(())
+        }
+        other => Err(CompileError::Stream(format!(
+            "{}: weight streams of {:?} bytes, counted {:?}",
+            op.name,
+            other.map(|e| e.stream_lens),
+            enc.stream_lens
+        ))),
+    }
 }
 
 /// The error of encoding `op`'s streams.
