@@ -242,6 +242,32 @@ pub struct Disassembly {
     pub error: Option<StreamError>,
 }
 
+/// A target's configuration and memories, as `npuc report` names them in its header and
+/// uses them for MAC utilisation ([`Target::describe`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetDescription {
+    /// The configuration's name (U85: `ethos-u85-256`).
+    pub name: String,
+    /// Multiply-accumulates per cycle of the configuration.
+    pub macs_per_cycle: u32,
+    /// The system configuration's name (U85: vela.ini's `[System_Config.NAME]`).
+    pub system_config: String,
+    /// The memory mode's name (U85: vela.ini's `[Memory_Mode.NAME]`).
+    pub memory_mode: String,
+    /// The NPU core clock in Hz.
+    pub clock_hz: f64,
+    /// The name of the memory holding each region ([`Target::region_memory`]), every region
+    /// the target has, in order.
+    pub region_memories: Vec<String>,
+}
+
+impl TargetDescription {
+    /// The name of the memory holding `region` (empty when the target has no such region).
+    pub fn region_memory(&self, region: usize) -> &str {
+        self.region_memories.get(region).map_or("", String::as_str)
+    }
+}
+
 /// Why a target could not encode something.
 #[derive(Debug, Error)]
 pub enum TargetError {
@@ -326,12 +352,12 @@ pub trait Target: Sync {
     /// Counts the kernel and DMA commands of a program this target wrote (none in another
     /// target's payload).
     fn count_commands(&self, payload: &TargetPayload) -> CommandCounts;
-    /// Disassembles a command stream of this target's kind (any, not only its own writer's:
-    /// Vela's too).
-    fn disassemble(&self, words: &[u32]) -> Disassembly;
-    /// The commands of a stream of this target's kind that start work, in order (`None` if
-    /// it does not decode).
-    fn work_commands(&self, words: &[u32]) -> Option<Vec<WorkCommand>>;
+    /// Disassembles a program of this target's kind (any writer's, not only its own: Vela's
+    /// too; another target's payload is an error).
+    fn disassemble(&self, payload: &TargetPayload) -> Disassembly;
+    /// The commands of a program of this target's kind that start work, in order (`None` if
+    /// it does not decode, or is another target's).
+    fn work_commands(&self, payload: &TargetPayload) -> Option<Vec<WorkCommand>>;
     /// Estimates a whole program of this target's kind, any writer's (an error if its cost
     /// model cannot read it, or it is another target's).
     fn estimate_stream(&self, payload: &TargetPayload) -> Result<StreamEstimate, StreamError>;
@@ -347,6 +373,8 @@ pub trait Target: Sync {
     ) -> Result<(), InvalidStream>;
     /// The name of the memory holding a region (`Sram`, `Dram`, ...).
     fn region_memory(&self, region: u8) -> String;
+    /// The configuration and memories this target models (what `npuc report` prints).
+    fn describe(&self) -> TargetDescription;
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
