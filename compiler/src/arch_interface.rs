@@ -268,6 +268,98 @@ impl TargetDescription {
     }
 }
 
+/// One buffer of a lowered program, as the schedule framework sees it ([`LoweredView`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferView {
+    /// Size in bytes.
+    pub size: u64,
+    /// The operation writing it (`None`: a graph input or a constant).
+    pub producer: Option<usize>,
+    /// The last operation reading it.
+    pub last_use: Option<usize>,
+    /// A graph input (live from the start).
+    pub is_input: bool,
+    /// A graph output (live to the end).
+    pub is_output: bool,
+    /// Holds constant data: it lives in the read-only region, not the arena.
+    pub constant: bool,
+}
+
+/// One operation of a lowered program, as the schedule framework sees it ([`LoweredView`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpView<'a> {
+    /// Its name (the source operator's output tensor, or the lowering's name for it).
+    pub name: &'a str,
+    /// Its kernel kind as block selection sees it (`None`: a DMA, which has no kernel).
+    pub kernel: Option<KernelKind>,
+    /// The buffer of its IFM.
+    pub ifm: usize,
+    /// The buffer of its second IFM, when it has one.
+    pub ifm2: Option<usize>,
+    /// The buffer of its OFM.
+    pub ofm: usize,
+}
+
+/// A feature map of an operation, as `npuc explain` describes it ([`OpDescription`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FmDescription {
+    /// Its buffer.
+    pub buffer: usize,
+    /// Height, width, depth.
+    pub shape: [u32; 3],
+    /// The element type's name.
+    pub dtype: String,
+    /// Broadcast along height, width, depth.
+    pub broadcast: [bool; 3],
+}
+
+/// What `npuc explain` says of one operation of a lowered program besides its schedule
+/// ([`LoweredView::describe_op`]), in the target's vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpDescription {
+    /// The kernel, as the target names it (U85: `CONV`, `POOL MAX`, `DMA`).
+    pub kernel: String,
+    /// Kernel height, width.
+    pub kernel_size: [u32; 2],
+    /// Stride y, x.
+    pub stride: [u32; 2],
+    /// Dilation y, x.
+    pub dilation: [u32; 2],
+    /// The IFM upscaling, when there is one (U85: `nearest`, `zeros`).
+    pub ifm_upscale: Option<String>,
+    /// The lookup table's function, when one is applied.
+    pub lut: Option<String>,
+    /// Its feature maps.
+    pub ifm: FmDescription,
+    /// See `ifm`.
+    pub ifm2: Option<FmDescription>,
+    /// See `ifm`.
+    pub ofm: FmDescription,
+    /// It has a weight stream.
+    pub weighted: bool,
+}
+
+/// The lowered program a target's [`Target::lower`] made, as the schedule framework of the
+/// driver reads it (allocation, the scheduling passes' own reads, the schedule's
+/// description): buffers with their sizes, producers and last uses, and each operation's
+/// feature-map buffers, kernel kind and names. The target's own passes read its own form.
+pub trait LoweredView {
+    /// The number of buffers.
+    fn buffer_count(&self) -> usize;
+    /// Buffer `i` (`i < buffer_count()`).
+    fn buffer(&self, i: usize) -> BufferView;
+    /// The number of operations, in execution order.
+    fn op_count(&self) -> usize;
+    /// Operation `k` (`k < op_count()`).
+    fn op(&self, k: usize) -> OpView<'_>;
+    /// The description of operation `k` for `npuc explain`.
+    fn describe_op(&self, k: usize) -> OpDescription;
+    /// The buffer holding a graph input or output, or an operation's output tensor.
+    fn tensor_buffer(&self, t: npuc_ir::TensorId) -> Option<usize>;
+    /// The IR rewrites that ran before lowering, in order.
+    fn rewrites(&self) -> &[&'static str];
+}
+
 /// Why a target could not encode something.
 #[derive(Debug, Error)]
 pub enum TargetError {

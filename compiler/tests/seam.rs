@@ -129,6 +129,28 @@ fn the_shared_parts_of_the_driver_name_no_backend() {
 }
 
 #[test]
+fn the_framework_reads_the_lowered_program_through_the_view() {
+    // Allocation and the schedule read buffers, their lifetimes and each operation's
+    // feature-map buffers through `arch_interface::LoweredView`, never the U85's `Lowered`.
+    let files = driver_files();
+    for framework in ["compile/alloc.rs", "compile/schedule.rs"] {
+        let (_, text) = files
+            .iter()
+            .find(|(p, _)| p == framework)
+            .unwrap_or_else(|| panic!("{framework} exists"));
+        let text = text.replace("LoweredView", "");
+        assert!(
+            !text.contains("Lowered") && !text.contains("lower::"),
+            "{framework} names the U85's lowered form"
+        );
+        assert!(
+            !text.contains("npuc_backend"),
+            "{framework} names the backend"
+        );
+    }
+}
+
+#[test]
 fn the_cost_model_and_validation_are_reached_through_the_target() {
     // `npuc report`, Vela's CSVs and `compile()`'s validation ask the target that reads the
     // stream (`Target::estimate_stream`, `Target::validate`); only the registry runs the

@@ -36,6 +36,7 @@ pub use npuc_backend_lower as lower;
 pub mod schedule;
 pub mod summary;
 
+use crate::arch_interface::LoweredView;
 use crate::targets::{self, TargetFamily};
 use npuc_backend::arch::Accelerator;
 use npuc_backend::system::ini::{ConfigSource, IniFile, LookupError};
@@ -389,7 +390,9 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let placement = &emitted.placement;
     let place = |t: npuc_ir::TensorId| -> TensorPlacement {
         let tensor = graph.tensor(t).expect("graph tensor");
-        let buf = lowered.buffer_of(t);
+        let buf = lowered
+            .tensor_buffer(t)
+            .expect("a graph tensor has a buffer");
         TensorPlacement {
             name: tensor.name.clone(),
             shape: tensor.ty.shape.0.clone(),
@@ -397,7 +400,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
             quant: tensor.quant.clone(),
             region: placement.regions[buf],
             offset: placement.offsets[buf],
-            size: lowered.buffers[buf].size,
+            size: lowered.buffer(buf).size,
         }
     };
     let model = CompiledModel {
@@ -425,7 +428,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
 /// Refuses a placement whose SRAM (region 2, and region 1 when the arena is in SRAM) exceeds
 /// `budget`, naming the operation with the most SRAM-resident feature-map bytes live.
 fn check_sram_budget(
-    l: &lower::Lowered,
+    l: &dyn LoweredView,
     p: &alloc::Placement,
     arena: npuc_backend::system::MemoryKind,
     budget: u64,
@@ -438,21 +441,25 @@ fn check_sram_budget(
     let in_sram =
         |i: usize| p.regions[i] == REGION_FAST || (arena_in_sram && p.regions[i] == REGION_ARENA);
     let live = |k: usize| -> u64 {
-        (0..l.buffers.len().min(p.regions.len()))
+        (0..l.buffer_count().min(p.regions.len()))
             .filter(|&i| in_sram(i))
             .map(|i| alloc::buffer_item(l, i))
             .filter(|it| it.start <= k && k <= it.end)
             .map(|it| it.size)
             .sum()
     };
-    let (k, most) = (0..l.ops.len())
+    let (k, most) = (0..l.op_count())
         .map(|k| (k, live(k)))
         .max_by_key(|&(k, b)| (b, std::cmp::Reverse(k)))
         .unwrap_or((0, 0));
     Err(CompileError::SramBudget {
         needed,
         budget,
-        operator: l.ops.get(k).map_or_else(|| "-".into(), |o| o.name.clone()),
+        operator: if k < l.op_count() {
+            l.op(k).name.to_string()
+        } else {
+            "-".into()
+        },
         live: most,
     })
 }

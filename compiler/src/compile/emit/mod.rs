@@ -21,6 +21,7 @@ use super::schedule::Schedule;
 use super::{CompileError, OperatorInfo, WeightFigures};
 use crate::arch_interface::{KernelKind, OpGeometry, Target};
 use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};
+use npuc_backend::writer::output::clip;
 
 pub(crate) mod cascade;
 mod chain;
@@ -33,6 +34,7 @@ mod plan;
 mod regs;
 mod slice;
 mod staging;
+mod view;
 mod weights;
 pub(crate) mod write;
 
@@ -110,6 +112,18 @@ fn activation_type(fm: &Fm) -> ActivationType {
     } else {
         ActivationType::Signed
     }
+}
+
+/// Refuses an operation whose activation bounds the OFM clipping cannot express (16-bit
+/// bounds, or none).
+fn check_activation(op: &NpuOp) -> Result<(), CompileError> {
+    if clip(op.act, op.ofm.dtype.is_unsigned()).is_none() {
+        return Err(CompileError::Stream(format!(
+            "{}: activation bounds {:?} are neither 16-bit nor absent",
+            op.name, op.act
+        )));
+    }
+    Ok(())
 }
 
 /// The constant buffers read as feature maps, in the order of first use.
