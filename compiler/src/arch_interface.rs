@@ -13,7 +13,6 @@
 //! [`Commands`], which only the target that made them looks into.
 
 use crate::compile::emit::{Decisions, Written};
-use crate::compile::lower::Lowered;
 use crate::compile::CompileError;
 use crate::payload::TargetPayload;
 use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights};
@@ -358,6 +357,9 @@ pub trait LoweredView {
     fn tensor_buffer(&self, t: npuc_ir::TensorId) -> Option<usize>;
     /// The IR rewrites that ran before lowering, in order.
     fn rewrites(&self) -> &[&'static str];
+    /// The program as its target's own type, for that target's own passes (the U85's: the
+    /// lowering crate's form).
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Why a target could not encode something.
@@ -371,6 +373,10 @@ pub enum TargetError {
     Scale(#[from] npuc_codecs::scale::ScaleError),
     #[error("{0}")]
     Unsupported(String),
+    /// Lowering refused the graph: the target's own error (U85: `LowerError`, an operator it
+    /// does not support, or a malformed graph).
+    #[error(transparent)]
+    Lower(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The architecture interface used by the compiler passes (`Sync`: the passes consult it
@@ -470,11 +476,11 @@ pub trait Target: Sync {
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
-    /// Lowers a validated graph to the target's NPU operations over buffers: the U85's
-    /// lowering recipes (`npuc-backend-lower`). The form is the U85's `Lowered` (its
-    /// operations hold ISA enums), which the schedule framework reads: see ARCHITECTURE.md,
-    /// "Seam status".
-    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError>;
+    /// Lowers a validated graph to the target's NPU operations over buffers (the U85's: its
+    /// lowering recipes, `npuc-backend-lower`): an opaque program the schedule framework
+    /// reads through [`LoweredView`] (decision A2); the target's own passes read their own
+    /// form ([`LoweredView::as_any`]).
+    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Box<dyn LoweredView>, TargetError>;
     /// Writes the program (its payload, in the format the target chooses) and read-only
     /// region of a scheduled graph: the target's writer (the U85's sequences the operations
     /// in `compile/emit/write.rs` and programs the registers with the backend's `writer`).

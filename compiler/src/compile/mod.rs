@@ -205,6 +205,9 @@ pub enum CompileError {
     /// The graph itself is malformed.
     #[error("invalid graph: {0}")]
     Graph(String),
+    /// The target refused the graph (a lowering error of a target other than the U85's).
+    #[error(transparent)]
+    Target(crate::arch_interface::TargetError),
     /// Encoding weights or scales failed.
     #[error("operator {name}: {source}")]
     Encode {
@@ -355,10 +358,10 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
     let arena = map.arena;
     let target = targets::select(options, map);
-    let lowered = target.lower(graph)?;
-    let mut emitted = emit::emit(target.as_ref(), &lowered)?;
+    let lowered = target.lower(graph).map_err(CompileError::lowering)?;
+    let mut emitted = emit::emit(target.as_ref(), lowered.as_ref())?;
     if let Some(budget) = options.sram_budget {
-        check_sram_budget(&lowered, &emitted.placement, arena, budget)?;
+        check_sram_budget(lowered.as_ref(), &emitted.placement, arena, budget)?;
     }
     let mut schedule = std::mem::take(&mut emitted.schedule);
     schedule.accelerator = options.accelerator.to_string();
@@ -423,6 +426,21 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     };
     validate_model(&model)?;
     Ok(model)
+}
+
+impl CompileError {
+    /// A target's lowering error as `compile()` reports it: the U85's `LowerError` keeps its
+    /// variant ([`CompileError::Lower`], which the partitioner and callers match on).
+    fn lowering(e: crate::arch_interface::TargetError) -> CompileError {
+        match e {
+            crate::arch_interface::TargetError::Lower(e) => match e.downcast::<lower::LowerError>()
+            {
+                Ok(e) => CompileError::Lower(*e),
+                Err(e) => CompileError::Target(crate::arch_interface::TargetError::Lower(e)),
+            },
+            other => CompileError::Target(other),
+        }
+    }
 }
 
 /// Refuses a placement whose SRAM (region 2, and region 1 when the arena is in SRAM) exceeds

@@ -6,11 +6,10 @@
 
 use crate::arch_interface::{
     BlockConfig, BlockNames, CommandCounts, Commands, DisasmCommand, Disassembly, EncodedWeights,
-    InvalidStream, KernelKind, OpEstimate, OpGeometry, RegionTraffic, StreamError, StreamEstimate,
-    Target, TargetDescription, TargetError, WeightStreams, WorkCommand,
+    InvalidStream, KernelKind, LoweredView, OpEstimate, OpGeometry, RegionTraffic, StreamError,
+    StreamEstimate, Target, TargetDescription, TargetError, WeightStreams, WorkCommand,
 };
 use crate::compile::emit::{write, Decisions, Written};
-use crate::compile::lower::Lowered;
 use crate::compile::{CompileError, Optimise};
 use crate::payload::TargetPayload;
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
@@ -610,12 +609,13 @@ impl Target for U85Target {
             })
     }
 
-    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError> {
-        let mut lowered = npuc_backend_lower::lower(graph)?;
+    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Box<dyn LoweredView>, TargetError> {
+        let mut lowered =
+            npuc_backend_lower::lower(graph).map_err(|e| TargetError::Lower(Box::new(e)))?;
         // L53: one-row copies of shallow maps folded into rows where a taller microblock is
         // shallower (the 1024 and 2048).
         npuc_backend_lower::fold_shallow_rows(&mut lowered, &self.arch);
-        Ok(lowered)
+        Ok(Box::new(lowered))
     }
 
     fn work_commands(&self, payload: &TargetPayload) -> Option<Vec<WorkCommand>> {

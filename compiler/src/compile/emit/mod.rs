@@ -19,7 +19,7 @@ use super::alloc::Placement;
 use super::lower::{Fm, Kernel, Lowered, NpuOp};
 use super::schedule::Schedule;
 use super::{CompileError, OperatorInfo, WeightFigures};
-use crate::arch_interface::{KernelKind, OpGeometry, Target};
+use crate::arch_interface::{KernelKind, LoweredView, OpGeometry, Target};
 use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};
 use npuc_backend::writer::output::clip;
 
@@ -154,7 +154,11 @@ fn stream_objective(e: &crate::arch_interface::StreamEstimate) -> u64 {
 
 /// Schedules a lowered graph ([`decide`]), writes its command stream and read-only region
 /// (the target's writer) and describes the schedule with the cost model's estimate ([`describe`]).
-pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
+pub fn emit(target: &dyn Target, program: &dyn LoweredView) -> Result<Emitted, CompileError> {
+    // The U85 parts of `emit` read the U85's own form.
+    let l: &Lowered = program.as_any().downcast_ref().ok_or_else(|| {
+        CompileError::Stream("the lowered program is not the Ethos-U85's".to_string())
+    })?;
     let mut decisions = decide::decide(target, l)?;
     let mut written = target.write(&decisions)?;
     let mut est = target.estimate_stream(&written.payload).unwrap_or_default();

@@ -82,4 +82,8 @@ impl LoweredView for Lowered {
     fn rewrites(&self) -> &[&'static str] {
         &self.rewrites
     }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
