@@ -41,7 +41,11 @@ struct Figures {
 
 fn figures(bytes: &[u8], map: &MemoryMap, acc: Accelerator) -> Figures {
     let artifact = Artifact::from_bytes(bytes).expect("a compiled artifact");
-    let r = npuc::report::report(&artifact, map, Some(acc)).expect("the model reads the stream");
+    let r = npuc::report::report(
+        &artifact,
+        &npuc::targets::ArtifactReaders::new(map.clone(), Some(acc)),
+    )
+    .expect("the model reads the stream");
     let read_only = artifact
         .streams
         .iter()

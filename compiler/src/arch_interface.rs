@@ -13,7 +13,6 @@
 //! [`Commands`], which only the target that made them looks into.
 
 use crate::compile::emit::{Decisions, Written};
-use crate::compile::lower::Lowered;
 use crate::compile::CompileError;
 use crate::payload::TargetPayload;
 use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights};
@@ -242,6 +241,127 @@ pub struct Disassembly {
     pub error: Option<StreamError>,
 }
 
+/// A target's configuration and memories, as `npuc report` names them in its header and
+/// uses them for MAC utilisation ([`Target::describe`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetDescription {
+    /// The configuration's name (U85: `ethos-u85-256`).
+    pub name: String,
+    /// Multiply-accumulates per cycle of the configuration.
+    pub macs_per_cycle: u32,
+    /// The system configuration's name (U85: vela.ini's `[System_Config.NAME]`).
+    pub system_config: String,
+    /// The memory mode's name (U85: vela.ini's `[Memory_Mode.NAME]`).
+    pub memory_mode: String,
+    /// The NPU core clock in Hz.
+    pub clock_hz: f64,
+    /// The name of the memory holding each region ([`Target::region_memory`]), every region
+    /// the target has, in order.
+    pub region_memories: Vec<String>,
+}
+
+impl TargetDescription {
+    /// The name of the memory holding `region` (empty when the target has no such region).
+    pub fn region_memory(&self, region: usize) -> &str {
+        self.region_memories.get(region).map_or("", String::as_str)
+    }
+}
+
+/// One buffer of a lowered program, as the schedule framework sees it ([`LoweredView`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferView {
+    /// Size in bytes.
+    pub size: u64,
+    /// The operation writing it (`None`: a graph input or a constant).
+    pub producer: Option<usize>,
+    /// The last operation reading it.
+    pub last_use: Option<usize>,
+    /// A graph input (live from the start).
+    pub is_input: bool,
+    /// A graph output (live to the end).
+    pub is_output: bool,
+    /// Holds constant data: it lives in the read-only region, not the arena.
+    pub constant: bool,
+}
+
+/// One operation of a lowered program, as the schedule framework sees it ([`LoweredView`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpView<'a> {
+    /// Its name (the source operator's output tensor, or the lowering's name for it).
+    pub name: &'a str,
+    /// Its kernel kind as block selection sees it (`None`: a DMA, which has no kernel).
+    pub kernel: Option<KernelKind>,
+    /// The buffer of its IFM.
+    pub ifm: usize,
+    /// The buffer of its second IFM, when it has one.
+    pub ifm2: Option<usize>,
+    /// The buffer of its OFM.
+    pub ofm: usize,
+}
+
+/// A feature map of an operation, as `npuc explain` describes it ([`OpDescription`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FmDescription {
+    /// Its buffer.
+    pub buffer: usize,
+    /// Height, width, depth.
+    pub shape: [u32; 3],
+    /// The element type's name.
+    pub dtype: String,
+    /// Broadcast along height, width, depth.
+    pub broadcast: [bool; 3],
+}
+
+/// What `npuc explain` says of one operation of a lowered program besides its schedule
+/// ([`LoweredView::describe_op`]), in the target's vocabulary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpDescription {
+    /// The kernel, as the target names it (U85: `CONV`, `POOL MAX`, `DMA`).
+    pub kernel: String,
+    /// Kernel height, width.
+    pub kernel_size: [u32; 2],
+    /// Stride y, x.
+    pub stride: [u32; 2],
+    /// Dilation y, x.
+    pub dilation: [u32; 2],
+    /// The IFM upscaling, when there is one (U85: `nearest`, `zeros`).
+    pub ifm_upscale: Option<String>,
+    /// The lookup table's function, when one is applied.
+    pub lut: Option<String>,
+    /// Its feature maps.
+    pub ifm: FmDescription,
+    /// See `ifm`.
+    pub ifm2: Option<FmDescription>,
+    /// See `ifm`.
+    pub ofm: FmDescription,
+    /// It has a weight stream.
+    pub weighted: bool,
+}
+
+/// The lowered program a target's [`Target::lower`] made, as the schedule framework of the
+/// driver reads it (allocation, the scheduling passes' own reads, the schedule's
+/// description): buffers with their sizes, producers and last uses, and each operation's
+/// feature-map buffers, kernel kind and names. The target's own passes read its own form.
+pub trait LoweredView {
+    /// The number of buffers.
+    fn buffer_count(&self) -> usize;
+    /// Buffer `i` (`i < buffer_count()`).
+    fn buffer(&self, i: usize) -> BufferView;
+    /// The number of operations, in execution order.
+    fn op_count(&self) -> usize;
+    /// Operation `k` (`k < op_count()`).
+    fn op(&self, k: usize) -> OpView<'_>;
+    /// The description of operation `k` for `npuc explain`.
+    fn describe_op(&self, k: usize) -> OpDescription;
+    /// The buffer holding a graph input or output, or an operation's output tensor.
+    fn tensor_buffer(&self, t: npuc_ir::TensorId) -> Option<usize>;
+    /// The IR rewrites that ran before lowering, in order.
+    fn rewrites(&self) -> &[&'static str];
+    /// The program as its target's own type, for that target's own passes (the U85's: the
+    /// lowering crate's form).
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
 /// Why a target could not encode something.
 #[derive(Debug, Error)]
 pub enum TargetError {
@@ -253,6 +373,10 @@ pub enum TargetError {
     Scale(#[from] npuc_codecs::scale::ScaleError),
     #[error("{0}")]
     Unsupported(String),
+    /// Lowering refused the graph: the target's own error (U85: `LowerError`, an operator it
+    /// does not support, or a malformed graph).
+    #[error(transparent)]
+    Lower(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The architecture interface used by the compiler passes (`Sync`: the passes consult it
@@ -326,12 +450,12 @@ pub trait Target: Sync {
     /// Counts the kernel and DMA commands of a program this target wrote (none in another
     /// target's payload).
     fn count_commands(&self, payload: &TargetPayload) -> CommandCounts;
-    /// Disassembles a command stream of this target's kind (any, not only its own writer's:
-    /// Vela's too).
-    fn disassemble(&self, words: &[u32]) -> Disassembly;
-    /// The commands of a stream of this target's kind that start work, in order (`None` if
-    /// it does not decode).
-    fn work_commands(&self, words: &[u32]) -> Option<Vec<WorkCommand>>;
+    /// Disassembles a program of this target's kind (any writer's, not only its own: Vela's
+    /// too; another target's payload is an error).
+    fn disassemble(&self, payload: &TargetPayload) -> Disassembly;
+    /// The commands of a program of this target's kind that start work, in order (`None` if
+    /// it does not decode, or is another target's).
+    fn work_commands(&self, payload: &TargetPayload) -> Option<Vec<WorkCommand>>;
     /// Estimates a whole program of this target's kind, any writer's (an error if its cost
     /// model cannot read it, or it is another target's).
     fn estimate_stream(&self, payload: &TargetPayload) -> Result<StreamEstimate, StreamError>;
@@ -347,14 +471,16 @@ pub trait Target: Sync {
     ) -> Result<(), InvalidStream>;
     /// The name of the memory holding a region (`Sram`, `Dram`, ...).
     fn region_memory(&self, region: u8) -> String;
+    /// The configuration and memories this target models (what `npuc report` prints).
+    fn describe(&self) -> TargetDescription;
     /// The capacity in bytes of a fast memory separate from the arena (region 2), when the
     /// memory mode has one (`None`: feature maps live in the arena only).
     fn fast_storage(&self) -> Option<u64>;
-    /// Lowers a validated graph to the target's NPU operations over buffers: the U85's
-    /// lowering recipes (`npuc-backend-lower`). The form is the U85's `Lowered` (its
-    /// operations hold ISA enums), which the schedule framework reads: see ARCHITECTURE.md,
-    /// "Seam status".
-    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError>;
+    /// Lowers a validated graph to the target's NPU operations over buffers (the U85's: its
+    /// lowering recipes, `npuc-backend-lower`): an opaque program the schedule framework
+    /// reads through [`LoweredView`] (decision A2); the target's own passes read their own
+    /// form ([`LoweredView::as_any`]).
+    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Box<dyn LoweredView>, TargetError>;
     /// Writes the program (its payload, in the format the target chooses) and read-only
     /// region of a scheduled graph: the target's writer (the U85's sequences the operations
     /// in `compile/emit/write.rs` and programs the registers with the backend's `writer`).

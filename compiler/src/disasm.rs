@@ -11,6 +11,7 @@
 
 use crate::arch_interface::{DisasmCommand, Disassembly, StreamError, Target};
 use crate::artifact::{Artifact, NpuStream, StreamOrigin};
+use crate::payload::TargetPayload;
 use crate::targets;
 use serde_json::{json, Map, Value};
 use std::fmt::Write;
@@ -56,7 +57,7 @@ fn op_index(i: usize, s: &NpuStream) -> usize {
 
 /// Disassembles one stream with the target that reads it ([`targets::reader`]).
 pub fn disassemble(s: &NpuStream) -> Disassembly {
-    targets::reader(s.accelerator).disassemble(&s.words)
+    targets::reader(s.accelerator).disassemble(&targets::artifact_payload(&s.words))
 }
 
 /// Text disassembly of every stream: a header line per stream, then one line per command.
@@ -80,9 +81,9 @@ pub fn text(artifact: &Artifact) -> Result<String, DisasmError> {
     Ok(out)
 }
 
-/// Text disassembly of one command stream `target` wrote, one line per command (no header).
-pub fn words_text(target: &dyn Target, words: &[u32]) -> Result<String, StreamError> {
-    let d = target.disassemble(words);
+/// Text disassembly of one program `target` wrote, one line per command (no header).
+pub fn payload_text(target: &dyn Target, payload: &TargetPayload) -> Result<String, StreamError> {
+    let d = target.disassemble(payload);
     if let Some(e) = d.error {
         return Err(e);
     }

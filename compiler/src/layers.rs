@@ -15,6 +15,7 @@
 use crate::arch_interface::Target;
 use crate::compile::schedule::{FmPlacement, Schedule, Staging};
 use crate::container::{LayerMaps, OperatorEntry, SourceEntry};
+use crate::payload::TargetPayload;
 use crate::targets;
 
 /// The version of the layer map (operators' `sources` and `commands`) this npuc writes.
@@ -43,10 +44,14 @@ fn ofm_at(s: &Schedule, k: usize) -> Option<(u8, u64)> {
 }
 
 /// The byte offsets of the kernel and DMA commands of each operation of `schedule` in
-/// `words`, the stream `target` wrote for it (see the module documentation); `None` when the
-/// stream and the schedule do not match.
-pub fn attribute(target: &dyn Target, words: &[u32], schedule: &Schedule) -> Option<Vec<Vec<u32>>> {
-    let cmds = target.work_commands(words)?;
+/// `payload`, the program `target` wrote for it (see the module documentation); `None` when
+/// the program and the schedule do not match.
+pub fn attribute(
+    target: &dyn Target,
+    payload: &TargetPayload,
+    schedule: &Schedule,
+) -> Option<Vec<Vec<u32>>> {
+    let cmds = target.work_commands(payload)?;
     let n = schedule.ops.len();
     let mut slots = Vec::new();
     let mut k = 0;
@@ -122,11 +127,7 @@ pub fn attribute(target: &dyn Target, words: &[u32], schedule: &Schedule) -> Opt
 /// operators and, when the attribution succeeds, its commands.
 pub fn operator_entries(m: &crate::compile::CompiledModel) -> (Vec<OperatorEntry>, bool) {
     let target = targets::reader(Some(m.accelerator));
-    let owned = m
-        .payload
-        .command_words()
-        .ok()
-        .and_then(|words| attribute(target.as_ref(), &words, &m.schedule));
+    let owned = attribute(target.as_ref(), &m.payload, &m.schedule);
     let entries = m
         .operators
         .iter()

@@ -287,11 +287,10 @@ pub fn disasm_text(bytes: &[u8], options: &Options) -> Result<String, Error> {
 /// `npuc disasm` prints them.
 pub fn stream_text(m: &CompiledModel) -> Result<String, Error> {
     let target = targets::reader(Some(m.accelerator));
-    let words = m
-        .payload
+    m.payload
         .command_words()
         .map_err(|e| Error::Compile(CompileError::Payload(e)))?;
-    disasm::words_text(target.as_ref(), &words)
+    disasm::payload_text(target.as_ref(), &m.payload)
         .map_err(|e| Error::Compile(CompileError::Stream(e.to_string())))
 }
 
@@ -409,7 +408,10 @@ impl CompiledArtifact {
         let artifact = artifact::Artifact::from_bytes(bytes)?;
         let map = MemoryMap::new(&self.options.system_config, &self.options.memory_mode)
             .map_err(OptionsError::from)?;
-        Ok(report::report(&artifact, &map, None)?)
+        Ok(report::report(
+            &artifact,
+            &targets::ArtifactReaders::new(map, None),
+        )?)
     }
 }
 

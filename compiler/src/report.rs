@@ -1,22 +1,21 @@
 //! `npuc report`: cycles, MACs and memory traffic of a compiled artifact, from the cost model
 //! of the target that reads it ([`Target::estimate_stream`]; the Ethos-U85's is TRM chapter 4)
-//! in a system configuration and memory mode ([`npuc_backend::system`]), after the target's
-//! validation ([`Target::validate`]).
+//! in a system configuration and memory mode ([`crate::targets::ArtifactReaders`]), after the
+//! target's validation ([`Target::validate`]).
 //!
 //! ```
 //! use npuc::artifact::Artifact;
-//! use npuc_backend::system::MemoryMap;
+//! use npuc::targets::ArtifactReaders;
 //! // A raw stream: NPU_OP_STOP only.
 //! let artifact = Artifact::from_bytes(&[0x00, 0x00, 0xff, 0xff]).unwrap();
-//! let r = npuc::report::report(&artifact, &MemoryMap::default_u85(), None).unwrap();
+//! let r = npuc::report::report(&artifact, &ArtifactReaders::default_u85()).unwrap();
 //! assert_eq!(r.total.cycles, 0);
 //! assert_eq!(r.json()["ops"].as_array().unwrap().len(), 0);
 //! ```
 
-use crate::arch_interface::{OpEstimate, StreamEstimate, Target};
+use crate::arch_interface::{OpEstimate, StreamEstimate, Target, TargetDescription};
 use crate::artifact::{Artifact, StreamOrigin};
-use npuc_backend::arch::Accelerator;
-use npuc_backend::system::MemoryMap;
+use crate::targets::ArtifactReaders;
 use serde_json::{json, Value};
 use std::fmt::Write;
 
@@ -112,10 +111,8 @@ pub struct OpRow {
 /// The report of an artifact.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// The configuration modelled.
-    pub accelerator: Accelerator,
-    /// The memories.
-    pub map: MemoryMap,
+    /// The configuration and memories modelled ([`Target::describe`]).
+    pub target: TargetDescription,
     /// Each stream's estimate, with where it came from.
     pub streams: Vec<(StreamOrigin, StreamEstimate)>,
     /// Every operation, in execution order.
@@ -172,28 +169,17 @@ pub fn recorded_configuration(bytes: &[u8]) -> Option<crate::container::Configur
         .configuration
 }
 
-/// Estimates every command stream of an artifact in the given memories. The configuration
-/// is the one the artifact names (payload header, container CONFIG word), else `accelerator`,
-/// else Ethos-U85-256.
-pub fn report(
-    artifact: &Artifact,
-    map: &MemoryMap,
-    accelerator: Option<Accelerator>,
-) -> Result<Report, ReportError> {
-    let acc = artifact
-        .streams
-        .iter()
-        .find_map(|s| s.accelerator)
-        .or(accelerator)
-        .unwrap_or(Accelerator::U85_256);
+/// Estimates every command stream of an artifact with the targets that read it (`readers`:
+/// in a memory system; the configuration is the one the artifact names, payload header or
+/// container CONFIG word, else the one `readers` give, else Ethos-U85-256).
+pub fn report(artifact: &Artifact, readers: &ArtifactReaders) -> Result<Report, ReportError> {
     let mut streams = Vec::new();
     let mut ops = Vec::new();
     let mut total = Figures::default();
     let mut peak: Vec<u64> = Vec::new();
     for (i, s) in artifact.streams.iter().enumerate() {
         let fail = |problem| ReportError { stream: i, problem };
-        let target: Box<dyn Target> =
-            crate::targets::reader_with_memory(Some(s.accelerator.unwrap_or(acc)), map.clone());
+        let target: Box<dyn Target> = readers.stream(artifact, s);
         let payload = crate::targets::artifact_payload(&s.words);
         let regions: &[Option<u64>] = match &s.regions {
             Some(r) => r,
@@ -249,8 +235,7 @@ pub fn report(
         streams.push((s.origin.clone(), perf));
     }
     Ok(Report {
-        accelerator: acc,
-        map: map.clone(),
+        target: readers.artifact(artifact).describe(),
         streams,
         ops,
         total,
@@ -278,9 +263,9 @@ impl Report {
             })
             .collect();
         v["ops"] = Value::Array(ops);
-        v["accelerator"] = json!(self.accelerator.name());
-        v["system_config"] = json!(self.map.system.name);
-        v["memory_mode"] = json!(self.map.mode.name);
+        v["accelerator"] = json!(self.target.name);
+        v["system_config"] = json!(self.target.system_config);
+        v["memory_mode"] = json!(self.target.memory_mode);
         v["peak_region_bytes"] = json!(self.peak);
         v
     }
@@ -299,17 +284,17 @@ impl Report {
     /// The human-readable table: one row per command (`start` is the cycle it starts at).
     pub fn text(&self) -> String {
         let mut s = String::new();
-        let m = &self.map;
+        let m = &self.target;
         let _ = writeln!(
             s,
             "{} | system {} ({} MHz) | memory mode {} | region 0: {}, region 1: {}, region 2: {}",
-            self.accelerator.name(),
-            m.system.name,
-            m.system.core_clock / 1e6,
-            m.mode.name,
-            m.constants,
-            m.arena,
-            m.cache
+            m.name,
+            m.system_config,
+            m.clock_hz / 1e6,
+            m.memory_mode,
+            m.region_memory(0),
+            m.region_memory(1),
+            m.region_memory(2)
         );
         let _ = writeln!(
             s,
@@ -364,12 +349,12 @@ impl Report {
             t.weight_bytes
         );
         let _ = writeln!(s, "commands: {}", self.counts().commands());
-        let secs = t.cycles as f64 / m.system.core_clock;
+        let secs = t.cycles as f64 / m.clock_hz;
         let _ = writeln!(
             s,
             "time {:.3} ms at {} MHz; scale bytes {}; peak SRAM {} bytes",
             secs * 1e3,
-            m.system.core_clock / 1e6,
+            m.clock_hz / 1e6,
             t.scale_bytes,
             t.peak_sram
         );
@@ -378,7 +363,7 @@ impl Report {
             .iter()
             .enumerate()
             .filter(|(_, &p)| p > 0)
-            .map(|(r, p)| format!("region {r} ({}): {p}", m.region_memory(r as u32)))
+            .map(|(r, p)| format!("region {r} ({}): {p}", m.region_memory(r)))
             .collect();
         let _ = writeln!(s, "peak per region: {}", peaks.join(", "));
         s
@@ -536,7 +521,7 @@ impl Report {
         } else {
             Attribution::CommandGroups
         };
-        let macs_per_cc = self.accelerator.macs_per_cc() as u64;
+        let macs_per_cc = u64::from(self.target.macs_per_cycle);
         let mut rows: Vec<LayerRow> = Vec::new();
         let mut notes = Vec::new();
         for s in 0..self.streams.len() {
@@ -806,9 +791,9 @@ impl PerLayer {
         }
         v["version"] = json!(crate::layers::LAYERS_VERSION);
         v["attribution"] = json!(self.attribution.name());
-        v["accelerator"] = json!(report.accelerator.name());
-        v["system_config"] = json!(report.map.system.name);
-        v["memory_mode"] = json!(report.map.mode.name);
+        v["accelerator"] = json!(report.target.name);
+        v["system_config"] = json!(report.target.system_config);
+        v["memory_mode"] = json!(report.target.memory_mode);
         v["layers"] = Value::Array(layers);
         v["cpu_operators"] = Value::Array(self.cpu_operators.iter().map(SourceOp::json).collect());
         v["notes"] = json!(self.notes);
@@ -818,14 +803,14 @@ impl PerLayer {
     /// The human-readable table.
     pub fn text(&self, report: &Report) -> String {
         let mut s = String::new();
-        let m = &report.map;
+        let m = &report.target;
         let _ = writeln!(
             s,
             "{} | system {} ({} MHz) | memory mode {} | per {}",
-            report.accelerator.name(),
-            m.system.name,
-            m.system.core_clock / 1e6,
-            m.mode.name,
+            m.name,
+            m.system_config,
+            m.clock_hz / 1e6,
+            m.memory_mode,
             match self.attribution {
                 Attribution::SourceOperators => "source operator",
                 Attribution::CommandGroups => "command group",

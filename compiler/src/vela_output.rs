@@ -175,8 +175,7 @@ pub fn report(models: &[&CompiledModel], map: &MemoryMap) -> Result<Report, Repo
         .collect::<Result<_, ReportError>>()?;
     crate::report::report(
         &Artifact { streams },
-        map,
-        models.first().map(|m| m.accelerator),
+        &crate::targets::ArtifactReaders::new(map.clone(), models.first().map(|m| m.accelerator)),
     )
 }
 
@@ -242,15 +241,22 @@ struct Traffic {
     weight_write: u64,
 }
 
+/// The column of the memory named `name` (a region's memory in the report's description).
+fn memory_index_named(name: &str) -> usize {
+    MemoryKind::ALL
+        .iter()
+        .position(|m| m.name() == name)
+        .unwrap_or(0)
+}
+
 fn traffic(report: &Report) -> [Traffic; 4] {
-    let map = &report.map;
     let mut t = [Traffic::default(); 4];
     for o in &report.ops {
         let regions = &o.estimate.regions;
         // A DMA reading the read-only region stages weights; other DMAs move feature maps.
         let weight_dma = o.estimate.dma && regions.first().is_some_and(|c| c.read > 0);
         for (r, c) in regions.iter().enumerate() {
-            let k = memory_index(map.region_memory(r as u32));
+            let k = memory_index_named(report.target.region_memory(r));
             let stream = c.stream_read.min(c.read);
             if weight_dma {
                 t[k].weight_read += c.read;
@@ -266,14 +272,15 @@ fn traffic(report: &Report) -> [Traffic; 4] {
 }
 
 /// Vela's `<model>_summary_<system-config>.csv` for the compiled models of one network
-/// (`network`: the model file stem; `npu_operators`: source operators placed on the NPU).
+/// (`network`: the model file stem; `report`: [`report`] of them in the memory system `map`;
+/// `npu_operators`: source operators placed on the NPU).
 pub fn summary_csv(
     network: &str,
     models: &[&CompiledModel],
     report: &Report,
+    map: &MemoryMap,
     npu_operators: usize,
 ) -> String {
-    let map = &report.map;
     let sys = &map.system;
     let first = models.first();
     let mems = MemoryKind::ALL;

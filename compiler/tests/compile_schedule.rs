@@ -148,7 +148,8 @@ fn weights_are_staged_into_region_2_by_dma_ahead_of_their_kernel() {
         let map =
             npuc_backend::system::MemoryMap::new(&opts.system_config, &opts.memory_mode).unwrap();
         let art = npuc::artifact::Artifact::from_bytes(&container::to_bytes(model)).unwrap();
-        let r = npuc::report::report(&art, &map, None).unwrap();
+        let r =
+            npuc::report::report(&art, &npuc::targets::ArtifactReaders::new(map, None)).unwrap();
         assert_eq!(r.total.cycles, model.estimated_cycles());
         let per_op: Vec<u64> = r
             .ops

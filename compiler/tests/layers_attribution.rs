@@ -15,12 +15,8 @@ fn check(model: &Path, options: &Options) -> Result<(), String> {
         return Ok(()); // refused: nothing to attribute
     };
     let target = npuc::targets::reader(Some(m.accelerator));
-    let owned = npuc::layers::attribute(
-        target.as_ref(),
-        &m.payload.command_words().unwrap(),
-        &m.schedule,
-    )
-    .ok_or("the stream does not match the schedule")?;
+    let owned = npuc::layers::attribute(target.as_ref(), &m.payload, &m.schedule)
+        .ok_or("the stream does not match the schedule")?;
     let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
     let report = npuc::vela_output::report(&[&m], &map).map_err(|e| e.to_string())?;
     let by_offset: BTreeMap<usize, &npuc::arch_interface::OpEstimate> = report

@@ -3,8 +3,8 @@
 
 use npuc::artifact::Artifact;
 use npuc::report::report;
+use npuc::targets::ArtifactReaders;
 use npuc_backend::isa::*;
-use npuc_backend::system::MemoryMap;
 use std::path::PathBuf;
 
 fn raw(cmds: &[Command]) -> Artifact {
@@ -19,7 +19,7 @@ fn raw(cmds: &[Command]) -> Artifact {
 }
 
 fn report_err(cmds: &[Command]) -> String {
-    match report(&raw(cmds), &MemoryMap::default_u85(), None) {
+    match report(&raw(cmds), &ArtifactReaders::default_u85()) {
         Ok(r) => panic!("accepted, {} MACs", r.total.macs),
         Err(e) => e.to_string(),
     }
@@ -44,8 +44,7 @@ fn global_scale() -> Command {
 fn a_plain_raw_stream_is_reported() {
     let r = report(
         &raw(&[global_scale(), add()]),
-        &MemoryMap::default_u85(),
-        None,
+        &ArtifactReaders::default_u85(),
     )
     .unwrap();
     assert_eq!(r.ops.len(), 1);
@@ -126,7 +125,7 @@ fn velas_streams_pass() {
             Err(npuc::artifact::ArtifactError::NoNpuOperators) => continue,
             Err(e) => panic!("{}: {e}", p.display()),
         };
-        if let Err(e) = report(&a, &MemoryMap::default_u85(), None) {
+        if let Err(e) = report(&a, &ArtifactReaders::default_u85()) {
             panic!("{}: {e}", p.display());
         }
         n += 1;

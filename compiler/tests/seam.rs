@@ -34,10 +34,6 @@ const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
         "artifact.rs",
         "opens U85 streams: containers, COP payloads, Vela .tflite",
     ),
-    (
-        "report.rs",
-        "reports in a U85 configuration and vela.ini memory system (its header)",
-    ),
     ("run.rs", "the U85 simulator"),
     ("verify.rs", "the U85 simulator"),
     ("vela_output.rs", "Vela's output files"),
@@ -115,6 +111,9 @@ fn the_shared_parts_of_the_driver_name_no_backend() {
     let files = driver_files();
     for shared in [
         "arch_interface.rs",
+        "disasm.rs",
+        "layers.rs",
+        "report.rs",
         "compile/alloc.rs",
         "compile/schedule.rs",
         "compile/summary.rs",
@@ -126,6 +125,34 @@ fn the_shared_parts_of_the_driver_name_no_backend() {
             .find(|(p, _)| p == shared)
             .unwrap_or_else(|| panic!("{shared} exists"));
         assert!(!text.contains("npuc_backend"), "{shared} names the backend");
+    }
+}
+
+#[test]
+fn the_framework_reads_the_lowered_program_through_the_view() {
+    // Allocation and the schedule read buffers, their lifetimes and each operation's
+    // feature-map buffers through `arch_interface::LoweredView`, never the U85's `Lowered`.
+    let files = driver_files();
+    // `Target::lower` returns the program opaque (`Box<dyn LoweredView>`): the interface
+    // names no lowered form of a target either.
+    for framework in [
+        "arch_interface.rs",
+        "compile/alloc.rs",
+        "compile/schedule.rs",
+    ] {
+        let (_, text) = files
+            .iter()
+            .find(|(p, _)| p == framework)
+            .unwrap_or_else(|| panic!("{framework} exists"));
+        let text = text.replace("LoweredView", "");
+        assert!(
+            !text.contains("Lowered") && !text.contains("lower::"),
+            "{framework} names the U85's lowered form"
+        );
+        assert!(
+            !text.contains("npuc_backend"),
+            "{framework} names the backend"
+        );
     }
 }
 

@@ -115,8 +115,11 @@ fn rows() -> Vec<Row> {
             let Some(artifact) = common::read_vela_artifact(config, &name, &path) else {
                 continue;
             };
-            let report = npuc::report::report(&artifact, &map, None)
-                .unwrap_or_else(|e| panic!("{config}/{name}: {e}"));
+            let report = npuc::report::report(
+                &artifact,
+                &npuc::targets::ArtifactReaders::new(map.clone(), None),
+            )
+            .unwrap_or_else(|e| panic!("{config}/{name}: {e}"));
             out.push(Row {
                 config,
                 name,

@@ -233,6 +233,12 @@ impl Lowered {
     pub fn buffer_of(&self, t: TensorId) -> usize {
         self.tensor_buffer[&t]
     }
+
+    /// The buffer holding a tensor, `None` when no buffer holds it (the schedule framework's
+    /// view, `npuc::arch_interface::LoweredView`).
+    pub fn buffer_holding(&self, t: TensorId) -> Option<usize> {
+        self.tensor_buffer.get(&t).copied()
+    }
 }
 
 pub(crate) struct Ctx<'g> {

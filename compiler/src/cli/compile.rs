@@ -197,7 +197,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let mut files = vec![(name, out.bytes)];
     files.push((
         vela_output::summary_name(&stem, &options.system_config.name),
-        vela_output::summary_csv(&stem, &models, &report, npu_operators).into_bytes(),
+        vela_output::summary_csv(&stem, &models, &report, &map, npu_operators).into_bytes(),
     ));
     if args.verbose_performance {
         let maps = vela_output::layer_maps(&models);

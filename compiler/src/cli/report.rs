@@ -69,7 +69,10 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let map = MemoryMap::new(&system, &mode)?;
     let artifact = Artifact::from_bytes(&bytes)
         .with_context(|| format!("reading {}", args.artifact.display()))?;
-    let report = npuc::report::report(&artifact, &map, args.accelerator)?;
+    let report = npuc::report::report(
+        &artifact,
+        &npuc::targets::ArtifactReaders::new(map, args.accelerator),
+    )?;
     let mut out = std::io::stdout().lock();
     if args.per_layer {
         let maps = npuc::layers::layer_maps(&bytes);

@@ -16,8 +16,8 @@
 //!
 //! [`Target::fast_storage`]: crate::arch_interface::Target::fast_storage
 
-use super::lower::Lowered;
 use super::{REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
+use crate::arch_interface::LoweredView;
 
 /// Alignment of every feature map.
 pub const ALIGN: u64 = 16;
@@ -46,8 +46,8 @@ pub struct Placement {
     pub fast_size: u64,
 }
 
-fn lifetime(l: &Lowered, i: usize) -> (usize, usize) {
-    let b = &l.buffers[i];
+fn lifetime(l: &(impl LoweredView + ?Sized), i: usize) -> (usize, usize) {
+    let b = l.buffer(i);
     let start = b.producer.unwrap_or(0);
     let end = if b.is_output {
         usize::MAX
@@ -113,10 +113,10 @@ pub fn fit(occupied: &[(Item, u64)], item: Item, capacity: u64) -> Option<u64> {
 }
 
 /// The live range of buffer `i`.
-pub fn buffer_item(l: &Lowered, i: usize) -> Item {
+pub fn buffer_item(l: &(impl LoweredView + ?Sized), i: usize) -> Item {
     let (start, end) = lifetime(l, i);
     Item {
-        size: l.buffers[i].size,
+        size: l.buffer(i).size,
         start,
         end,
     }
@@ -124,11 +124,17 @@ pub fn buffer_item(l: &Lowered, i: usize) -> Item {
 
 /// Places the buffers of a lowered graph. `fast`: the capacity of the fast area when the
 /// memory mode has one; `chained`: buffers that live in a chaining FIFO (region [`CHAINED`]).
-pub fn allocate(l: &Lowered, fast: Option<u64>, chained: &[usize]) -> Placement {
-    let n = l.buffers.len();
+pub fn allocate(
+    l: &(impl LoweredView + ?Sized),
+    fast: Option<u64>,
+    chained: &[usize],
+) -> Placement {
+    let n = l.buffer_count();
     let mut regions = vec![REGION_ARENA; n];
-    for &c in l.constants.keys() {
-        regions[c] = REGION_READ_ONLY;
+    for (c, region) in regions.iter_mut().enumerate() {
+        if l.buffer(c).constant {
+            *region = REGION_READ_ONLY;
+        }
     }
     for &c in chained {
         regions[c] = CHAINED;
@@ -139,7 +145,7 @@ pub fn allocate(l: &Lowered, fast: Option<u64>, chained: &[usize]) -> Placement 
     if let Some(capacity) = fast {
         let mut fast_bufs: Vec<usize> = (0..n)
             .filter(|&i| {
-                let b = &l.buffers[i];
+                let b = l.buffer(i);
                 regions[i] == REGION_ARENA && !b.is_input && !b.is_output
             })
             .collect();
@@ -158,8 +164,8 @@ pub fn allocate(l: &Lowered, fast: Option<u64>, chained: &[usize]) -> Placement 
             let (k, _) = fast_bufs
                 .iter()
                 .enumerate()
-                .filter(|&(k, &i)| offs[k] + aligned(l.buffers[i].size) > capacity)
-                .max_by_key(|&(_, &i)| (l.buffers[i].size, std::cmp::Reverse(i)))
+                .filter(|&(k, &i)| offs[k] + aligned(l.buffer(i).size) > capacity)
+                .max_by_key(|&(_, &i)| (l.buffer(i).size, std::cmp::Reverse(i)))
                 .unwrap_or((0, &fast_bufs[0]));
             fast_bufs.remove(k);
         }

@@ -36,6 +36,7 @@ pub use npuc_backend_lower as lower;
 pub mod schedule;
 pub mod summary;
 
+use crate::arch_interface::LoweredView;
 use crate::targets::{self, TargetFamily};
 use npuc_backend::arch::Accelerator;
 use npuc_backend::system::ini::{ConfigSource, IniFile, LookupError};
@@ -204,6 +205,9 @@ pub enum CompileError {
     /// The graph itself is malformed.
     #[error("invalid graph: {0}")]
     Graph(String),
+    /// The target refused the graph (a lowering error of a target other than the U85's).
+    #[error(transparent)]
+    Target(crate::arch_interface::TargetError),
     /// Encoding weights or scales failed.
     #[error("operator {name}: {source}")]
     Encode {
@@ -354,10 +358,10 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let map = MemoryMap::new(&options.system_config, &options.memory_mode)?;
     let arena = map.arena;
     let target = targets::select(options, map);
-    let lowered = target.lower(graph)?;
-    let mut emitted = emit::emit(target.as_ref(), &lowered)?;
+    let lowered = target.lower(graph).map_err(CompileError::lowering)?;
+    let mut emitted = emit::emit(target.as_ref(), lowered.as_ref())?;
     if let Some(budget) = options.sram_budget {
-        check_sram_budget(&lowered, &emitted.placement, arena, budget)?;
+        check_sram_budget(lowered.as_ref(), &emitted.placement, arena, budget)?;
     }
     let mut schedule = std::mem::take(&mut emitted.schedule);
     schedule.accelerator = options.accelerator.to_string();
@@ -389,7 +393,9 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let placement = &emitted.placement;
     let place = |t: npuc_ir::TensorId| -> TensorPlacement {
         let tensor = graph.tensor(t).expect("graph tensor");
-        let buf = lowered.buffer_of(t);
+        let buf = lowered
+            .tensor_buffer(t)
+            .expect("a graph tensor has a buffer");
         TensorPlacement {
             name: tensor.name.clone(),
             shape: tensor.ty.shape.0.clone(),
@@ -397,7 +403,7 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
             quant: tensor.quant.clone(),
             region: placement.regions[buf],
             offset: placement.offsets[buf],
-            size: lowered.buffers[buf].size,
+            size: lowered.buffer(buf).size,
         }
     };
     let model = CompiledModel {
@@ -422,10 +428,25 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     Ok(model)
 }
 
+impl CompileError {
+    /// A target's lowering error as `compile()` reports it: the U85's `LowerError` keeps its
+    /// variant ([`CompileError::Lower`], which the partitioner and callers match on).
+    fn lowering(e: crate::arch_interface::TargetError) -> CompileError {
+        match e {
+            crate::arch_interface::TargetError::Lower(e) => match e.downcast::<lower::LowerError>()
+            {
+                Ok(e) => CompileError::Lower(*e),
+                Err(e) => CompileError::Target(crate::arch_interface::TargetError::Lower(e)),
+            },
+            other => CompileError::Target(other),
+        }
+    }
+}
+
 /// Refuses a placement whose SRAM (region 2, and region 1 when the arena is in SRAM) exceeds
 /// `budget`, naming the operation with the most SRAM-resident feature-map bytes live.
 fn check_sram_budget(
-    l: &lower::Lowered,
+    l: &dyn LoweredView,
     p: &alloc::Placement,
     arena: npuc_backend::system::MemoryKind,
     budget: u64,
@@ -438,21 +459,25 @@ fn check_sram_budget(
     let in_sram =
         |i: usize| p.regions[i] == REGION_FAST || (arena_in_sram && p.regions[i] == REGION_ARENA);
     let live = |k: usize| -> u64 {
-        (0..l.buffers.len().min(p.regions.len()))
+        (0..l.buffer_count().min(p.regions.len()))
             .filter(|&i| in_sram(i))
             .map(|i| alloc::buffer_item(l, i))
             .filter(|it| it.start <= k && k <= it.end)
             .map(|it| it.size)
             .sum()
     };
-    let (k, most) = (0..l.ops.len())
+    let (k, most) = (0..l.op_count())
         .map(|k| (k, live(k)))
         .max_by_key(|&(k, b)| (b, std::cmp::Reverse(k)))
         .unwrap_or((0, 0));
     Err(CompileError::SramBudget {
         needed,
         budget,
-        operator: l.ops.get(k).map_or_else(|| "-".into(), |o| o.name.clone()),
+        operator: if k < l.op_count() {
+            l.op(k).name.to_string()
+        } else {
+            "-".into()
+        },
         live: most,
     })
 }

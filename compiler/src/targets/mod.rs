@@ -8,6 +8,7 @@
 //! names a target's implementation type.
 
 use crate::arch_interface::Target;
+use crate::artifact::{Artifact, NpuStream};
 use crate::compile::Options;
 use crate::payload::TargetPayload;
 use npuc_backend::system::MemoryMap;
@@ -60,6 +61,53 @@ pub fn reader_with_memory(
 /// holds Ethos-U85 command streams.
 pub fn artifact_payload(words: &[u32]) -> TargetPayload {
     TargetPayload::u85_command_stream(words)
+}
+
+/// The targets that read the streams of an artifact in a memory system (what `npuc report`
+/// estimates them with): every artifact npuc opens holds Ethos-U85 streams, each read in the
+/// configuration it names, else the one the artifact names, else `accelerator`, else the
+/// Ethos-U85-256.
+#[derive(Debug, Clone)]
+pub struct ArtifactReaders {
+    map: MemoryMap,
+    accelerator: Option<npuc_backend::arch::Accelerator>,
+}
+
+impl ArtifactReaders {
+    /// Readers in the memory system `map`; `accelerator`: the configuration of streams that
+    /// name none (raw streams).
+    pub fn new(map: MemoryMap, accelerator: Option<npuc_backend::arch::Accelerator>) -> Self {
+        ArtifactReaders { map, accelerator }
+    }
+
+    /// The default memory system (`MemoryMap::default_u85`), no configuration given.
+    pub fn default_u85() -> Self {
+        ArtifactReaders::new(MemoryMap::default_u85(), None)
+    }
+
+    /// The configuration modelled for `artifact`: the first one a stream names, else the
+    /// one given, else the Ethos-U85-256.
+    fn configuration(&self, artifact: &Artifact) -> npuc_backend::arch::Accelerator {
+        artifact
+            .streams
+            .iter()
+            .find_map(|s| s.accelerator)
+            .or(self.accelerator)
+            .unwrap_or(npuc_backend::arch::Accelerator::U85_256)
+    }
+
+    /// The target modelling `artifact` as a whole (the report's header).
+    pub fn artifact(&self, artifact: &Artifact) -> Box<dyn Target> {
+        reader_with_memory(Some(self.configuration(artifact)), self.map.clone())
+    }
+
+    /// The target reading `stream` of `artifact`.
+    pub fn stream(&self, artifact: &Artifact, stream: &NpuStream) -> Box<dyn Target> {
+        let acc = stream
+            .accelerator
+            .unwrap_or_else(|| self.configuration(artifact));
+        reader_with_memory(Some(acc), self.map.clone())
+    }
 }
 
 /// The target `options` ask for, in the memory system `map`.

@@ -6,11 +6,10 @@
 
 use crate::arch_interface::{
     BlockConfig, BlockNames, CommandCounts, Commands, DisasmCommand, Disassembly, EncodedWeights,
-    InvalidStream, KernelKind, OpEstimate, OpGeometry, RegionTraffic, StreamError, StreamEstimate,
-    Target, TargetError, WeightStreams, WorkCommand,
+    InvalidStream, KernelKind, LoweredView, OpEstimate, OpGeometry, RegionTraffic, StreamError,
+    StreamEstimate, Target, TargetDescription, TargetError, WeightStreams, WorkCommand,
 };
 use crate::compile::emit::{write, Decisions, Written};
-use crate::compile::lower::Lowered;
 use crate::compile::{CompileError, Optimise};
 use crate::payload::TargetPayload;
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
@@ -773,19 +772,21 @@ impl Target for U85Target {
             })
     }
 
-    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Lowered, CompileError> {
-        let mut lowered = npuc_backend_lower::lower(graph)?;
+    fn lower(&self, graph: &npuc_ir::Graph) -> Result<Box<dyn LoweredView>, TargetError> {
+        let mut lowered =
+            npuc_backend_lower::lower(graph).map_err(|e| TargetError::Lower(Box::new(e)))?;
         // L53: one-row copies of shallow maps folded into rows where a taller microblock is
         // shallower (the 1024 and 2048).
         npuc_backend_lower::fold_shallow_rows(&mut lowered, &self.arch);
-        Ok(lowered)
+        Ok(Box::new(lowered))
     }
 
-    fn work_commands(&self, words: &[u32]) -> Option<Vec<WorkCommand>> {
+    fn work_commands(&self, payload: &TargetPayload) -> Option<Vec<WorkCommand>> {
+        let words = payload.command_words().ok()?;
         let address = |hi: u8, lo: u32| (u64::from(hi) << 32) | u64::from(lo);
         let mut regs = RegisterFile::default();
         let mut out = Vec::new();
-        for d in StreamDecoder::new(words) {
+        for d in StreamDecoder::new(&words) {
             let d = d.ok()?;
             if regs.apply(&d.command) {
                 continue;
@@ -818,9 +819,16 @@ impl Target for U85Target {
         Some(out)
     }
 
-    fn disassemble(&self, words: &[u32]) -> Disassembly {
+    fn disassemble(&self, payload: &TargetPayload) -> Disassembly {
         let mut out = Disassembly::default();
-        for d in StreamDecoder::new(words) {
+        let words = match payload.command_words() {
+            Ok(words) => words,
+            Err(e) => {
+                out.error = Some(StreamError(e.to_string()));
+                return out;
+            }
+        };
+        for d in StreamDecoder::new(&words) {
             match d {
                 Ok(d) => out.commands.push(DisasmCommand {
                     offset: d.offset,
@@ -847,6 +855,20 @@ impl Target for U85Target {
             .region_memory(u32::from(region))
             .name()
             .to_string()
+    }
+
+    fn describe(&self) -> TargetDescription {
+        let map = &self.perf.map;
+        TargetDescription {
+            name: self.accelerator.name().to_string(),
+            macs_per_cycle: self.accelerator.macs_per_cc(),
+            system_config: map.system.name.clone(),
+            memory_mode: map.mode.name.clone(),
+            clock_hz: map.system.core_clock,
+            region_memories: (0..NUM_REGIONS)
+                .map(|r| map.region_memory(r as u32).name().to_string())
+                .collect(),
+        }
     }
 
     /// Region 2 is a memory of its own when the arena is not in SRAM but the staging area is

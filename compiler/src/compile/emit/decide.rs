@@ -8,11 +8,10 @@ use super::optimise::{self, Choice};
 use super::plan::{self, OpPlan};
 use super::staging::{self, ConstCopy, IfmCopy, Staged, Staging};
 use super::weights::{encode_counted, Encoded};
-use crate::arch_interface::Target;
+use crate::arch_interface::{LoweredView, Target};
 use crate::compile::alloc::{self, Placement};
 use crate::compile::lower::Lowered;
 use crate::compile::{CompileError, REGION_ARENA, REGION_FAST};
-use npuc_backend::writer::output::clip;
 use std::borrow::Cow;
 
 /// What the scheduling passes decided for a lowered graph (opaque outside the crate: what a
@@ -64,19 +63,15 @@ pub(crate) fn decide<'l>(
     target: &dyn Target,
     l: &'l Lowered,
 ) -> Result<Decisions<'l>, CompileError> {
-    for op in &l.ops {
-        if l.constants.contains_key(&op.ofm.buffer) {
+    for k in 0..l.op_count() {
+        let op = l.op(k);
+        if l.buffer(op.ofm).constant {
             return Err(CompileError::Stream(format!(
                 "{}: the output is a constant buffer",
                 op.name
             )));
         }
-        if clip(op.act, op.ofm.dtype.is_unsigned()).is_none() {
-            return Err(CompileError::Stream(format!(
-                "{}: activation bounds {:?} are neither 16-bit nor absent",
-                op.name, op.act
-            )));
-        }
+        super::check_activation(&l.ops[k])?;
     }
     let mut chains = chain::find(l);
     let place = |chains: &[Option<Operand>]| {
@@ -84,11 +79,11 @@ pub(crate) fn decide<'l>(
         if chains.iter().any(Option::is_some) {
             chain::extend_lifetimes(lowered.to_mut(), chains);
         }
-        let skip: Vec<usize> = (0..lowered.ops.len())
+        let skip: Vec<usize> = (0..lowered.op_count())
             .filter(|&k| chains[k].is_some())
-            .map(|k| lowered.ops[k].ofm.buffer)
+            .map(|k| lowered.op(k).ofm)
             .collect();
-        let placement = alloc::allocate(&lowered, target.fast_storage(), &skip);
+        let placement = alloc::allocate(lowered.as_ref(), target.fast_storage(), &skip);
         (lowered, skip, placement)
     };
     let (mut lowered, mut skip, mut placement) = place(&chains);
@@ -96,10 +91,10 @@ pub(crate) fn decide<'l>(
     // cascaded with the operations before it, and its IFM kept in a ring instead of DRAM.
     let mut dropped = false;
     for (k, chain) in chains.iter_mut().enumerate() {
-        let b = lowered.ops[k].ifm.buffer;
+        let b = lowered.op(k).ifm;
         if chain.is_some()
             && placement.regions[b] == REGION_ARENA
-            && !lowered.buffers[b].is_input
+            && !lowered.buffer(b).is_input
             && target.fast_storage().is_some()
         {
             *chain = None;
@@ -111,8 +106,8 @@ pub(crate) fn decide<'l>(
     }
     // Where an intermediate feature map does not fit the fast memory, runs of operations may
     // be cascaded (computed band by band through ring buffers) when the cost model says so.
-    let spills = (0..lowered.buffers.len()).any(|i| {
-        let b = &lowered.buffers[i];
+    let spills = (0..lowered.buffer_count()).any(|i| {
+        let b = lowered.buffer(i);
         placement.regions[i] == REGION_ARENA && !b.is_input && !b.is_output
     });
     let (cascades, uncascaded_plans) = if spills && target.fast_storage().is_some() {
@@ -129,9 +124,9 @@ pub(crate) fn decide<'l>(
     };
     if !cascades.is_empty() {
         cascade::apply(lowered.to_mut(), &cascades);
-        placement = alloc::allocate(&lowered, target.fast_storage(), &skip);
+        placement = alloc::allocate(lowered.as_ref(), target.fast_storage(), &skip);
     }
-    let mut in_cascade: Vec<Option<usize>> = vec![None; lowered.ops.len()];
+    let mut in_cascade: Vec<Option<usize>> = vec![None; lowered.op_count()];
     for (i, c) in cascades.iter().enumerate() {
         for slot in &mut in_cascade[c.first..=c.last] {
             *slot = Some(i);
@@ -147,7 +142,7 @@ pub(crate) fn decide<'l>(
     // (S16).
     cascade::member_plans(target, &lowered, &placement, &cascades, &mut plans);
     // A consumer runs with its producer's block and microblock.
-    for k in 0..lowered.ops.len() {
+    for k in 0..lowered.op_count() {
         if chains[k].is_some() {
             plans[k + 1].block = plans[k].block;
         }

@@ -3,19 +3,21 @@
 
 use super::decide::Decisions;
 use super::geometry;
-use super::regs::{block_commands, kernel_name, locs, op_commands};
+use super::regs::{block_commands, locs, op_commands};
 use super::staging::Staged;
 use super::weights::{Encoded, Layout};
 use super::write::Written;
-use crate::arch_interface::{BlockConfig, StreamEstimate, Target, WeightStreams};
+use crate::arch_interface::{
+    BlockConfig, FmDescription, LoweredView, StreamEstimate, Target, WeightStreams,
+};
 use crate::compile::alloc::CHAINED;
-use crate::compile::lower::{Fm, Kernel};
+use crate::compile::lower::Kernel;
 use crate::compile::schedule::{
     CascadePart, Chain, Choice, DmaCost, FeatureMap, FmPlacement, MemoryBytes, Schedule,
     ScheduledOp, Staging, Streams, Transfer,
 };
 use crate::compile::REGION_READ_ONLY;
-use npuc_backend::isa::{ActivationFunction, IfmUpscaleMode};
+use npuc_backend::isa::ActivationFunction;
 use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
@@ -39,14 +41,6 @@ fn add_bytes(acc: &mut Vec<MemoryBytes>, bytes: &[(String, u64, u64)]) {
     }
 }
 
-fn kernel_kind(k: Kernel) -> String {
-    match k {
-        Kernel::Pool(m) => format!("POOL {}", m.name()),
-        Kernel::Elementwise(m) => format!("ELEMENTWISE {}", m.name()),
-        _ => kernel_name(k).to_string(),
-    }
-}
-
 /// The schedule of `d` as written (`w`) and estimated (`est`); sources and configuration
 /// names are left for the caller to fill in.
 pub(crate) fn describe(
@@ -57,7 +51,7 @@ pub(crate) fn describe(
 ) -> Schedule {
     let l = &d.lowered;
     let p = &d.placement;
-    let n = l.ops.len();
+    let n = l.op_count();
     let bounds = compute_bounds(target, d);
     // Kernel and DMA costs per operation, from the stream's estimate in stream order.
     let mut cycles = vec![0u64; n];
@@ -68,7 +62,7 @@ pub(crate) fn describe(
         if o.dma {
             let Some(owner) = dmas.next() else { break };
             let Some(k) = *owner else { continue };
-            if matches!(l.ops[k].kernel, Kernel::Dma(_)) {
+            if l.op(k).kernel.is_none() {
                 add_bytes(&mut memory[k], &o.memory);
                 continue;
             }
@@ -84,9 +78,7 @@ pub(crate) fn describe(
             add_bytes(&mut memory[k], &o.memory);
         }
     }
-    let fm = |f: &Fm, at: (u8, u64), scalar: Option<i32>| FeatureMap {
-        shape: [f.shape.0, f.shape.1, f.shape.2],
-        dtype: f.dtype.name().to_string(),
+    let fm = |f: FmDescription, at: (u8, u64), scalar: Option<i32>| FeatureMap {
         placement: match scalar {
             Some(value) => FmPlacement::Scalar { value },
             None if p.regions.get(f.buffer) == Some(&CHAINED) => FmPlacement::Chained,
@@ -96,12 +88,16 @@ pub(crate) fn describe(
                 offset: at.1,
             },
         },
-        broadcast: [f.broadcast.0, f.broadcast.1, f.broadcast.2],
+        shape: f.shape,
+        dtype: f.dtype,
+        broadcast: f.broadcast,
     };
     let enc_bytes = |e: &Encoded| e.size();
     let mut ops = Vec::with_capacity(n);
     for (k, op) in l.ops.iter().enumerate() {
+        let desc = l.describe_op(k);
         let plan = &d.ops[k].plan;
+        // Where the feature maps are (U85: `locs`, scalar operands and constants included).
         let at = locs(op, p, l, &w.consts);
         let scalar = at.scalar;
         let ifm_scalar = scalar.filter(|s| !s.ifm2).map(|s| s.value);
@@ -110,12 +106,12 @@ pub(crate) fn describe(
         if let Some(c) = &d.ops[k].copy {
             ifm_at = (c.dst.0, c.dst.1 + op.ifm.view.offset);
         }
-        let is_dma = matches!(op.kernel, Kernel::Dma(_));
+        let is_dma = l.op(k).kernel.is_none();
         let block = match &d.ops[k].staged {
             Staged::Sliced { block, .. } => *block,
             _ => plan.block,
         };
-        let weighted = op.weights.is_some();
+        let weighted = desc.weighted;
         let names = target.block_names(&block);
         let streams = plan.enc.as_ref().map(|e| Streams {
             weights: e.weight_count,
@@ -203,21 +199,19 @@ pub(crate) fn describe(
         };
         ops.push(ScheduledOp {
             index: k,
-            name: op.name.clone(),
+            name: l.op(k).name.to_string(),
             source: Vec::new(),
-            kernel: kernel_kind(op.kernel),
-            kernel_size: [op.kernel_size.0, op.kernel_size.1],
-            stride: [op.stride.0, op.stride.1],
-            dilation: [op.dilation.0, op.dilation.1],
-            ifm_upscale: (op.upscale != IfmUpscaleMode::None)
-                .then(|| op.upscale.name().to_string()),
-            lut: l.luts.get(&k).map(|t| t.function.name().to_string()),
-            ifm: fm(&op.ifm, ifm_at, ifm_scalar),
-            ifm2: op
+            kernel: desc.kernel,
+            kernel_size: desc.kernel_size,
+            stride: desc.stride,
+            dilation: desc.dilation,
+            ifm_upscale: desc.ifm_upscale,
+            lut: desc.lut,
+            ifm: fm(desc.ifm, ifm_at, ifm_scalar),
+            ifm2: desc
                 .ifm2
-                .as_ref()
                 .map(|f| fm(f, at.ifm2.unwrap_or((0, 0)), ifm2_scalar)),
-            ofm: fm(&op.ofm, at.ofm, None),
+            ofm: fm(desc.ofm, at.ofm, None),
             ofm_block: (!is_dma).then_some([
                 block.ofm_block.0,
                 block.ofm_block.1,
@@ -261,7 +255,7 @@ pub(crate) fn describe(
         accelerator: String::new(),
         system_config: String::new(),
         memory_mode: String::new(),
-        rewrites: l.rewrites.iter().map(|r| r.to_string()).collect(),
+        rewrites: l.rewrites().iter().map(|r| r.to_string()).collect(),
         ops,
         total_cycles: est.total,
         arena_size: p.arena_size,

@@ -19,8 +19,9 @@ use super::alloc::Placement;
 use super::lower::{Fm, Kernel, Lowered, NpuOp};
 use super::schedule::Schedule;
 use super::{CompileError, OperatorInfo, WeightFigures};
-use crate::arch_interface::{KernelKind, OpGeometry, Target};
+use crate::arch_interface::{KernelKind, LoweredView, OpGeometry, Target};
 use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};
+use npuc_backend::writer::output::clip;
 
 pub(crate) mod cascade;
 mod chain;
@@ -33,6 +34,7 @@ mod plan;
 mod regs;
 mod slice;
 mod staging;
+mod view;
 mod weights;
 pub(crate) mod write;
 
@@ -112,6 +114,18 @@ fn activation_type(fm: &Fm) -> ActivationType {
     }
 }
 
+/// Refuses an operation whose activation bounds the OFM clipping cannot express (16-bit
+/// bounds, or none).
+fn check_activation(op: &NpuOp) -> Result<(), CompileError> {
+    if clip(op.act, op.ofm.dtype.is_unsigned()).is_none() {
+        return Err(CompileError::Stream(format!(
+            "{}: activation bounds {:?} are neither 16-bit nor absent",
+            op.name, op.act
+        )));
+    }
+    Ok(())
+}
+
 /// The constant buffers read as feature maps, in the order of first use.
 pub(super) fn const_operands(l: &Lowered) -> Vec<usize> {
     let mut out = Vec::new();
@@ -140,7 +154,11 @@ fn stream_objective(e: &crate::arch_interface::StreamEstimate) -> u64 {
 
 /// Schedules a lowered graph ([`decide`]), writes its command stream and read-only region
 /// (the target's writer) and describes the schedule with the cost model's estimate ([`describe`]).
-pub fn emit(target: &dyn Target, l: &Lowered) -> Result<Emitted, CompileError> {
+pub fn emit(target: &dyn Target, program: &dyn LoweredView) -> Result<Emitted, CompileError> {
+    // The U85 parts of `emit` read the U85's own form.
+    let l: &Lowered = program.as_any().downcast_ref().ok_or_else(|| {
+        CompileError::Stream("the lowered program is not the Ethos-U85's".to_string())
+    })?;
     let mut decisions = decide::decide(target, l)?;
     let mut written = target.write(&decisions)?;
     let mut est = target.estimate_stream(&written.payload).unwrap_or_default();
