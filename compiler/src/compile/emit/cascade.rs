@@ -23,10 +23,11 @@
 //! 64 whose rings fit beside the other feature maps live at the time) against the operations'
 //! estimates as placed; the set of non-overlapping cascades with the largest saving is taken.
 
+use super::chain;
 use super::objective;
-use super::plan::{estimate_traffic, OpPlan};
+use super::plan::{estimate_traffic, par_map, Costing, OpPlan};
 use super::regs::{locs_with, Consts, Locs, Wrap};
-use super::{chain, weights};
+use super::weights::{self, Layout};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, RowMap, View};
@@ -394,31 +395,90 @@ fn candidates(plan: &OpPlan) -> impl Iterator<Item = &OpPlan> {
         .chain(plan.staged.as_deref())
 }
 
-/// Estimated cycles of operation `j`'s pieces in cascade `c` with `plan`'s streams, read
-/// from `region`, and `block` (each distinct piece estimated once).
-fn member_cycles(
-    target: &dyn Target,
+/// The cost model of one operation's pieces in a cascade, its streams read from `region`,
+/// for any plan and block: each piece (or each distinct piece: rows, IFM rows, padding, the
+/// first of its kind) with the registers no block changes written once ([`Costing`]), how
+/// many pieces it stands for, and the figures costed so far by (piece, piece block,
+/// streams' layout): blocks that differ share a piece block where the piece is lower than
+/// both (S15 shares the rows among its block rows), reshapes of one width most often.
+struct MemberCosting<'a> {
+    costings: Vec<(Costing<'a>, u32, u64)>,
+    region: u8,
+    layouts: Vec<Option<Layout>>,
+    done: Vec<((usize, BlockConfig, usize), u64)>,
+}
+
+impl<'a> MemberCosting<'a> {
+    /// The pieces `shapes` (each with how many pieces it stands for; [`piece_shapes`]),
+    /// their streams read from `region`; `block` is any.
+    fn new(
+        target: &'a dyn Target,
+        shapes: &'a [(PieceKey, NpuOp, Locs, u64)],
+        block: &BlockConfig,
+        region: u8,
+    ) -> MemberCosting<'a> {
+        let costings = shapes
+            .iter()
+            .map(|(key, s, at, n)| (Costing::new(target, s, block, at), key.0, *n))
+            .collect();
+        MemberCosting {
+            costings,
+            region,
+            layouts: Vec::new(),
+            done: Vec::new(),
+        }
+    }
+
+    /// Estimated cycles of the pieces with `block` (shared per piece, S15) and streams laid
+    /// out as `layout`: [`estimate_traffic`]'s figures, each distinct piece estimated once.
+    fn cycles(&mut self, block: &BlockConfig, layout: Option<&Layout>) -> u64 {
+        let li = match self.layouts.iter().position(|x| x.as_ref() == layout) {
+            Some(i) => i,
+            None => {
+                self.layouts.push(layout.cloned());
+                self.layouts.len() - 1
+            }
+        };
+        let mut sum = 0;
+        for (si, (costing, rows, n)) in self.costings.iter().enumerate() {
+            let b = piece_block(block, *rows);
+            let key = (si, b, li);
+            let cy = match self.done.iter().find(|(k, _)| *k == key) {
+                Some(&(_, cy)) => cy,
+                None => {
+                    let cy = costing.traffic(&b, layout, self.region).0;
+                    self.done.push((key, cy));
+                    cy
+                }
+            };
+            sum += n * cy;
+        }
+        sum
+    }
+}
+
+/// A piece's rows, IFM rows and padding: pieces that share them are estimated alike.
+type PieceKey = (u32, u32, [u32; 4]);
+
+/// The distinct pieces of operation `j` in cascade `c`, in order of first appearance: the
+/// key, the first such piece and its locations, and how many pieces share the key.
+fn piece_shapes(
     l: &Lowered,
     p: &Placement,
     c: &Cascade,
     j: usize,
-    (plan, block): (&OpPlan, &BlockConfig),
-    region: u8,
-) -> u64 {
+) -> Vec<(PieceKey, NpuOp, Locs, u64)> {
     let none = BTreeMap::new();
-    let mut cache: BTreeMap<(u32, u32, [u32; 4]), u64> = BTreeMap::new();
-    let layout = plan.enc.as_ref().map(weights::Encoded::layout);
-    let mut sum = 0;
+    let mut out: Vec<(PieceKey, NpuOp, Locs, u64)> = Vec::new();
     for &(i, r0, r1) in c.pieces.iter().filter(|q| q.0 == j) {
         let (s, at) = piece(l, p, &none, c, (i, r0, r1), None);
-        sum += *cache
-            .entry((r1 - r0, s.ifm.shape.0, s.pad))
-            .or_insert_with(|| {
-                let block = piece_block(block, r1 - r0);
-                estimate_traffic(target, &s, &block, layout.as_ref(), region, &at).0
-            });
+        let key = (r1 - r0, s.ifm.shape.0, s.pad);
+        match out.iter_mut().find(|x| x.0 == key) {
+            Some(x) => x.3 += 1,
+            None => out.push((key, s, at, 1)),
+        }
     }
-    sum
+    out
 }
 
 /// Estimated (cycles, off-chip bytes) of the first operation's pieces in cascade `c`, run
@@ -514,39 +574,66 @@ pub(super) fn member_plans(
     cascades: &[Cascade],
     plans: &mut [OpPlan],
 ) {
+    // Each member's choice depends on its own plan and its cascade alone: on every thread
+    // available, in order.
+    let members: Vec<(&Cascade, usize)> = cascades
+        .iter()
+        .flat_map(|c| (c.first..=c.last).map(move |j| (c, j)))
+        .collect();
+    let chosen = {
+        let plans: &[OpPlan] = plans;
+        par_map(&members, |_, &(c, j)| {
+            member_plan(target, l, p, c, j, &plans[j])
+        })
+    };
+    let mut chosen = chosen.into_iter();
     for c in cascades {
-        let region = match target.staging() {
-            Some((region, _)) if c.staged => region,
-            _ => REGION_READ_ONLY,
-        };
-        let members = plans.iter_mut().enumerate().take(c.last + 1).skip(c.first);
-        for (j, plan) in members {
-            if plan.enc.is_none() {
-                continue;
-            }
-            // (candidate, its block or a reshape of it): the plan's own block first.
-            let mut best: Option<(u64, usize, BlockConfig)> = None;
-            for (i, q) in candidates(plan).enumerate() {
-                let blocks = std::iter::once(q.block).chain(reshapes(target, &l.ops[j], &q.block));
-                for block in blocks {
-                    let cycles = member_cycles(target, l, p, c, j, (q, &block), region);
-                    if best.as_ref().is_none_or(|b| cycles < b.0) {
-                        best = Some((cycles, i, block));
-                    }
-                }
-            }
-            if let Some((_, i, block)) = best.filter(|b| b.1 > 0 || b.2 != plan.block) {
-                let mut q = candidates(plan).nth(i).cloned().expect("a candidate");
-                q.alt = None;
-                q.staged = None;
-                q.block = block;
-                *plan = q;
+        for j in c.first..=c.last {
+            if let Some(q) = chosen.next().flatten() {
+                plans[j] = q;
             }
         }
         if let Some(q) = ring_plan(target, l, p, c, plans) {
             plans[c.first] = q;
         }
     }
+}
+
+/// [`member_plans`]'s choice for operation `j` of cascade `c` planned as `plan`: `None`
+/// where it keeps `plan`.
+fn member_plan(
+    target: &dyn Target,
+    l: &Lowered,
+    p: &Placement,
+    c: &Cascade,
+    j: usize,
+    plan: &OpPlan,
+) -> Option<OpPlan> {
+    plan.enc.as_ref()?;
+    let region = match target.staging() {
+        Some((region, _)) if c.staged => region,
+        _ => REGION_READ_ONLY,
+    };
+    let shapes = piece_shapes(l, p, c, j);
+    let mut costing = MemberCosting::new(target, &shapes, &plan.block, region);
+    // (candidate, its block or a reshape of it): the plan's own block first.
+    let mut best: Option<(u64, usize, BlockConfig)> = None;
+    for (i, q) in candidates(plan).enumerate() {
+        let layout = q.enc.as_ref().map(weights::Encoded::layout);
+        let blocks = std::iter::once(q.block).chain(reshapes(target, &l.ops[j], &q.block));
+        for block in blocks {
+            let cycles = costing.cycles(&block, layout.as_ref());
+            if best.as_ref().is_none_or(|b| cycles < b.0) {
+                best = Some((cycles, i, block));
+            }
+        }
+    }
+    let (_, i, block) = best.filter(|b| b.1 > 0 || b.2 != plan.block)?;
+    let mut q = candidates(plan).nth(i).cloned().expect("a candidate");
+    q.alt = None;
+    q.staged = None;
+    q.block = block;
+    Some(q)
 }
 
 /// Whether cascade `c`'s streams (as `plans` has them, the first operation's with `first`'s)
@@ -661,6 +748,17 @@ fn ring_plan(
             [enc.scales.len() as u64, len],
         )
     });
+    // Every piece of the first operation through the ring (each reads its own ring rows).
+    let pieces: Vec<(PieceKey, NpuOp, Locs, u64)> = c
+        .pieces
+        .iter()
+        .filter(|q| q.0 == c.first)
+        .map(|&q| {
+            let (s, at) = piece(l, p, &BTreeMap::new(), c, q, Some(&ring));
+            ((q.2 - q.1, s.ifm.shape.0, s.pad), s, at, 1)
+        })
+        .collect();
+    let mut costing = MemberCosting::new(target, &pieces, &plan.block, region);
     let mut best: Option<(u64, BlockConfig)> = None;
     for cand in target.block_candidates(&super::geometry(op)) {
         let layout = match cand.weight_streams {
@@ -674,19 +772,15 @@ fn ring_plan(
             continue;
         };
         for block in std::iter::once(cand).chain(reshapes(target, op, &cand)) {
-            let mut sum = 0;
-            for &q in c.pieces.iter().filter(|q| q.0 == c.first) {
-                let (s, at) = piece(l, p, &BTreeMap::new(), c, q, Some(&ring));
-                let b = piece_block(&block, q.2 - q.1);
-                sum += estimate_traffic(target, &s, &b, Some(&layout), region, &at).0;
-            }
+            let sum = costing.cycles(&block, Some(&layout));
             if best.as_ref().is_none_or(|b| sum < b.0) {
                 best = Some((sum, block));
             }
         }
     }
     let (_, block) = best?;
-    let enc = weights::encode(target, op, &super::geometry(op), &block).ok()??;
+    // Counted: `decide` makes the streams if the plan is chosen.
+    let enc = weights::count(target, op, &super::geometry(op), &block).ok()??;
     let at = super::regs::locs(op, p, l, &BTreeMap::new());
     let (cycles, offchip) = estimate_traffic(
         target,
@@ -1036,7 +1130,143 @@ pub(super) fn windows(
 #[cfg(test)]
 mod tests {
     use super::{fills_of, piece_block, reshapes_within, ring_spans};
+    use super::{
+        piece, piece_shapes, reshapes, schedule, windows, Cascade, InputRing, MemberCosting,
+        PieceKey,
+    };
     use crate::arch_interface::{BlockConfig, WeightStreams};
+    use crate::compile::emit::plan::estimate_traffic;
+    use crate::compile::emit::weights::Layout;
+    use crate::compile::lower::{self, RowMap};
+    use crate::compile::{alloc, Options, REGION_READ_ONLY};
+    use npuc_backend::arch::Accelerator;
+    use npuc_backend::system::MemoryMap;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_members_pieces_costed_once_per_shape_cost_what_each_piece_costs_in_full() {
+        // MobileNetV2 224 (the corpus network whose feature maps spill from the 384 KB SRAM):
+        // cascades of the windows that hold a spilled intermediate, in bands of 1, 3 and 8
+        // rows; for every member with weights, its block candidates and their reshapes, SWD
+        // and FWD layouts, streams in region 0 and the staging memory, and the first
+        // operation's pieces through an input ring: `MemberCosting`'s cycles are the sum of
+        // `estimate_traffic` over every piece (each distinct piece once, as `member_plans`
+        // costed them before).
+        let path = format!(
+            "{}/../models/large/tflite/mobilenet_v2_100_224.tflite",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
+        let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
+        let l = lower::lower(&g).unwrap();
+        let options = Options {
+            accelerator: Accelerator::U85_256,
+            ..Options::default()
+        };
+        let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
+        let target = crate::targets::select(&options, map);
+        let target = target.as_ref();
+        let p = alloc::allocate(&l, target.fast_storage(), &[]);
+        let chains = vec![None; l.ops.len()];
+        let staging = target.staging().map(|(r, _)| r).unwrap();
+        let mut compared = 0;
+        for (a, b) in windows(target, &l, &p, &chains).into_iter().step_by(7) {
+            let maps: Vec<RowMap> = (a..=b).map(|j| RowMap::of(&l.ops[j])).collect();
+            for band in [1, 3, 8] {
+                let Some((pieces, rings)) = schedule(&maps, band) else {
+                    continue;
+                };
+                let c = Cascade {
+                    first: a,
+                    last: b,
+                    pieces: pieces.iter().map(|&(j, r0, r1)| (a + j, r0, r1)).collect(),
+                    rings,
+                    staged: true,
+                    choice: None,
+                };
+                for j in a..=b {
+                    let op = &l.ops[j];
+                    let Some(wt) = &op.weights else { continue };
+                    let n = wt.values().len() as u64;
+                    let layouts = [
+                        Layout::new(WeightStreams::PerDecoder, false, [160, n / 3, n / 4]),
+                        Layout::new(WeightStreams::Single, false, [160, n]),
+                    ];
+                    let cands = target.block_candidates(&super::super::geometry(op));
+                    let ring = InputRing {
+                        region: staging,
+                        at: 0,
+                        rows: 40,
+                    };
+                    for input in [None, Some(&ring)]
+                        .into_iter()
+                        .take(if j == a { 2 } else { 1 })
+                    {
+                        let none = BTreeMap::new();
+                        let shapes = match input {
+                            None => piece_shapes(&l, &p, &c, j),
+                            Some(r) => c
+                                .pieces
+                                .iter()
+                                .filter(|q| q.0 == j)
+                                .map(|&q| {
+                                    let (s, at) = piece(&l, &p, &none, &c, q, Some(r));
+                                    ((q.2 - q.1, s.ifm.shape.0, s.pad), s, at, 1)
+                                })
+                                .collect::<Vec<(PieceKey, _, _, u64)>>(),
+                        };
+                        for region in [REGION_READ_ONLY, staging] {
+                            let mut costing =
+                                MemberCosting::new(target, &shapes, &cands[0], region);
+                            for cand in cands.iter().step_by(3) {
+                                let layout = &layouts
+                                    [usize::from(cand.weight_streams == WeightStreams::Single)];
+                                let layout = Layout {
+                                    sparse: cand.sparse,
+                                    ..layout.clone()
+                                };
+                                for block in
+                                    std::iter::once(*cand).chain(reshapes(target, op, cand))
+                                {
+                                    // Every piece in full, the first of each shape standing
+                                    // for the others ring-free (as before).
+                                    let mut cache = BTreeMap::new();
+                                    let mut full = 0;
+                                    for &q in c.pieces.iter().filter(|q| q.0 == j) {
+                                        let (s, at) = piece(&l, &p, &none, &c, q, input);
+                                        let key = (q.2 - q.1, s.ifm.shape.0, s.pad);
+                                        let key = (key, input.map(|_| q.1));
+                                        full += *cache.entry(key).or_insert_with(|| {
+                                            let b = piece_block(&block, q.2 - q.1);
+                                            estimate_traffic(
+                                                target,
+                                                &s,
+                                                &b,
+                                                Some(&layout),
+                                                region,
+                                                &at,
+                                            )
+                                            .0
+                                        });
+                                    }
+                                    assert_eq!(
+                                        costing.cycles(&block, Some(&layout)),
+                                        full,
+                                        "{}..={} band {band} op {j} {block:?}",
+                                        a,
+                                        b
+                                    );
+                                    compared += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(compared > 500, "{compared} compared");
+    }
 
     fn block(h: u32, mh: u32) -> BlockConfig {
         BlockConfig {

@@ -611,12 +611,13 @@ fn place(
         let mut taken = None;
         for i in order {
             let o = &os[i];
-            // A microblock candidate is encoded when it is to be placed.
+            // A microblock candidate is counted when it is to be placed (its streams are made
+            // once the schedule is chosen, `decide::encode_chosen`).
             let mut micro = None;
             if o.alt >= 3 {
                 let m = &plans[k].micro[o.alt - 3];
                 let op = &l.ops[k];
-                let Ok(Some(enc)) = weights::encode(target, op, &super::geometry(op), &m.block)
+                let Ok(Some(enc)) = weights::count(target, op, &super::geometry(op), &m.block)
                 else {
                     continue;
                 };
