@@ -28,13 +28,13 @@ use super::objective;
 use super::plan::{estimate_traffic, par_map, Costing, OpPlan};
 use super::regs::{locs_with, Consts, Locs, Wrap};
 use super::weights::{self, Layout};
-use crate::arch_interface::{BlockConfig, Target};
+use crate::arch_interface::{BlockConfig, Target, WeightStreams};
 use crate::compile::alloc::Placement;
 use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, RowMap, View};
 use crate::compile::{alloc, REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 use npuc_backend::isa::{ActivationReverse, ActivationTranspose, IfmUpscaleMode};
 use npuc_backend::writer::CommandWriter;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Band heights (rows of the last operation's OFM) tried.
 const BAND_HEIGHTS: [u32; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
@@ -405,7 +405,32 @@ struct MemberCosting<'a> {
     costings: Vec<(Costing<'a>, u32, u64)>,
     region: u8,
     layouts: Vec<Option<Layout>>,
-    done: Vec<((usize, BlockConfig, usize), u64)>,
+    done: HashMap<CostKey, u64>,
+}
+
+/// (piece, piece block's fields, layout) of a figure [`MemberCosting`] has costed.
+type CostKey = (
+    usize,
+    (u32, u32, u32),
+    (u32, u32, u32),
+    bool,
+    bool,
+    u32,
+    usize,
+);
+
+/// The key of `block`'s figure for piece `si` with layout `li` (every field of the block).
+fn cost_key(si: usize, b: &BlockConfig, li: usize) -> CostKey {
+    let single = b.weight_streams == WeightStreams::Single;
+    (
+        si,
+        b.ofm_block,
+        b.microblock,
+        single,
+        b.sparse,
+        b.private,
+        li,
+    )
 }
 
 impl<'a> MemberCosting<'a> {
@@ -425,7 +450,7 @@ impl<'a> MemberCosting<'a> {
             costings,
             region,
             layouts: Vec::new(),
-            done: Vec::new(),
+            done: HashMap::new(),
         }
     }
 
@@ -442,15 +467,10 @@ impl<'a> MemberCosting<'a> {
         let mut sum = 0;
         for (si, (costing, rows, n)) in self.costings.iter().enumerate() {
             let b = piece_block(block, *rows);
-            let key = (si, b, li);
-            let cy = match self.done.iter().find(|(k, _)| *k == key) {
-                Some(&(_, cy)) => cy,
-                None => {
-                    let cy = costing.traffic(&b, layout, self.region).0;
-                    self.done.push((key, cy));
-                    cy
-                }
-            };
+            let cy = *self
+                .done
+                .entry(cost_key(si, &b, li))
+                .or_insert_with(|| costing.traffic(&b, layout, self.region).0);
             sum += n * cy;
         }
         sum
@@ -588,9 +608,9 @@ pub(super) fn member_plans(
     };
     let mut chosen = chosen.into_iter();
     for c in cascades {
-        for j in c.first..=c.last {
+        for plan in &mut plans[c.first..=c.last] {
             if let Some(q) = chosen.next().flatten() {
-                plans[j] = q;
+                *plan = q;
             }
         }
         if let Some(q) = ring_plan(target, l, p, c, plans) {
@@ -739,14 +759,10 @@ fn ring_plan(
     let kept = ring_objective(target, l, p, c, (plan, region), &ring);
     let swd = candidates(plan)
         .filter_map(|q| q.enc.as_ref())
-        .find(|e| e.format == crate::arch_interface::WeightStreams::PerDecoder)
+        .find(|e| e.format == WeightStreams::PerDecoder)
         .map(weights::Encoded::layout);
     let fwd = target.fwd_length_estimate(wt).map(|len| {
-        weights::Layout::new(
-            crate::arch_interface::WeightStreams::Single,
-            false,
-            [enc.scales.len() as u64, len],
-        )
+        weights::Layout::new(WeightStreams::Single, false, [enc.scales.len() as u64, len])
     });
     // Every piece of the first operation through the ring (each reads its own ring rows).
     let pieces: Vec<(PieceKey, NpuOp, Locs, u64)> = c
@@ -758,24 +774,34 @@ fn ring_plan(
             ((q.2 - q.1, s.ifm.shape.0, s.pad), s, at, 1)
         })
         .collect();
-    let mut costing = MemberCosting::new(target, &pieces, &plan.block, region);
-    let mut best: Option<(u64, BlockConfig)> = None;
-    for cand in target.block_candidates(&super::geometry(op)) {
-        let layout = match cand.weight_streams {
-            crate::arch_interface::WeightStreams::Single => fwd.clone(),
-            crate::arch_interface::WeightStreams::PerDecoder => swd.clone(),
-        };
-        let Some(layout) = layout.map(|x| weights::Layout {
-            sparse: cand.sparse,
-            ..x
-        }) else {
-            continue;
-        };
-        for block in std::iter::once(cand).chain(reshapes(target, op, &cand)) {
-            let sum = costing.cycles(&block, Some(&layout));
-            if best.as_ref().is_none_or(|b| sum < b.0) {
-                best = Some((sum, block));
+    // The candidates in runs, costed on every thread available (each run with its own
+    // registers and figures), their sums in order.
+    let cands = target.block_candidates(&super::geometry(op));
+    let runs: Vec<&[BlockConfig]> = cands.chunks(cands.len().div_ceil(8).max(1)).collect();
+    let sums = par_map(&runs, |_, run| {
+        let mut costing = MemberCosting::new(target, &pieces, &plan.block, region);
+        let mut out = Vec::new();
+        for cand in run.iter() {
+            let layout = match cand.weight_streams {
+                WeightStreams::Single => fwd.clone(),
+                WeightStreams::PerDecoder => swd.clone(),
+            };
+            let Some(layout) = layout.map(|x| weights::Layout {
+                sparse: cand.sparse,
+                ..x
+            }) else {
+                continue;
+            };
+            for block in std::iter::once(*cand).chain(reshapes(target, op, cand)) {
+                out.push((costing.cycles(&block, Some(&layout)), block));
             }
+        }
+        out
+    });
+    let mut best: Option<(u64, BlockConfig)> = None;
+    for (sum, block) in sums.into_iter().flatten() {
+        if best.as_ref().is_none_or(|b| sum < b.0) {
+            best = Some((sum, block));
         }
     }
     let (_, block) = best?;

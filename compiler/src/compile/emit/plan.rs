@@ -160,8 +160,8 @@ pub(super) fn plan(
     earlier: Option<&Planned>,
 ) -> Result<Vec<OpPlan>, CompileError> {
     let none = BTreeMap::new();
-    // Operations are planned independently: on every thread available, in order.
-    par_map(&l.ops, |k, op| {
+    // Operations are planned independently: on every thread available, the heaviest first.
+    par_map_heaviest_first(&l.ops, plan_weight, |k, op| {
         if let Some(e) = earlier {
             if let (Some((op0, at0)), Some(plan0)) = (e.keys.get(k), e.plans.get(k)) {
                 if op0 == op && *at0 == locs(op, p, l, &none) {
@@ -204,21 +204,34 @@ impl Planned {
 /// threads that take the next item as they finish one. The results do not depend on which
 /// thread computes what, so the output is the sequential one.
 pub(super) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    par_map_heaviest_first(items, |_| 0, f)
+}
+
+/// [`par_map`] with the items taken heaviest first by `weight` (an estimate of their work;
+/// ties in order), so that the threads finish close together: a heavy item taken last
+/// would leave the other threads idle. The output is in the items' order, as [`par_map`]'s.
+pub(super) fn par_map_heaviest_first<T: Sync, R: Send>(
+    items: &[T],
+    weight: impl Fn(&T) -> u64,
+    f: impl Fn(usize, &T) -> R + Sync,
+) -> Vec<R> {
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .min(items.len());
     if threads <= 1 {
         return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
     }
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(weight(&items[i])), i));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let work = || {
         let mut out = Vec::new();
         loop {
-            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(item) = items.get(i) else {
+            let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(&i) = order.get(n) else {
                 return out;
             };
-            out.push((i, f(i, item)));
+            out.push((i, f(i, &items[i])));
         }
     };
     let parts: Vec<Vec<(usize, R)>> = std::thread::scope(|s| {
@@ -233,6 +246,15 @@ pub(super) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R 
         slots[i] = Some(r);
     }
     slots.into_iter().flatten().collect()
+}
+
+/// The work of planning `op` ([`plan_op`]), roughly: its weights, which every block
+/// candidate that is counted reads, and its OFM elements, which every candidate's cost
+/// model walks in blocks.
+fn plan_weight(op: &NpuOp) -> u64 {
+    let (h, w, d) = op.ofm.shape;
+    let weights = op.weights.as_ref().map_or(0, |wt| wt.values().len() as u64);
+    4 * weights + u64::from(h) * u64::from(w) * u64::from(d) / 64
 }
 
 /// Plans one operation of `l` ([`plan`]).

@@ -7,6 +7,7 @@
 //! whole operation computes.
 
 use super::geometry;
+use super::plan::par_map;
 use super::weights::{counted, encode_counted, Encoded};
 use crate::arch_interface::{BlockConfig, Target};
 use crate::compile::lower::{Fm, Kernel, NpuOp, Requant};
@@ -100,17 +101,24 @@ pub(super) fn slices(
 }
 
 /// Encodes the streams of chosen slices (from [`slices`]), exactly as long as counted, and
-/// drops their weights.
+/// drops their weights. On every thread available: the slices are independent.
 pub(super) fn encode_streams(
     target: &dyn Target,
     slices: &mut [Slice],
 ) -> Result<(), CompileError> {
-    for s in slices {
+    let made = par_map(slices, |_, s| -> Result<Option<Encoded>, CompileError> {
         if s.op.weights.is_none() {
-            continue;
+            return Ok(None);
         }
-        encode_counted(target, &s.op, &mut s.enc)?;
-        s.op.weights = None;
+        let mut enc = s.enc.clone();
+        encode_counted(target, &s.op, &mut enc)?;
+        Ok(Some(enc))
+    });
+    for (s, enc) in slices.iter_mut().zip(made) {
+        if let Some(enc) = enc? {
+            s.enc = enc;
+            s.op.weights = None;
+        }
     }
     Ok(())
 }

@@ -20,7 +20,7 @@
 //! gives one (`arena_cache_size`); without one they stay below the feature maps' peak.
 
 use super::objective;
-use super::plan::{estimate_traffic, par_map, OpPlan};
+use super::plan::{estimate_traffic, par_map_heaviest_first, OpPlan};
 use super::regs::{locs, Consts};
 use super::{cascade, chain, const_operands, lut, slice, weights};
 use crate::arch_interface::{BlockConfig, Target};
@@ -173,7 +173,9 @@ fn slice_candidates(op: &NpuOp, block: &BlockConfig) -> Vec<(u32, BlockConfig)> 
 pub(super) type SliceCands = Vec<(BlockConfig, Option<Vec<slice::Slice>>)>;
 
 /// The slice candidates of every operation planned as `plans` that may be sliced (not in a
-/// cascade, not chained, with streams), encoded on every thread available.
+/// cascade, not chained, with streams), counted on every thread available: each slice depth
+/// of each operation on its own, the largest weight sets first (a large operation's depths
+/// are the longest jobs).
 pub(super) fn slice_all(
     target: &dyn Target,
     l: &Lowered,
@@ -182,15 +184,33 @@ pub(super) fn slice_all(
     cascades: &[cascade::Cascade],
 ) -> Vec<SliceCands> {
     let in_cascade: Vec<bool> = cascade::members(cascades, l.ops.len());
-    par_map(&l.ops, |k, op| {
-        if in_cascade[k] || plans[k].enc.is_none() || !slice::sliceable(op) || chains[k].is_some() {
-            return Vec::new();
-        }
-        slice_candidates(op, &plans[k].block)
-            .into_iter()
-            .map(|(depth, block)| (block, slice::slices(target, op, &block, depth)))
-            .collect()
-    })
+    let jobs: Vec<(usize, u32, BlockConfig)> = l
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|&(k, op)| {
+            !in_cascade[k] && plans[k].enc.is_some() && slice::sliceable(op) && chains[k].is_none()
+        })
+        .flat_map(|(k, op)| {
+            slice_candidates(op, &plans[k].block)
+                .into_iter()
+                .map(move |(depth, block)| (k, depth, block))
+        })
+        .collect();
+    let weight = |&(k, _, _): &(usize, u32, BlockConfig)| {
+        l.ops[k]
+            .weights
+            .as_ref()
+            .map_or(0, |w| w.values().len() as u64)
+    };
+    let done = par_map_heaviest_first(&jobs, weight, |_, &(k, depth, block)| {
+        (block, slice::slices(target, &l.ops[k], &block, depth))
+    });
+    let mut out: Vec<SliceCands> = (0..l.ops.len()).map(|_| Vec::new()).collect();
+    for (&(k, _, _), cand) in jobs.iter().zip(done) {
+        out[k].push(cand);
+    }
+    out
 }
 
 /// The feature maps in the staging `region` as placed items, and what buffers may fill
