@@ -22,7 +22,7 @@
 //! the greedy's.
 
 use super::objective;
-use super::plan::{estimate_traffic, par_map, OpPlan};
+use super::plan::{estimate_traffic, par_map, par_map_heaviest_first, OpPlan};
 use super::regs::locs;
 use super::staging::{self, ConstCopy, IfmCopy, SliceCands, Staged, Staging, StagingSpan};
 use super::{cascade, chain, weights};
@@ -865,7 +865,13 @@ pub(super) fn cascades(
     let unsliced: Vec<SliceCands> = vec![Vec::new(); n];
     let opts = options(target, l, plans, p, chains, &[], &unsliced)?;
     let (occupied, hwm) = staging::occupancy(l, p, region, capacity);
-    let per_window: Vec<Vec<cascade::Band>> = par_map(&windows, |_, &w| {
+    // The longest windows first (a window's bands cost about its operations' rows).
+    let rows = |&(a, b): &(usize, usize)| {
+        (a..=b)
+            .map(|j| u64::from(l.ops[j].ofm.shape.0))
+            .sum::<u64>()
+    };
+    let per_window: Vec<Vec<cascade::Band>> = par_map_heaviest_first(&windows, rows, |_, &w| {
         let bands = cascade::bands(target, l, p, plans, w, fast);
         let cheapest = (0..bands.len()).min_by_key(|&i| {
             let b = &bands[i];
