@@ -338,6 +338,22 @@ pub struct OpDescription {
     pub weighted: bool,
 }
 
+/// Where a target's writer put an operation's feature maps (what `npuc explain` shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpLocations {
+    /// The IFM's region and the byte offset of its element (0, 0, 0) (an IFM copied into
+    /// the staging memory: its copy's).
+    pub ifm: (u8, u64),
+    /// See `ifm`.
+    pub ifm2: Option<(u8, u64)>,
+    /// See `ifm`.
+    pub ofm: (u8, u64),
+    /// The IFM is one scalar value (read from no memory).
+    pub ifm_scalar: Option<i32>,
+    /// The IFM2 is one scalar value (read from no memory).
+    pub ifm2_scalar: Option<i32>,
+}
+
 /// The lowered program a target's [`Target::lower`] made, as the schedule framework of the
 /// driver reads it (allocation, the scheduling passes' own reads, the schedule's
 /// description): buffers with their sizes, producers and last uses, and each operation's
@@ -485,6 +501,12 @@ pub trait Target: Sync {
     /// region of a scheduled graph: the target's writer (the U85's sequences the operations
     /// in `compile/emit/write.rs` and programs the registers with the backend's `writer`).
     fn write(&self, decisions: &Decisions) -> Result<Written, CompileError>;
+    /// The attainable compute bound of each scheduled operation, in order: the fewest
+    /// compute cycles ([`Target::estimate_compute`]) of any block candidate the target offers
+    /// for it and of the plan taken, feature maps and streams in the memory of the least
+    /// latency; 0 for an operation that computes nothing of its own (a DMA, a chain's
+    /// consumer). `npuc explain`'s `compute_bound`.
+    fn compute_bounds(&self, decisions: &Decisions) -> Vec<u64>;
     /// Where weight and scale streams can be staged by DMA (region, capacity in bytes), when
     /// the constants are not in that memory already.
     fn staging(&self) -> Option<(u8, u64)>;

@@ -9,7 +9,7 @@ use crate::arch_interface::{
     InvalidStream, KernelKind, LoweredView, OpEstimate, OpGeometry, RegionTraffic, StreamError,
     StreamEstimate, Target, TargetDescription, TargetError, WeightStreams, WorkCommand,
 };
-use crate::compile::emit::{write, Decisions, Written};
+use crate::compile::emit::{bounds, write, Decisions, Written};
 use crate::compile::{CompileError, Optimise};
 use crate::payload::TargetPayload;
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
@@ -847,6 +847,10 @@ impl Target for U85Target {
 
     fn write(&self, decisions: &Decisions) -> Result<Written, CompileError> {
         write::write(decisions)
+    }
+
+    fn compute_bounds(&self, decisions: &Decisions) -> Vec<u64> {
+        bounds::compute_bounds(self, decisions)
     }
 
     fn region_memory(&self, region: u8) -> String {

@@ -23,6 +23,7 @@ use crate::arch_interface::{KernelKind, LoweredView, OpGeometry, Target};
 use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};
 use npuc_backend::writer::output::clip;
 
+pub(crate) mod bounds;
 pub(crate) mod cascade;
 mod chain;
 mod decide;

@@ -15,6 +15,7 @@ use super::regs::{
     align16, kernel_name, locs, op_commands, overlaps, range, Access, Consts, Range,
 };
 use super::{cascade, chain, const_operands, lut, staging, weights};
+use crate::arch_interface::OpLocations;
 use crate::compile::lower::DmaCopy;
 use crate::compile::lower::{Kernel, NpuOp};
 use crate::compile::schedule::Transfer;
@@ -41,10 +42,11 @@ pub struct Written {
     pub(super) dma_owners: Vec<Option<usize>>,
     /// The weights and scales in region 0.
     pub(super) weights: WeightFigures,
-    /// Where each constant feature map is read: (region, offset).
-    pub(super) consts: Consts,
-    /// The region 0 offset of each operation's stream block (one per slice when sliced).
-    pub(super) blocks: Vec<Vec<u64>>,
+    /// Where each operation's feature maps are read and written (an IFM copied into the
+    /// staging memory: its copy).
+    pub(super) locations: Vec<OpLocations>,
+    /// The region 0 offset of each operation's stream block (the first slice's when sliced).
+    pub(super) stream_offsets: Vec<Option<u64>>,
     /// The copy of the constants and/or lookup tables at the start: from, to, bytes.
     pub(super) const_copy: Option<Transfer>,
 }
@@ -463,6 +465,24 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
     for (k, o) in operators.iter_mut().enumerate() {
         o.done_at = done_at[k].map(|i| word_at[i]);
     }
+    let locations = l
+        .ops
+        .iter()
+        .zip(ops)
+        .map(|(op, o)| {
+            let at = locs(op, p, l, &consts);
+            OpLocations {
+                ifm: match &o.copy {
+                    Some(c) => (c.dst.0, c.dst.1 + op.ifm.view.offset),
+                    None => at.ifm,
+                },
+                ifm2: at.ifm2,
+                ofm: at.ofm,
+                ifm_scalar: at.scalar.filter(|s| !s.ifm2).map(|s| s.value),
+                ifm2_scalar: at.scalar.filter(|s| s.ifm2).map(|s| s.value),
+            }
+        })
+        .collect();
     Ok(Written {
         payload: crate::payload::TargetPayload::u85_command_stream(&words),
         read_only: ro,
@@ -470,8 +490,8 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         owners,
         dma_owners: w.dma_owners,
         weights: weight_figures,
-        consts,
-        blocks,
+        locations,
+        stream_offsets: blocks.iter().map(|b| b.first().copied()).collect(),
         const_copy: copy.map(|(c, from, len)| Transfer {
             from: (REGION_READ_ONLY, from),
             to: (c.region, c.at),
