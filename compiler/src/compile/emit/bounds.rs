@@ -2,11 +2,11 @@
 //! [`crate::arch_interface::Target::compute_bounds`]): its register state written for every
 //! block candidate the target offers, costed by the cost model's NPU cycles.
 
-use super::decide::Decisions;
+use super::decide::{self, U85Decisions};
 use super::geometry;
 use super::regs::{block_commands, locs, op_commands};
 use super::weights::{Encoded, Layout};
-use crate::arch_interface::{BlockConfig, Target, WeightStreams};
+use crate::arch_interface::{BlockConfig, Decisions, LoweredView, Target, WeightStreams};
 use crate::compile::lower::Kernel;
 use crate::compile::REGION_READ_ONLY;
 use npuc_backend::isa::ActivationFunction;
@@ -30,14 +30,22 @@ const NO_TABLE: (ActivationFunction, u8) = (ActivationFunction::LutNone, 0);
 /// runs alongside it (P24): both count nothing. Memory bandwidth and the stream DMAs are not
 /// counted, so the bound is at most the stream's estimated cycles.
 /// Per operation, in order.
-pub(crate) fn compute_bounds(target: &dyn Target, d: &Decisions) -> Vec<u64> {
-    bounds(target, d, true)
+/// (Decisions that are not the U85's have no bounds: 0 each.)
+pub(crate) fn compute_bounds(
+    target: &dyn Target,
+    lowered: &dyn LoweredView,
+    d: &Decisions,
+) -> Vec<u64> {
+    match decide::u85(lowered, d) {
+        Ok(d) => bounds(target, &d, true),
+        Err(_) => vec![0; d.ops.len()],
+    }
 }
 
 /// [`compute_bounds`]; with `shared`, the candidates write only their own registers after
 /// the operation's (the same register states), else each its full commands.
-fn bounds(target: &dyn Target, d: &Decisions, shared: bool) -> Vec<u64> {
-    let l = &d.lowered;
+fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
+    let l = d.lowered;
     let none = BTreeMap::new();
     let sram = (0u8..8).find(|&r| target.region_memory(r) == "Sram");
     let mut bounds = vec![0u64; l.ops.len()];
@@ -46,9 +54,9 @@ fn bounds(target: &dyn Target, d: &Decisions, shared: bool) -> Vec<u64> {
         if chained || matches!(op.kernel, Kernel::Dma(_)) {
             continue;
         }
-        let plan = &d.ops[k].plan;
+        let plan = d.ops[k].plan;
         // Memories aside: the feature maps and streams in SRAM, whose latency is the least.
-        let mut at = locs(op, &d.placement, l, &none);
+        let mut at = locs(op, d.placement, l, &none);
         if let Some(r) = sram {
             at.ifm.0 = r;
             at.ofm.0 = r;
@@ -156,7 +164,8 @@ mod tests {
                 };
                 let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
                 let target = crate::targets::select(&options, map);
-                let d = decide(target.as_ref(), &l).unwrap();
+                let d = decide(target.as_ref(), &l).unwrap().decisions;
+                let d = crate::compile::emit::decide::u85(&l, &d).unwrap();
                 let full = bounds(target.as_ref(), &d, false);
                 assert_eq!(
                     bounds(target.as_ref(), &d, true),

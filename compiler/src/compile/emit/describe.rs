@@ -1,15 +1,12 @@
 //! The [`Schedule`] of a written graph: the decisions of [`super::decide`] per operation, with
 //! the cost model's estimate of the written stream.
 
-use super::decide::Decisions;
-use super::staging::Staged;
-use super::weights::Encoded;
-use super::write::Written;
-use crate::arch_interface::{FmDescription, LoweredView, StreamEstimate, Target};
+use crate::arch_interface::{
+    ChainOperand, Decisions, FmDescription, LoweredView, StreamEstimate, Target, Written,
+};
 use crate::compile::alloc::CHAINED;
 use crate::compile::schedule::{
-    CascadePart, Chain, Choice, DmaCost, FeatureMap, FmPlacement, MemoryBytes, Schedule,
-    ScheduledOp, Staging, Streams, Transfer,
+    Chain, DmaCost, FeatureMap, FmPlacement, MemoryBytes, Schedule, ScheduledOp, Streams, Transfer,
 };
 
 /// Adds up (memory, read, written) triples into `acc`, keeping the memories' first-seen order.
@@ -32,18 +29,20 @@ fn add_bytes(acc: &mut Vec<MemoryBytes>, bytes: &[(String, u64, u64)]) {
     }
 }
 
-/// The schedule of `d` as written (`w`) and estimated (`est`); sources and configuration
-/// names are left for the caller to fill in.
+/// The schedule of `d`, decided for `lowered`, as written (`w`) and estimated (`est`);
+/// sources and configuration names are left for the caller to fill in. It reads the
+/// decisions' neutral part only.
 pub(crate) fn describe(
     target: &dyn Target,
+    lowered: &dyn LoweredView,
     d: &Decisions,
     w: &Written,
     est: &StreamEstimate,
 ) -> Schedule {
-    let l = &d.lowered;
+    let l = d.program(lowered);
     let p = &d.placement;
     let n = l.op_count();
-    let bounds = target.compute_bounds(d);
+    let bounds = target.compute_bounds(lowered, d);
     // Kernel and DMA costs per operation, from the stream's estimate in stream order.
     let mut cycles = vec![0u64; n];
     let mut memory: Vec<Vec<MemoryBytes>> = vec![Vec::new(); n];
@@ -83,75 +82,27 @@ pub(crate) fn describe(
         dtype: f.dtype,
         broadcast: f.broadcast,
     };
-    let enc_bytes = |e: &Encoded| e.size();
     let mut ops = Vec::with_capacity(n);
     for k in 0..n {
         let desc = l.describe_op(k);
-        let plan = &d.ops[k].plan;
+        let o = &d.ops[k];
         // Where the writer put the feature maps (scalar operands and constants included).
         let at = &w.locations[k];
         let is_dma = l.op(k).kernel.is_none();
-        let block = match &d.ops[k].staged {
-            Staged::Sliced { block, .. } => *block,
-            _ => plan.block,
-        };
+        let block = o.block;
         let weighted = desc.weighted;
         let names = target.block_names(&block);
-        let streams = plan.enc.as_ref().map(|e| Streams {
-            weights: e.weight_count,
-            weight_bytes: e.stream_lens.clone(),
-            scale_bytes: e.scales.len() as u64,
+        let streams = o.streams.as_ref().map(|e| Streams {
+            weights: e.weights,
+            weight_bytes: e.weight_bytes.clone(),
+            scale_bytes: e.scale_bytes,
             read_only_offset: w.stream_offsets[k].unwrap_or(0),
         });
-        let staging = match &d.ops[k].staged {
-            Staged::Direct => Staging::Direct,
-            Staged::Whole { region, at, wait } => Staging::Whole {
-                region: *region,
-                offset: *at,
-                bytes: plan.enc.as_ref().map_or(0, enc_bytes),
-                wait: *wait,
-            },
-            Staged::Sliced {
-                region,
-                bufs,
-                slices,
-                wait,
-                ..
-            } => Staging::Sliced {
-                region: *region,
-                buffers: *bufs,
-                slice_bytes: slices.iter().map(|s| s.enc.size()).collect(),
-                slice_depths: slices.iter().map(|s| s.op.ofm.shape.2).collect(),
-                wait: *wait,
-            },
-            Staged::Cascade {
-                region,
-                blocks,
-                wait,
-                ..
-            } => Staging::Cascade {
-                region: *region,
-                copies: blocks
-                    .iter()
-                    .map(|&(j, at)| {
-                        [
-                            j as u64,
-                            at,
-                            d.ops[j].plan.enc.as_ref().map_or(0, enc_bytes),
-                        ]
-                    })
-                    .collect(),
-                wait: *wait,
-            },
+        let operand = |o: ChainOperand| match o {
+            ChainOperand::Ifm => "ifm".to_string(),
+            ChainOperand::Ifm2 => "ifm2".to_string(),
         };
-        let operand = |o: super::chain::Operand| match o {
-            super::chain::Operand::Ifm => "ifm".to_string(),
-            super::chain::Operand::Ifm2 => "ifm2".to_string(),
-        };
-        let chain = match (
-            d.ops[k].chain,
-            k.checked_sub(1).and_then(|j| d.ops[j].chain),
-        ) {
+        let chain = match (o.chain, k.checked_sub(1).and_then(|j| d.ops[j].chain)) {
             (Some(o), _) => Some(Chain::Producer {
                 operand: operand(o),
             }),
@@ -160,23 +111,6 @@ pub(crate) fn describe(
             }),
             (None, None) => None,
         };
-        let cascade = d.ops[k].cascade.map(|g| {
-            let c = &d.cascades[g];
-            let mine: Vec<u32> = c
-                .pieces
-                .iter()
-                .filter(|piece| piece.0 == k)
-                .map(|piece| piece.2 - piece.1)
-                .collect();
-            CascadePart {
-                group: g,
-                first: c.first,
-                last: c.last,
-                bands: mine.len(),
-                band_rows: mine.iter().copied().max().unwrap_or(0),
-                ring_rows: (k < c.last).then(|| c.rings[k - c.first]),
-            }
-        });
         // A DMA operation's own estimate is the writer's.
         let own_cycles = if is_dma {
             w.operators[k].cycles
@@ -212,29 +146,19 @@ pub(crate) fn describe(
             weight_order: weighted.then(|| names.weight_order.to_string()),
             weight_sparsity: weighted.then(|| names.weight_sparsity.to_string()),
             streams,
-            staging,
-            ifm_copy: d.ops[k].copy.map(|c| Transfer {
+            staging: o.staging.clone(),
+            ifm_copy: o.ifm_copy.map(|c| Transfer {
                 from: c.src,
                 to: c.dst,
                 bytes: c.size,
             }),
             chain,
-            cascade,
+            cascade: o.cascade.clone(),
             cycles: own_cycles,
             memory: std::mem::take(&mut memory[k]),
             dma: dma[k].take(),
             compute_bound: bounds[k],
-            // (A cascade's operations: the program's choice of the cascade, S20.)
-            choice: d.ops[k]
-                .choice
-                .as_ref()
-                .or_else(|| d.ops[k].cascade.and_then(|g| d.cascades[g].choice.as_ref()))
-                .map(|c| Choice {
-                    chosen: c.chosen.0.clone(),
-                    objective: c.chosen.1,
-                    next: c.next.as_ref().map(|n| n.0.clone()),
-                    next_objective: c.next.as_ref().map(|n| n.1),
-                }),
+            choice: o.choice.clone(),
         });
     }
     Schedule {
