@@ -14,8 +14,44 @@ const REGISTRY: &str = "targets/";
 /// Files and directories of `compiler/src` that still name `npuc_backend`, and why.
 const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
     (
-        "compile/emit/",
-        "U85 candidate planning and stream sequencing",
+        "compile/emit/mod.rs",
+        "emit() downcasts the program to the U85's Lowered for decide; ACTIVATION_* of a \
+         feature map, the activation clip check",
+    ),
+    (
+        "compile/emit/bounds.rs",
+        "the U85's Target::compute_bounds: register states per block candidate",
+    ),
+    (
+        "compile/emit/cascade.rs",
+        "U85 cascades: bands, rings, tile2x2",
+    ),
+    ("compile/emit/chain.rs", "U85 chaining FIFOs (TRM 3.6.4)"),
+    ("compile/emit/lut.rs", "U85 LUT slots and loads"),
+    (
+        "compile/emit/optimise.rs",
+        "the U85 staging program's options, costed by the U85 cost model",
+    ),
+    (
+        "compile/emit/plan.rs",
+        "U85 block candidates and stream encoding",
+    ),
+    (
+        "compile/emit/regs.rs",
+        "U85 register-level values for the writer",
+    ),
+    (
+        "compile/emit/staging.rs",
+        "U85 DMA staging of streams and IFMs",
+    ),
+    ("compile/emit/view.rs", "LoweredView for the U85's Lowered"),
+    (
+        "compile/emit/weights.rs",
+        "U85 weight/scale stream blocks and their DMAs",
+    ),
+    (
+        "compile/emit/write.rs",
+        "the U85's Target::write: sequencing, waits, region 0",
     ),
     (
         "compile/mod.rs",
@@ -119,6 +155,11 @@ fn the_shared_parts_of_the_driver_name_no_backend() {
         "compile/summary.rs",
         "container.rs",
         "counts.rs",
+        "payload.rs",
+        "compile/emit/describe.rs",
+        "compile/emit/decide.rs",
+        "compile/emit/objective.rs",
+        "compile/emit/slice.rs",
     ] {
         let (_, text) = files
             .iter()
@@ -197,4 +238,62 @@ fn compile_lowers_through_the_target() {
         !files.iter().any(|(p, _)| p.starts_with("compile/lower/")),
         "the lowering recipes live in backend/lower, not in the driver"
     );
+}
+
+#[test]
+fn the_interface_names_nothing_of_the_driver() {
+    // `arch_interface.rs` and `payload.rs` are what a target and the driver share (decisions
+    // A1-A3): they name no type of the driver (`compile`, `targets`, `emit`, ...) and no
+    // backend, only each other.
+    let files = driver_files();
+    for interface in ["arch_interface.rs", "payload.rs"] {
+        let (_, text) = files
+            .iter()
+            .find(|(p, _)| p == interface)
+            .unwrap_or_else(|| panic!("{interface} exists"));
+        let outside: Vec<&str> = text
+            .match_indices("crate::")
+            .map(|(i, _)| {
+                let rest = &text[i + "crate::".len()..];
+                rest.split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .next()
+                    .unwrap_or("")
+            })
+            .filter(|m| !["arch_interface", "payload"].contains(m))
+            .collect();
+        assert!(
+            outside.is_empty(),
+            "{interface} names modules of the driver: {outside:?}"
+        );
+        assert!(
+            !text.contains("npuc_backend"),
+            "{interface} names the backend"
+        );
+    }
+}
+
+#[test]
+fn the_schedule_description_reads_only_neutral_decisions() {
+    // `npuc explain`'s schedule is built from `arch_interface::Decisions` (the neutral part),
+    // the target's `Written`, the cost model's estimate and `Target` methods (decision A3):
+    // `describe.rs` names no U85 pass type, no register code and no lowered form.
+    let files = driver_files();
+    let (_, text) = files
+        .iter()
+        .find(|(p, _)| p == "compile/emit/describe.rs")
+        .expect("describe.rs exists");
+    let text = text.replace("LoweredView", "");
+    for u85 in [
+        "Lowered",
+        "lower::",
+        "OpPlan",
+        "U85Plan",
+        "Staged",
+        "Encoded",
+        "regs::",
+        "super::",
+        "npuc_backend",
+    ] {
+        assert!(!text.contains(u85), "describe.rs names {u85}");
+    }
 }

@@ -1,5 +1,5 @@
-//! The [`Schedule`] of a written graph: the decisions of [`super::decide`] per operation, with
-//! the cost model's estimate of the written stream.
+//! The [`Schedule`] of a written graph: the scheduling passes' neutral decisions
+//! ([`Decisions`]) per operation, with the cost model's estimate of the written stream.
 
 use crate::arch_interface::{
     ChainOperand, Decisions, FmDescription, LoweredView, StreamEstimate, Target, Written,
