@@ -16,10 +16,10 @@
 //! written stream into the [`Schedule`].
 
 use super::alloc::Placement;
-use super::lower::{Fm, Kernel, Lowered, NpuOp};
+use super::lower::{kind_of, Fm, Lowered, NpuOp};
 use super::schedule::Schedule;
 use super::{CompileError, OperatorInfo, WeightFigures};
-use crate::arch_interface::{KernelKind, LoweredView, OpGeometry, Target, TargetError};
+use crate::arch_interface::{LoweredView, OpGeometry, Target, TargetError};
 use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};
 use npuc_backend::writer::output::clip;
 
@@ -35,7 +35,6 @@ mod plan;
 mod regs;
 mod slice;
 mod staging;
-mod view;
 mod weights;
 pub(crate) mod write;
 
@@ -54,18 +53,6 @@ pub struct Emitted {
     pub weights: WeightFigures,
     /// The schedule (sources and configuration names not filled in).
     pub schedule: Schedule,
-}
-
-fn kind_of(k: Kernel) -> KernelKind {
-    match k {
-        Kernel::Conv => KernelKind::Conv,
-        Kernel::Depthwise => KernelKind::Depthwise,
-        Kernel::Pool(_) => KernelKind::Pool,
-        Kernel::Elementwise(_) => KernelKind::Elementwise,
-        // Block choice as for a 1x1 pool (the IFM block is never larger than the OFM block's).
-        // (A DMA has no block.)
-        Kernel::Resize(_) | Kernel::Dma(_) => KernelKind::Pool,
-    }
 }
 
 pub(crate) fn geometry(op: &NpuOp) -> OpGeometry {

@@ -2,7 +2,7 @@
 //!
 //! Passes never look at configuration tables directly: they ask a [`Target`] for block limits,
 //! the microblock and OFM block of an operation, the encoded weight and scale streams and a
-//! cost estimate. The targets that implement it are in the driver's registry (`npuc::targets`);
+//! cost estimate. The targets that implement it are in the driver's registry (its `targets`);
 //! the passes only ever hold a `&dyn Target`.
 //!
 //! The interface names no type of a target (decision A1 in `docs/decisions.md`): what the
@@ -191,7 +191,7 @@ pub struct InvalidStream {
     pub offset: Option<usize>,
 }
 
-/// The commands of a stream, as `npuc` counts them (`npuc::counts`).
+/// The commands of a stream, as `npuc` counts them (the driver's `counts`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CommandCounts {
     /// Kernel commands (one per kernel operation the stream starts).
