@@ -335,3 +335,20 @@ fn the_schedule_description_reads_only_neutral_decisions() {
         assert!(!text.contains(u85), "describe.rs names {u85}");
     }
 }
+
+#[test]
+fn every_listed_u85_part_still_names_the_backend() {
+    // The allow-list says what is true: an entry whose files no longer name the backend
+    // (moved below the driver, or made neutral) is removed, so the list only shrinks.
+    let files = driver_files();
+    let stale: Vec<&str> = U85_PARTS_IN_DRIVER
+        .iter()
+        .map(|(k, _)| *k)
+        .filter(|k| {
+            !files
+                .iter()
+                .any(|(p, text)| p.starts_with(k) && text.contains("npuc_backend"))
+        })
+        .collect();
+    assert!(stale.is_empty(), "stale allow-list entries: {stale:?}");
+}
