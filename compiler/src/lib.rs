@@ -56,7 +56,6 @@
 //! assert!(text.contains("0x0004 NPU_OP_STOP mask=0xffff"));
 //! ```
 
-pub mod arch_interface;
 pub mod artifact;
 pub mod compile;
 pub mod container;
@@ -64,7 +63,6 @@ pub mod counts;
 pub mod disasm;
 pub mod layers;
 pub mod npz;
-pub mod payload;
 pub mod reference;
 pub mod report;
 pub mod run;
@@ -73,6 +71,8 @@ pub mod targets;
 pub mod tflite_out;
 pub mod vela_output;
 pub mod verify;
+
+pub use npuc_target::{arch_interface, payload};
 
 pub use compile::summary::{CompileSummary, Placement, SourceOperator};
 pub use compile::{compile, CompileError, CompiledModel, Optimise, Options, OptionsError};

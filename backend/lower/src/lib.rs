@@ -21,6 +21,7 @@ mod rewrite;
 mod row_map;
 mod split;
 mod table;
+mod view;
 
 pub use table::activation_lut::Lut;
 
@@ -39,6 +40,7 @@ use npuc_ir::{
 pub use resize::{ResizeAxis, ResizeParams};
 pub use row_map::RowMap;
 use std::collections::{BTreeMap, BTreeSet};
+pub use view::{kernel_name, kind_of};
 
 /// A feature-map buffer: one per graph input and per NPU operation output (RESHAPE aliases).
 #[derive(Debug, Clone, PartialEq, Eq)]

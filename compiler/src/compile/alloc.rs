@@ -18,12 +18,10 @@
 
 use super::{REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 use crate::arch_interface::LoweredView;
+pub use crate::arch_interface::{Placement, CHAINED};
 
 /// Alignment of every feature map.
 pub const ALIGN: u64 = 16;
-
-/// The "region" of a chained feature map: it goes through a chaining FIFO, no memory.
-pub const CHAINED: u8 = u8::MAX;
 
 /// Something to place: its size and the operations during which it is live (inclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,19 +29,6 @@ pub struct Item {
     pub size: u64,
     pub start: usize,
     pub end: usize,
-}
-
-/// Where each buffer lives.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
-    /// Region of each buffer (constants: [`REGION_READ_ONLY`], placed by emit).
-    pub regions: Vec<u8>,
-    /// Byte offset of each buffer in its region.
-    pub offsets: Vec<u64>,
-    /// Arena (region 1) size in bytes (a multiple of [`ALIGN`]).
-    pub arena_size: u64,
-    /// Fast area (region 2) size in bytes (a multiple of [`ALIGN`]; 0 when unused).
-    pub fast_size: u64,
 }
 
 fn lifetime(l: &(impl LoweredView + ?Sized), i: usize) -> (usize, usize) {

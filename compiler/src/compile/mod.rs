@@ -37,6 +37,7 @@ pub mod schedule;
 pub mod summary;
 
 use crate::arch_interface::LoweredView;
+pub use crate::arch_interface::{OperatorInfo, WeightFigures};
 use crate::targets::{self, TargetFamily};
 use npuc_backend::arch::Accelerator;
 use npuc_backend::system::ini::{ConfigSource, IniFile, LookupError};
@@ -264,25 +265,6 @@ pub struct TensorPlacement {
     pub size: u64,
 }
 
-/// One NPU operation of the compiled model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OperatorInfo {
-    /// Name of the IR operator that produced the NPU operation's output.
-    pub name: String,
-    /// NPU kernel (`CONV`, `DEPTHWISE`, `POOL`, `ELEMENTWISE`).
-    pub kernel: String,
-    /// The IR operators fused into it, in order.
-    pub fused: Vec<String>,
-    /// Estimated cycles.
-    pub cycles: u64,
-    /// Where its OFM buffer lives: region, byte offset, size in bytes.
-    pub ofm: (u8, u64, u64),
-    /// The word offset in the command stream of the kernel command after which its whole OFM
-    /// is in memory (its last part); `None` when it never is (chained, or in a cascade's ring
-    /// buffer).
-    pub done_at: Option<usize>,
-}
-
 /// A compiled model: command stream, read-only data and where everything lives.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompiledModel {
@@ -330,19 +312,6 @@ impl CompiledModel {
     pub fn estimated_cycles(&self) -> u64 {
         self.estimated_total
     }
-}
-
-/// The weights of a compiled model, before and after encoding: summed over the weight stream
-/// blocks of the read-only region (a weight tensor used by several NPU operations counts once
-/// per block that encodes it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct WeightFigures {
-    /// Number of weights encoded (bytes before compression: one byte per 8-bit weight).
-    pub weights: u64,
-    /// Bytes of the encoded weight streams (SWD or FWD, without padding).
-    pub weight_stream_bytes: u64,
-    /// Bytes of the scale/bias streams.
-    pub scale_stream_bytes: u64,
 }
 
 /// Region of the read-only data (weights, scales).

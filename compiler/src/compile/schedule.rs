@@ -12,6 +12,7 @@
 //! choice (`ofm_block`, `microblock`, `weight_format`, `weight_order`, `weight_sparsity`) is
 //! the Ethos-U85's candidate description: the fields a target's block candidates carry.
 
+pub use crate::arch_interface::{CascadePart, Choice, Staging, Transfer};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -114,17 +115,6 @@ pub struct ScheduledOp {
     pub choice: Option<Choice>,
 }
 
-/// An operation's choice among its options (block alternative, IFM copy, how the streams are
-/// read): descriptions and objectives (cycles plus priced off-chip bytes, decision S11).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Choice {
-    pub chosen: String,
-    pub objective: u64,
-    /// The cheapest other option (`None`: there was no other).
-    pub next: Option<String>,
-    pub next_objective: Option<u64>,
-}
-
 /// A source model operator.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Source {
@@ -179,49 +169,6 @@ pub struct Streams {
     pub read_only_offset: u64,
 }
 
-/// How an operation's weight and scale streams are read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Staging {
-    /// From region 0 (or no streams).
-    Direct,
-    /// Copied whole by one DMA into `region` at `offset`, issued while the previous
-    /// operation runs (`wait`: after a KERNEL_WAIT 1).
-    Whole {
-        region: u8,
-        offset: u64,
-        bytes: u64,
-        wait: bool,
-    },
-    /// In OFM-depth slices, each slice's streams copied into one of two buffers.
-    Sliced {
-        region: u8,
-        buffers: [u64; 2],
-        /// Bytes of each slice's streams.
-        slice_bytes: Vec<u64>,
-        /// OFM channels of each slice.
-        slice_depths: Vec<u32>,
-        wait: bool,
-    },
-    /// The first operation of a cascade: the streams of the cascade's operations, each
-    /// copied whole into `region` (operation, offset, bytes) before the first band.
-    Cascade {
-        region: u8,
-        copies: Vec<[u64; 3]>,
-        wait: bool,
-    },
-}
-
-/// A DMA copy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Transfer {
-    /// Source region and offset.
-    pub from: (u8, u64),
-    /// Destination region and offset.
-    pub to: (u8, u64),
-    pub bytes: u64,
-}
-
 /// Chaining (the OFM of a producer goes through a FIFO into the next operation).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -230,22 +177,6 @@ pub enum Chain {
     Producer { operand: String },
     /// This operation's `operand` is the previous operation's OFM.
     Consumer { operand: String },
-}
-
-/// An operation's part in a cascade.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CascadePart {
-    /// The cascade's number in the schedule.
-    pub group: usize,
-    /// Its first and last operation.
-    pub first: usize,
-    pub last: usize,
-    /// The bands the operation is computed in.
-    pub bands: usize,
-    /// OFM rows of its largest band.
-    pub band_rows: u32,
-    /// Rows of the ring buffer its OFM lives in (`None` for the last operation).
-    pub ring_rows: Option<u32>,
 }
 
 /// Bytes read from and written to one memory.

@@ -15,26 +15,8 @@ use npuc_backend::system::MemoryMap;
 
 mod u85;
 
+pub use crate::payload::TargetFamily;
 pub use u85::{U85Block, U85Target};
-
-/// The NPU families npuc compiles for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TargetFamily {
-    /// Arm Ethos-U85, five configurations (128..2048 MACs per cycle).
-    EthosU85,
-}
-
-impl TargetFamily {
-    /// Every family, in the order `npuc` lists them.
-    pub const ALL: [TargetFamily; 1] = [TargetFamily::EthosU85];
-
-    /// Its name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            TargetFamily::EthosU85 => "ethos-u85",
-        }
-    }
-}
 
 /// The target that reads a stream of an artifact (disassembly): in the configuration the
 /// artifact records (the default one when it records none) and the default memory system.

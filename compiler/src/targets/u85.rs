@@ -5,12 +5,13 @@
 //! model ([`npuc_backend::perf`]).
 
 use crate::arch_interface::{
-    BlockConfig, BlockNames, CommandCounts, Commands, DisasmCommand, Disassembly, EncodedWeights,
-    InvalidStream, KernelKind, LoweredView, OpEstimate, OpGeometry, RegionTraffic, StreamError,
-    StreamEstimate, Target, TargetDescription, TargetError, WeightStreams, WorkCommand,
+    BlockConfig, BlockNames, CommandCounts, Commands, Decisions, DisasmCommand, Disassembly,
+    EncodedWeights, InvalidStream, KernelKind, LoweredView, OpEstimate, OpGeometry, RegionTraffic,
+    StreamError, StreamEstimate, Target, TargetDescription, TargetError, WeightStreams,
+    WorkCommand, Written,
 };
-use crate::compile::emit::{write, Decisions, Written};
-use crate::compile::{CompileError, Optimise};
+use crate::compile::emit::{bounds, write};
+use crate::compile::Optimise;
 use crate::payload::TargetPayload;
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::stream::StreamDecoder;
@@ -845,8 +846,16 @@ impl Target for U85Target {
         out
     }
 
-    fn write(&self, decisions: &Decisions) -> Result<Written, CompileError> {
-        write::write(decisions)
+    fn write(
+        &self,
+        lowered: &dyn LoweredView,
+        decisions: &Decisions,
+    ) -> Result<Written, TargetError> {
+        write::write(lowered, decisions)
+    }
+
+    fn compute_bounds(&self, lowered: &dyn LoweredView, decisions: &Decisions) -> Vec<u64> {
+        bounds::compute_bounds(self, lowered, decisions)
     }
 
     fn region_memory(&self, region: u8) -> String {

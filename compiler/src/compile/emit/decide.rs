@@ -1,6 +1,8 @@
 //! The scheduling passes, in order: chaining, placement, cascading, per-operation planning and
-//! staging. Their result, [`Decisions`], is everything the writer ([`super::write`]) needs
-//! besides the lowered operations; [`crate::compile::schedule::Schedule`] is its description.
+//! staging. Their result, the neutral [`Decisions`] (decision A3) with the U85's own plans
+//! inside (`U85Plan` per operation, the cascades for the whole program), is everything the
+//! writer ([`super::write`]) needs besides the lowered operations;
+//! [`crate::compile::schedule::Schedule`] is its description.
 
 use super::cascade::{self, Cascade};
 use super::chain::{self, Operand};
@@ -8,41 +10,99 @@ use super::optimise::{self, Choice};
 use super::plan::{self, OpPlan};
 use super::staging::{self, ConstCopy, IfmCopy, Staged, Staging};
 use super::weights::{encode_counted, Encoded};
-use crate::arch_interface::{LoweredView, Target};
+use crate::arch_interface::{self as arch, Decisions, LoweredView, Target, TargetError};
 use crate::compile::alloc::{self, Placement};
 use crate::compile::lower::Lowered;
+use crate::compile::schedule;
 use crate::compile::{CompileError, REGION_ARENA, REGION_FAST};
 use std::borrow::Cow;
 
-/// What the scheduling passes decided for a lowered graph (opaque outside the crate: what a
-/// target's writer, [`crate::arch_interface::Target::write`], reads).
-pub struct Decisions<'l> {
-    /// The lowered graph as scheduled: buffer lifetimes extended for chains, cascade
-    /// intermediates shrunk to their rings (a copy only when they change it).
-    pub(super) lowered: Cow<'l, Lowered>,
-    /// Where the feature maps live (staging buffers included in the region sizes).
-    pub(super) placement: Placement,
-    /// What was decided for each operation, in execution order (one per `lowered.ops`).
-    pub(super) ops: Vec<OpDecision>,
-    /// The cascades, in order.
-    pub(super) cascades: Vec<Cascade>,
-    /// The copy of the constant feature maps and/or lookup tables at the start, if any.
-    pub(super) consts: Option<ConstCopy>,
-    /// The global optimisation's schedules (decision S13) where they differ from the
-    /// greedy's (`ops`): with the constant copy the greedy's rule takes, and without it
-    /// where it took one (S14); `emit` keeps the one whose stream the cost model prefers.
-    pub(super) alternatives: Vec<Alternative>,
+/// What the scheduling passes decided: the decisions, and the global optimisation's
+/// schedules (decision S13) where they differ from the greedy's: with the constant copy the
+/// greedy's rule takes, and without it where it took one (S14); `emit` keeps the one whose
+/// stream the cost model prefers.
+pub(crate) struct Decided {
+    pub decisions: Decisions,
+    pub alternatives: Vec<Alternative>,
 }
 
 /// Another schedule of the same operations: per-operation decisions, the placement with
 /// its staging buffers, and the constant copy.
 pub(crate) struct Alternative {
-    pub ops: Vec<OpDecision>,
+    pub ops: Vec<arch::OpDecision>,
     pub placement: Placement,
-    pub consts: Option<ConstCopy>,
+    pub consts: Option<arch::ConstCopy>,
 }
 
-/// What was decided for one operation.
+/// The U85's own plan of one operation ([`arch::OpDecision::plan`]).
+pub(super) struct U85Plan {
+    /// Its block choice and encoded streams.
+    pub plan: OpPlan,
+    /// How its streams are read.
+    pub staged: Staged,
+}
+
+/// The U85's reading of [`Decisions`]: its own program and plans, and the neutral choices.
+pub(super) struct U85Decisions<'a> {
+    /// The program as scheduled.
+    pub lowered: &'a Lowered,
+    pub placement: &'a Placement,
+    pub ops: Vec<U85OpRef<'a>>,
+    pub cascades: &'a [Cascade],
+    pub consts: Option<arch::ConstCopy>,
+}
+
+/// One operation of [`U85Decisions`].
+pub(super) struct U85OpRef<'a> {
+    pub plan: &'a OpPlan,
+    pub staged: &'a Staged,
+    pub copy: Option<arch::IfmCopy>,
+    pub chain: Option<arch::ChainOperand>,
+    /// The cascade it belongs to (index into [`U85Decisions::cascades`]).
+    pub cascade: Option<usize>,
+}
+
+/// Reads decisions made for a U85 program (`lowered`, made by the U85's lowering) back into
+/// the U85's own types (decision A3: the target downcasts what it made).
+pub(super) fn u85<'a>(
+    lowered: &'a dyn LoweredView,
+    d: &'a Decisions,
+) -> Result<U85Decisions<'a>, TargetError> {
+    let foreign = |what: &str| TargetError::Unsupported(format!("{what} are not the Ethos-U85's"));
+    let l: &Lowered = d
+        .program(lowered)
+        .as_any()
+        .downcast_ref()
+        .ok_or_else(|| foreign("the lowered program"))?;
+    let cascades: &Vec<Cascade> = d
+        .private
+        .downcast_ref()
+        .ok_or_else(|| foreign("the decisions"))?;
+    let ops = d
+        .ops
+        .iter()
+        .map(|o| {
+            let u: &U85Plan = o.plan.downcast_ref()?;
+            Some(U85OpRef {
+                plan: &u.plan,
+                staged: &u.staged,
+                copy: o.ifm_copy,
+                chain: o.chain,
+                cascade: o.cascade.as_ref().map(|c| c.group),
+            })
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| foreign("the operations' plans"))?;
+    Ok(U85Decisions {
+        lowered: l,
+        placement: &d.placement,
+        ops,
+        cascades,
+        consts: d.const_copy,
+    })
+}
+
+/// What was decided for one operation, in the U85 passes' own types.
 pub(crate) struct OpDecision {
     /// Its block choice and encoded streams.
     pub plan: OpPlan,
@@ -59,10 +119,7 @@ pub(crate) struct OpDecision {
 }
 
 /// Runs the scheduling passes on `l` for `target`.
-pub(crate) fn decide<'l>(
-    target: &dyn Target,
-    l: &'l Lowered,
-) -> Result<Decisions<'l>, CompileError> {
+pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, CompileError> {
     for k in 0..l.op_count() {
         let op = l.op(k);
         if l.buffer(op.ofm).constant {
@@ -159,12 +216,14 @@ pub(crate) fn decide<'l>(
         );
         let mut ops = decisions(plans, stage, &chains, &in_cascade, None);
         encode_chosen(target, &lowered, &mut ops)?;
-        return Ok(Decisions {
-            lowered,
-            placement,
-            ops,
-            cascades,
-            consts: None,
+        return Ok(Decided {
+            decisions: Decisions {
+                ops: neutral(ops, &cascades),
+                scheduled: scheduled(lowered),
+                placement,
+                const_copy: None,
+                private: Box::new(cascades),
+            },
             alternatives: Vec::new(),
         });
     };
@@ -204,28 +263,158 @@ pub(crate) fn decide<'l>(
         }
         let mut p = placement.clone();
         grow(&mut p, lp.end);
-        alternatives.push(Alternative {
-            consts: lp.consts,
-            ops: decisions(lp_plans, lp, &chains, &in_cascade, Some(choices)),
-            placement: p,
-        });
+        let consts = lp.consts;
+        alternatives.push((
+            decisions(lp_plans, lp, &chains, &in_cascade, Some(choices)),
+            consts,
+            p,
+        ));
     }
     let choices = opts.as_ref().map(|o| optimise::greedy_choices(o, &stage));
     grow(&mut placement, stage.end);
-    let consts = stage.consts;
+    let consts = stage.consts.map(const_copy);
     let mut ops = decisions(plans, stage, &chains, &in_cascade, choices);
     encode_chosen(target, &lowered, &mut ops)?;
-    for a in &mut alternatives {
-        encode_chosen(target, &lowered, &mut a.ops)?;
+    let mut alts = Vec::with_capacity(alternatives.len());
+    for (mut ops, consts, placement) in alternatives {
+        encode_chosen(target, &lowered, &mut ops)?;
+        alts.push(Alternative {
+            ops: neutral(ops, &cascades),
+            placement,
+            consts: consts.map(const_copy),
+        });
     }
-    Ok(Decisions {
-        lowered,
-        placement,
-        ops,
-        cascades,
-        consts,
-        alternatives,
+    Ok(Decided {
+        decisions: Decisions {
+            ops: neutral(ops, &cascades),
+            scheduled: scheduled(lowered),
+            placement,
+            const_copy: consts,
+            private: Box::new(cascades),
+        },
+        alternatives: alts,
     })
+}
+
+/// The program as scheduled, when the passes changed it.
+fn scheduled(l: Cow<'_, Lowered>) -> Option<Box<dyn LoweredView>> {
+    match l {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(l) => Some(Box::new(l)),
+    }
+}
+
+fn const_copy(c: ConstCopy) -> arch::ConstCopy {
+    arch::ConstCopy {
+        region: c.region,
+        at: c.at,
+        consts: c.consts,
+        tables: c.tables,
+    }
+}
+
+/// The neutral decisions of the U85 passes' per-operation decisions (their plans inside).
+fn neutral(ops: Vec<OpDecision>, cascades: &[Cascade]) -> Vec<arch::OpDecision> {
+    let size = |o: &OpDecision| o.plan.enc.as_ref().map_or(0, Encoded::size);
+    let sizes: Vec<u64> = ops.iter().map(size).collect();
+    ops.into_iter()
+        .enumerate()
+        .map(|(k, o)| {
+            let block = match &o.staged {
+                Staged::Sliced { block, .. } => *block,
+                _ => o.plan.block,
+            };
+            let streams = o.plan.enc.as_ref().map(|e| arch::StreamFigures {
+                weights: e.weight_count,
+                weight_bytes: e.stream_lens.clone(),
+                scale_bytes: e.scales.len() as u64,
+            });
+            let staging = match &o.staged {
+                Staged::Direct => schedule::Staging::Direct,
+                Staged::Whole { region, at, wait } => schedule::Staging::Whole {
+                    region: *region,
+                    offset: *at,
+                    bytes: sizes[k],
+                    wait: *wait,
+                },
+                Staged::Sliced {
+                    region,
+                    bufs,
+                    slices,
+                    wait,
+                    ..
+                } => schedule::Staging::Sliced {
+                    region: *region,
+                    buffers: *bufs,
+                    slice_bytes: slices.iter().map(|s| s.enc.size()).collect(),
+                    slice_depths: slices.iter().map(|s| s.op.ofm.shape.2).collect(),
+                    wait: *wait,
+                },
+                Staged::Cascade {
+                    region,
+                    blocks,
+                    wait,
+                    ..
+                } => schedule::Staging::Cascade {
+                    region: *region,
+                    copies: blocks
+                        .iter()
+                        .map(|&(j, at)| [j as u64, at, sizes[j]])
+                        .collect(),
+                    wait: *wait,
+                },
+            };
+            let cascade = o.cascade.map(|g| {
+                let c = &cascades[g];
+                let mine: Vec<u32> = c
+                    .pieces
+                    .iter()
+                    .filter(|piece| piece.0 == k)
+                    .map(|piece| piece.2 - piece.1)
+                    .collect();
+                schedule::CascadePart {
+                    group: g,
+                    first: c.first,
+                    last: c.last,
+                    bands: mine.len(),
+                    band_rows: mine.iter().copied().max().unwrap_or(0),
+                    ring_rows: (k < c.last).then(|| c.rings[k - c.first]),
+                }
+            });
+            // (A cascade's operations: the program's choice of the cascade, S20.)
+            let choice = o
+                .choice
+                .as_ref()
+                .or_else(|| o.cascade.and_then(|g| cascades[g].choice.as_ref()))
+                .map(|c| schedule::Choice {
+                    chosen: c.chosen.0.clone(),
+                    objective: c.chosen.1,
+                    next: c.next.as_ref().map(|n| n.0.clone()),
+                    next_objective: c.next.as_ref().map(|n| n.1),
+                });
+            arch::OpDecision {
+                block,
+                streams,
+                staging,
+                ifm_copy: o.copy.map(|c| arch::IfmCopy {
+                    src: c.src,
+                    dst: c.dst,
+                    size: c.size,
+                    wait: c.wait,
+                }),
+                chain: o.chain.map(|c| match c {
+                    Operand::Ifm => arch::ChainOperand::Ifm,
+                    Operand::Ifm2 => arch::ChainOperand::Ifm2,
+                }),
+                cascade,
+                choice,
+                plan: Box::new(U85Plan {
+                    plan: o.plan,
+                    staged: o.staged,
+                }),
+            }
+        })
+        .collect()
 }
 
 /// The candidates were costed by their streams' lengths: makes the streams of the ones

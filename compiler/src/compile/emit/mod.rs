@@ -16,13 +16,14 @@
 //! written stream into the [`Schedule`].
 
 use super::alloc::Placement;
-use super::lower::{Fm, Kernel, Lowered, NpuOp};
+use super::lower::{kind_of, Fm, Lowered, NpuOp};
 use super::schedule::Schedule;
 use super::{CompileError, OperatorInfo, WeightFigures};
-use crate::arch_interface::{KernelKind, LoweredView, OpGeometry, Target};
+use crate::arch_interface::{LoweredView, OpGeometry, Target, TargetError};
 use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};
 use npuc_backend::writer::output::clip;
 
+pub(crate) mod bounds;
 pub(crate) mod cascade;
 mod chain;
 mod decide;
@@ -34,12 +35,8 @@ mod plan;
 mod regs;
 mod slice;
 mod staging;
-mod view;
 mod weights;
 pub(crate) mod write;
-
-pub use decide::Decisions;
-pub use write::Written;
 
 /// The emitted stream and read-only data.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,18 +53,6 @@ pub struct Emitted {
     pub weights: WeightFigures,
     /// The schedule (sources and configuration names not filled in).
     pub schedule: Schedule,
-}
-
-fn kind_of(k: Kernel) -> KernelKind {
-    match k {
-        Kernel::Conv => KernelKind::Conv,
-        Kernel::Depthwise => KernelKind::Depthwise,
-        Kernel::Pool(_) => KernelKind::Pool,
-        Kernel::Elementwise(_) => KernelKind::Elementwise,
-        // Block choice as for a 1x1 pool (the IFM block is never larger than the OFM block's).
-        // (A DMA has no block.)
-        Kernel::Resize(_) | Kernel::Dma(_) => KernelKind::Pool,
-    }
 }
 
 pub(crate) fn geometry(op: &NpuOp) -> OpGeometry {
@@ -152,6 +137,15 @@ fn stream_objective(e: &crate::arch_interface::StreamEstimate) -> u64 {
     objective::cost((e.total, offchip))
 }
 
+/// A writer's error as the compiler reports it (a register field that cannot hold a value
+/// is a `CompileError::Stream`, as before the writer was a target method).
+fn write_error(e: TargetError) -> CompileError {
+    match e {
+        TargetError::Stream(s) => CompileError::Stream(s),
+        other => CompileError::Target(other),
+    }
+}
+
 /// Schedules a lowered graph ([`decide`]), writes its command stream and read-only region
 /// (the target's writer) and describes the schedule with the cost model's estimate ([`describe`]).
 pub fn emit(target: &dyn Target, program: &dyn LoweredView) -> Result<Emitted, CompileError> {
@@ -159,17 +153,20 @@ pub fn emit(target: &dyn Target, program: &dyn LoweredView) -> Result<Emitted, C
     let l: &Lowered = program.as_any().downcast_ref().ok_or_else(|| {
         CompileError::Stream("the lowered program is not the Ethos-U85's".to_string())
     })?;
-    let mut decisions = decide::decide(target, l)?;
-    let mut written = target.write(&decisions)?;
+    let decide::Decided {
+        mut decisions,
+        alternatives,
+    } = decide::decide(target, l)?;
+    let mut written = target.write(program, &decisions).map_err(write_error)?;
     let mut est = target.estimate_stream(&written.payload).unwrap_or_default();
     // The global optimisation's schedules (S13), where they differ, replace the greedy's when
     // the cost model's estimate of the whole stream has a lower objective (S11; ties: the
     // earlier).
-    for alt in std::mem::take(&mut decisions.alternatives) {
+    for alt in alternatives {
         let kept_ops = std::mem::replace(&mut decisions.ops, alt.ops);
         let kept_placement = std::mem::replace(&mut decisions.placement, alt.placement);
-        let kept_consts = std::mem::replace(&mut decisions.consts, alt.consts);
-        let better = target.write(&decisions).ok().and_then(|w| {
+        let kept_consts = std::mem::replace(&mut decisions.const_copy, alt.consts);
+        let better = target.write(program, &decisions).ok().and_then(|w| {
             let e = target.estimate_stream(&w.payload).ok()?;
             (stream_objective(&e) < stream_objective(&est)).then_some((w, e))
         });
@@ -181,11 +178,11 @@ pub fn emit(target: &dyn Target, program: &dyn LoweredView) -> Result<Emitted, C
             None => {
                 decisions.ops = kept_ops;
                 decisions.placement = kept_placement;
-                decisions.consts = kept_consts;
+                decisions.const_copy = kept_consts;
             }
         }
     }
-    let schedule = describe::describe(target, &decisions, &written, &est);
+    let schedule = describe::describe(target, program, &decisions, &written, &est);
     // Kernel operations take their cycles from the stream's estimate (a sliced or cascaded
     // operation the sum of its parts'; DMA operations keep their own estimate).
     let mut operators = written.operators;

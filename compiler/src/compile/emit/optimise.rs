@@ -1090,19 +1090,21 @@ mod tests {
         let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
         let target = crate::targets::select(&options, map);
         let l = lower::lower(&g).unwrap();
-        let mut d = decide::decide(target.as_ref(), &l).unwrap();
-        let objective = |d: &decide::Decisions| {
-            let w = write::write(d).unwrap();
+        let decide::Decided {
+            decisions: mut d,
+            mut alternatives,
+        } = decide::decide(target.as_ref(), &l).unwrap();
+        let objective = |d: &crate::arch_interface::Decisions| {
+            let w = write::write(&l, d).unwrap();
             stream_objective(&target.estimate_stream(&w.payload).unwrap())
         };
         let greedy = objective(&d);
-        let alt = d
-            .alternatives
+        let alt = alternatives
             .pop()
             .expect("the program differs from the greedy");
         d.ops = alt.ops;
         d.placement = alt.placement;
-        d.consts = alt.consts;
+        d.const_copy = alt.consts;
         let optimised = objective(&d);
         assert!(optimised < greedy, "{optimised} >= {greedy}");
     }

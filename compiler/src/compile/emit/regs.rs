@@ -4,6 +4,7 @@
 use super::{activation_type, precision, weights};
 use crate::arch_interface::BlockConfig;
 use crate::compile::alloc::Placement;
+pub(super) use crate::compile::lower::kernel_name;
 use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
 use crate::compile::REGION_READ_ONLY;
 use crate::targets::U85Block;
@@ -325,18 +326,6 @@ fn write_op_block(w: &mut CommandWriter, op: &NpuOp, block: &BlockConfig) {
     };
     let microblock = U85Block::of(block).microblock;
     write_block(w, block.ofm_block, op.acc, acc_input, microblock);
-}
-
-/// The name of a kernel (as the operator list gives it).
-pub(super) fn kernel_name(k: Kernel) -> &'static str {
-    match k {
-        Kernel::Conv => "CONV",
-        Kernel::Depthwise => "DEPTHWISE",
-        Kernel::Pool(_) => "POOL",
-        Kernel::Elementwise(_) => "ELEMENTWISE",
-        Kernel::Resize(_) => "RESIZE",
-        Kernel::Dma(_) => "DMA",
-    }
 }
 
 /// The PRECISION values of a feature map stored as `storage`.

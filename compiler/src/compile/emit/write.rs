@@ -10,50 +10,30 @@
 //! Region 0 holds each operation's stream block, then the constant feature maps and the
 //! lookup tables in the order of first use.
 
-use super::decide::Decisions;
+use super::decide;
 use super::regs::{
     align16, kernel_name, locs, op_commands, overlaps, range, Access, Consts, Range,
 };
 use super::{cascade, chain, const_operands, lut, staging, weights};
+use crate::arch_interface::{
+    Decisions, LoweredView, OpLocations, OperatorInfo, TargetError, WeightFigures, Written,
+};
 use crate::compile::lower::DmaCopy;
 use crate::compile::lower::{Kernel, NpuOp};
 use crate::compile::schedule::Transfer;
-use crate::compile::{CompileError, OperatorInfo, WeightFigures, REGION_READ_ONLY};
+use crate::compile::REGION_READ_ONLY;
 use npuc_backend::isa::{encode_stream, ActivationFunction, CmdKind, Command, SetBlockdep};
 use npuc_backend::writer::dma::{self as dma, DmaIndex, DmaTransfer};
 use npuc_backend::writer::CommandWriter;
 use std::collections::BTreeMap;
 
-/// The written stream and read-only region of a scheduled graph, and which operation each
-/// part belongs to.
-pub struct Written {
-    /// The program: the U85 command stream, ending with NPU_OP_STOP.
-    pub(super) payload: crate::payload::TargetPayload,
-    /// Region 0.
-    pub(super) read_only: Vec<u8>,
-    /// The operations in execution order (cycles not yet estimated, `done_at` a command
-    /// index).
-    pub(super) operators: Vec<OperatorInfo>,
-    /// The operation of each kernel command, in stream order.
-    pub(super) owners: Vec<usize>,
-    /// The operation each DMA command was issued for (its streams, IFM copy or LUT, or the
-    /// operation itself), in stream order; `None`: the copy of the constants at the start.
-    pub(super) dma_owners: Vec<Option<usize>>,
-    /// The weights and scales in region 0.
-    pub(super) weights: WeightFigures,
-    /// Where each constant feature map is read: (region, offset).
-    pub(super) consts: Consts,
-    /// The region 0 offset of each operation's stream block (one per slice when sliced).
-    pub(super) blocks: Vec<Vec<u64>>,
-    /// The copy of the constants and/or lookup tables at the start: from, to, bytes.
-    pub(super) const_copy: Option<Transfer>,
-}
-
-/// Writes the command stream and region 0 of `d`.
-pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
-    let l = &d.lowered;
-    let p = &d.placement;
-    let (ops, cascades) = (&d.ops, &d.cascades);
+/// Writes the command stream and region 0 of `d`, decided for `lowered` (the U85's
+/// [`crate::arch_interface::Target::write`]).
+pub(crate) fn write(lowered: &dyn LoweredView, d: &Decisions) -> Result<Written, TargetError> {
+    let d = decide::u85(lowered, d)?;
+    let l = d.lowered;
+    let p = d.placement;
+    let (ops, cascades) = (&d.ops, d.cascades);
     let mut w = CommandWriter::default();
     // Region 0: each operation's stream block, then constants and LUTs as first used.
     let mut ro: Vec<u8> = Vec::new();
@@ -448,7 +428,7 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
     }
     w.stop();
     align16(&mut ro);
-    let words = encode_stream(&w.commands).map_err(|e| CompileError::Stream(e.to_string()))?;
+    let words = encode_stream(&w.commands).map_err(|e| TargetError::Stream(e.to_string()))?;
     // Word offsets of the commands.
     let mut word_at = Vec::with_capacity(w.commands.len());
     let mut at = 0usize;
@@ -463,6 +443,24 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
     for (k, o) in operators.iter_mut().enumerate() {
         o.done_at = done_at[k].map(|i| word_at[i]);
     }
+    let locations = l
+        .ops
+        .iter()
+        .zip(ops)
+        .map(|(op, o)| {
+            let at = locs(op, p, l, &consts);
+            OpLocations {
+                ifm: match &o.copy {
+                    Some(c) => (c.dst.0, c.dst.1 + op.ifm.view.offset),
+                    None => at.ifm,
+                },
+                ifm2: at.ifm2,
+                ofm: at.ofm,
+                ifm_scalar: at.scalar.filter(|s| !s.ifm2).map(|s| s.value),
+                ifm2_scalar: at.scalar.filter(|s| s.ifm2).map(|s| s.value),
+            }
+        })
+        .collect();
     Ok(Written {
         payload: crate::payload::TargetPayload::u85_command_stream(&words),
         read_only: ro,
@@ -470,8 +468,8 @@ pub(crate) fn write(d: &Decisions) -> Result<Written, CompileError> {
         owners,
         dma_owners: w.dma_owners,
         weights: weight_figures,
-        consts,
-        blocks,
+        locations,
+        stream_offsets: blocks.iter().map(|b| b.first().copied()).collect(),
         const_copy: copy.map(|(c, from, len)| Transfer {
             from: (REGION_READ_ONLY, from),
             to: (c.region, c.at),

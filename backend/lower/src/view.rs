@@ -1,12 +1,38 @@
 //! The U85's lowered program ([`Lowered`]) behind the neutral view the schedule framework
 //! reads ([`LoweredView`]): allocation, the scheduling passes' own reads and the schedule's
-//! description see buffers, feature-map buffers, kernel kinds and names, never `NpuOp`.
+//! description see buffers, feature-map buffers, kernel kinds and names, never `NpuOp`
+//! (decision A2; here, beside the program, since the trait is the crate `npuc-target`'s).
 
-use super::kind_of;
-use super::regs::kernel_name;
-use crate::arch_interface::{BufferView, FmDescription, LoweredView, OpDescription, OpView};
-use crate::compile::lower::{Fm, Kernel, Lowered};
+use crate::{Fm, Kernel, Lowered};
 use npuc_backend::isa::IfmUpscaleMode;
+use npuc_target::arch_interface::{
+    BufferView, FmDescription, KernelKind, LoweredView, OpDescription, OpView,
+};
+
+/// The kernel kind of a kernel, as block selection sees it.
+pub fn kind_of(k: Kernel) -> KernelKind {
+    match k {
+        Kernel::Conv => KernelKind::Conv,
+        Kernel::Depthwise => KernelKind::Depthwise,
+        Kernel::Pool(_) => KernelKind::Pool,
+        Kernel::Elementwise(_) => KernelKind::Elementwise,
+        // Block choice as for a 1x1 pool (the IFM block is never larger than the OFM block's).
+        // (A DMA has no block.)
+        Kernel::Resize(_) | Kernel::Dma(_) => KernelKind::Pool,
+    }
+}
+
+/// The name of a kernel (as the operator list gives it).
+pub fn kernel_name(k: Kernel) -> &'static str {
+    match k {
+        Kernel::Conv => "CONV",
+        Kernel::Depthwise => "DEPTHWISE",
+        Kernel::Pool(_) => "POOL",
+        Kernel::Elementwise(_) => "ELEMENTWISE",
+        Kernel::Resize(_) => "RESIZE",
+        Kernel::Dma(_) => "DMA",
+    }
+}
 
 /// The schedule's kernel text: the TRM operation, and a pool's or elementwise's mode.
 fn kernel_text(k: Kernel) -> String {

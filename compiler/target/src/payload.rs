@@ -5,7 +5,24 @@
 //! Ethos-U85's payload is its cmd0/cmd1 command stream (32-bit little-endian words); a target
 //! without a command stream (NVDLA: per-layer register writes) would bring its own format.
 
-use crate::targets::TargetFamily;
+/// The NPU families npuc compiles for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetFamily {
+    /// Arm Ethos-U85, five configurations (128..2048 MACs per cycle).
+    EthosU85,
+}
+
+impl TargetFamily {
+    /// Every family, in the order `npuc` lists them.
+    pub const ALL: [TargetFamily; 1] = [TargetFamily::EthosU85];
+
+    /// Its name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TargetFamily::EthosU85 => "ethos-u85",
+        }
+    }
+}
 
 /// The form of a target payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //!
 //! Passes never look at configuration tables directly: they ask a [`Target`] for block limits,
 //! the microblock and OFM block of an operation, the encoded weight and scale streams and a
-//! cost estimate. The targets that implement it are in [`crate::targets`] (the registry);
+//! cost estimate. The targets that implement it are in the driver's registry (its `targets`);
 //! the passes only ever hold a `&dyn Target`.
 //!
 //! The interface names no type of a target (decision A1 in `docs/decisions.md`): what the
@@ -12,11 +12,11 @@
 //! weight order there); the commands a target's writer produced reach the cost model as
 //! [`Commands`], which only the target that made them looks into.
 
-use crate::compile::emit::{Decisions, Written};
-use crate::compile::CompileError;
 use crate::payload::TargetPayload;
 use npuc_codecs::ordering::{self, IfmPrecision, OhwiWeights};
 use npuc_codecs::scale::{AccFormat, ChannelScale};
+use serde::{Deserialize, Serialize};
+use std::any::Any;
 use thiserror::Error;
 
 /// The kind of NPU kernel operation, as far as block selection and costs care.
@@ -191,7 +191,7 @@ pub struct InvalidStream {
     pub offset: Option<usize>,
 }
 
-/// The commands of a stream, as `npuc` counts them (`crate::counts`).
+/// The commands of a stream, as `npuc` counts them (the driver's `counts`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CommandCounts {
     /// Kernel commands (one per kernel operation the stream starts).
@@ -338,6 +338,22 @@ pub struct OpDescription {
     pub weighted: bool,
 }
 
+/// Where a target's writer put an operation's feature maps (what `npuc explain` shows).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpLocations {
+    /// The IFM's region and the byte offset of its element (0, 0, 0) (an IFM copied into
+    /// the staging memory: its copy's).
+    pub ifm: (u8, u64),
+    /// See `ifm`.
+    pub ifm2: Option<(u8, u64)>,
+    /// See `ifm`.
+    pub ofm: (u8, u64),
+    /// The IFM is one scalar value (read from no memory).
+    pub ifm_scalar: Option<i32>,
+    /// The IFM2 is one scalar value (read from no memory).
+    pub ifm2_scalar: Option<i32>,
+}
+
 /// The lowered program a target's [`Target::lower`] made, as the schedule framework of the
 /// driver reads it (allocation, the scheduling passes' own reads, the schedule's
 /// description): buffers with their sizes, producers and last uses, and each operation's
@@ -362,6 +378,253 @@ pub trait LoweredView {
     fn as_any(&self) -> &dyn std::any::Any;
 }
 
+// ---------------------------------------------------------------------------------------
+// What the framework decided for a lowered program, and what a target's writer made of it
+// (decision A3): `Target::write` takes the program it lowered and these neutral decisions,
+// and returns a neutral `Written`.
+// ---------------------------------------------------------------------------------------
+
+/// The "region" of a chained feature map: it goes through a chaining FIFO, no memory.
+pub const CHAINED: u8 = u8::MAX;
+
+/// Where each buffer lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    /// Region of each buffer (constants: region 0, placed by the target's writer;
+    /// [`CHAINED`]: in no memory).
+    pub regions: Vec<u8>,
+    /// Byte offset of each buffer in its region.
+    pub offsets: Vec<u64>,
+    /// Arena (region 1) size in bytes (a multiple of 16).
+    pub arena_size: u64,
+    /// Fast area (region 2) size in bytes (a multiple of 16; 0 when unused).
+    pub fast_size: u64,
+}
+
+/// The operand of a chain's consumer that the producer's OFM feeds (through a chaining FIFO).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainOperand {
+    /// The consumer's IFM.
+    Ifm,
+    /// The consumer's IFM2.
+    Ifm2,
+}
+
+/// An operation's IFM buffer copied whole into the staging memory before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IfmCopy {
+    /// Where the buffer is: (region, offset).
+    pub src: (u8, u64),
+    /// Where the copy goes: (region, offset).
+    pub dst: (u8, u64),
+    /// Bytes copied.
+    pub size: u64,
+    /// The copy waits for the kernel before the previous one (whose buffers it overwrites).
+    pub wait: bool,
+}
+
+/// One copy at the start of the constant feature maps (`consts`) and/or the lookup tables
+/// (`tables`), which the writer lays out in that order in the read-only region, into
+/// `region` at `at`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConstCopy {
+    /// Destination region.
+    pub region: u8,
+    /// Destination offset.
+    pub at: u64,
+    /// The constant feature maps are copied.
+    pub consts: bool,
+    /// The lookup tables are copied.
+    pub tables: bool,
+}
+
+/// The encoded streams of an operation, in figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamFigures {
+    /// Number of weights encoded.
+    pub weights: u64,
+    /// Bytes of each weight stream (one per weight decoder, or one single stream).
+    pub weight_bytes: Vec<u64>,
+    /// Bytes of the scale/bias stream.
+    pub scale_bytes: u64,
+}
+
+/// What was decided for one operation: the framework's neutral choices, and the target's
+/// own plan (opaque: only the target that offered the candidates reads it).
+pub struct OpDecision {
+    /// The block it runs with (among [`Target::block_candidates`]; an operation run in
+    /// slices: its slices').
+    pub block: BlockConfig,
+    /// Its encoded streams (`None`: it has none).
+    pub streams: Option<StreamFigures>,
+    /// How its streams are read.
+    pub staging: Staging,
+    /// Its IFM copied into the staging memory, if it is.
+    pub ifm_copy: Option<IfmCopy>,
+    /// `Some(operand)` when its OFM is chained into the next operation's `operand`.
+    pub chain: Option<ChainOperand>,
+    /// Its part in a cascade, if it has one.
+    pub cascade: Option<CascadePart>,
+    /// The optimiser's choice among its options (or its cascade's), for `npuc explain`.
+    pub choice: Option<Choice>,
+    /// The target's own plan for it (U85: the encoded streams and how they are staged).
+    pub plan: Box<dyn Any>,
+}
+
+/// What the scheduling passes decided for a lowered program: placement, per-operation
+/// decisions (block, streams, staging, copies, chains, cascades) and the copy of the
+/// constants; the parts only the target reads are opaque (`OpDecision::plan`, `private`).
+pub struct Decisions {
+    /// The program as scheduled, when the passes changed it (lifetimes extended for chains,
+    /// cascade intermediates shrunk to their rings); `None`: the program as lowered. It is
+    /// of the same target's form as the program it was made from.
+    pub scheduled: Option<Box<dyn LoweredView>>,
+    /// Where the feature maps live (staging buffers included in the region sizes).
+    pub placement: Placement,
+    /// Per operation, in execution order.
+    pub ops: Vec<OpDecision>,
+    /// The copy of the constant feature maps and/or lookup tables at the start, if any.
+    pub const_copy: Option<ConstCopy>,
+    /// The target's own decisions for the whole program (U85: the cascades' bands, rings
+    /// and input rings).
+    pub private: Box<dyn Any>,
+}
+
+impl Decisions {
+    /// The program as scheduled: [`Decisions::scheduled`], else `lowered`.
+    pub fn program<'a>(&'a self, lowered: &'a dyn LoweredView) -> &'a dyn LoweredView {
+        self.scheduled.as_deref().unwrap_or(lowered)
+    }
+}
+
+/// One NPU operation of the compiled model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorInfo {
+    /// Name of the IR operator that produced the NPU operation's output.
+    pub name: String,
+    /// NPU kernel (`CONV`, `DEPTHWISE`, `POOL`, `ELEMENTWISE`).
+    pub kernel: String,
+    /// The IR operators fused into it, in order.
+    pub fused: Vec<String>,
+    /// Estimated cycles.
+    pub cycles: u64,
+    /// Where its OFM buffer lives: region, byte offset, size in bytes.
+    pub ofm: (u8, u64, u64),
+    /// The word offset in the command stream of the kernel command after which its whole OFM
+    /// is in memory (its last part); `None` when it never is (chained, or in a cascade's ring
+    /// buffer).
+    pub done_at: Option<usize>,
+}
+
+/// The weights of a compiled model, before and after encoding: summed over the weight stream
+/// blocks of the read-only region (a weight tensor used by several NPU operations counts once
+/// per block that encodes it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WeightFigures {
+    /// Number of weights encoded (bytes before compression: one byte per 8-bit weight).
+    pub weights: u64,
+    /// Bytes of the encoded weight streams (SWD or FWD, without padding).
+    pub weight_stream_bytes: u64,
+    /// Bytes of the scale/bias streams.
+    pub scale_stream_bytes: u64,
+}
+
+/// What a target's writer made of a scheduled program ([`Target::write`]): its payload,
+/// the read-only region, and which operation each part belongs to.
+pub struct Written {
+    /// The program, in the format the target chose.
+    pub payload: TargetPayload,
+    /// Region 0 (read-only: weight and scale streams, constants, tables).
+    pub read_only: Vec<u8>,
+    /// The operations in execution order (`cycles`: a DMA operation's own estimate, 0 for a
+    /// kernel operation; `done_at` a command's word offset).
+    pub operators: Vec<OperatorInfo>,
+    /// The operation of each kernel command, in stream order.
+    pub owners: Vec<usize>,
+    /// The operation each DMA command was issued for, in stream order; `None`: the copy of
+    /// the constants at the start.
+    pub dma_owners: Vec<Option<usize>>,
+    /// The weights and scales in region 0.
+    pub weights: WeightFigures,
+    /// Where each operation's feature maps are read and written (an IFM copied into the
+    /// staging memory: its copy).
+    pub locations: Vec<OpLocations>,
+    /// The region 0 offset of each operation's stream block (the first slice's when sliced).
+    pub stream_offsets: Vec<Option<u64>>,
+    /// The copy of the constants and/or lookup tables at the start: from, to, bytes.
+    pub const_copy: Option<Transfer>,
+}
+
+/// An operation's choice among its options (block alternative, IFM copy, how the streams are
+/// read): descriptions and objectives (cycles plus priced off-chip bytes, decision S11).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Choice {
+    pub chosen: String,
+    pub objective: u64,
+    /// The cheapest other option (`None`: there was no other).
+    pub next: Option<String>,
+    pub next_objective: Option<u64>,
+}
+
+/// How an operation's weight and scale streams are read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Staging {
+    /// From region 0 (or no streams).
+    Direct,
+    /// Copied whole by one DMA into `region` at `offset`, issued while the previous
+    /// operation runs (`wait`: after a KERNEL_WAIT 1).
+    Whole {
+        region: u8,
+        offset: u64,
+        bytes: u64,
+        wait: bool,
+    },
+    /// In OFM-depth slices, each slice's streams copied into one of two buffers.
+    Sliced {
+        region: u8,
+        buffers: [u64; 2],
+        /// Bytes of each slice's streams.
+        slice_bytes: Vec<u64>,
+        /// OFM channels of each slice.
+        slice_depths: Vec<u32>,
+        wait: bool,
+    },
+    /// The first operation of a cascade: the streams of the cascade's operations, each
+    /// copied whole into `region` (operation, offset, bytes) before the first band.
+    Cascade {
+        region: u8,
+        copies: Vec<[u64; 3]>,
+        wait: bool,
+    },
+}
+
+/// A DMA copy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transfer {
+    /// Source region and offset.
+    pub from: (u8, u64),
+    /// Destination region and offset.
+    pub to: (u8, u64),
+    pub bytes: u64,
+}
+
+/// An operation's part in a cascade.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CascadePart {
+    /// The cascade's number in the schedule.
+    pub group: usize,
+    /// Its first and last operation.
+    pub first: usize,
+    pub last: usize,
+    /// The bands the operation is computed in.
+    pub bands: usize,
+    /// OFM rows of its largest band.
+    pub band_rows: u32,
+    /// Rows of the ring buffer its OFM lives in (`None` for the last operation).
+    pub ring_rows: Option<u32>,
+}
+
 /// Why a target could not encode something.
 #[derive(Debug, Error)]
 pub enum TargetError {
@@ -373,6 +636,9 @@ pub enum TargetError {
     Scale(#[from] npuc_codecs::scale::ScaleError),
     #[error("{0}")]
     Unsupported(String),
+    /// The writer could not write the program (a register field could not hold a value).
+    #[error("command stream: {0}")]
+    Stream(String),
     /// Lowering refused the graph: the target's own error (U85: `LowerError`, an operator it
     /// does not support, or a malformed graph).
     #[error(transparent)]
@@ -482,9 +748,21 @@ pub trait Target: Sync {
     /// form ([`LoweredView::as_any`]).
     fn lower(&self, graph: &npuc_ir::Graph) -> Result<Box<dyn LoweredView>, TargetError>;
     /// Writes the program (its payload, in the format the target chooses) and read-only
-    /// region of a scheduled graph: the target's writer (the U85's sequences the operations
-    /// in `compile/emit/write.rs` and programs the registers with the backend's `writer`).
-    fn write(&self, decisions: &Decisions) -> Result<Written, CompileError>;
+    /// region of a scheduled graph: `lowered` is the program this target's [`Target::lower`]
+    /// made, `decisions` what the scheduling passes decided for it (the program as scheduled
+    /// included, [`Decisions::program`]). The U85's writer sequences the operations in
+    /// `compile/emit/write.rs` and programs the registers with the backend's `writer`.
+    fn write(
+        &self,
+        lowered: &dyn LoweredView,
+        decisions: &Decisions,
+    ) -> Result<Written, TargetError>;
+    /// The attainable compute bound of each scheduled operation, in order: the fewest
+    /// compute cycles ([`Target::estimate_compute`]) of any block candidate the target offers
+    /// for it and of the plan taken, feature maps and streams in the memory of the least
+    /// latency; 0 for an operation that computes nothing of its own (a DMA, a chain's
+    /// consumer). `npuc explain`'s `compute_bound`.
+    fn compute_bounds(&self, lowered: &dyn LoweredView, decisions: &Decisions) -> Vec<u64>;
     /// Where weight and scale streams can be staged by DMA (region, capacity in bytes), when
     /// the constants are not in that memory already.
     fn staging(&self) -> Option<(u8, u64)>;
