@@ -93,6 +93,8 @@ struct PaletteState {
     /// Bit `i % 64` of word `i / 64`: index `i` (below 1,024, the largest a quotient of 31
     /// and a remainder can make) passes [`check_index`] at any position.
     valid: [u64; 16],
+    /// The indices `0..valid_prefix` are all valid.
+    valid_prefix: u32,
 }
 
 impl PaletteState {
@@ -108,6 +110,7 @@ impl PaletteState {
             uncompressed_bits,
             uncompressed_per_chunk: if uncompressed_bits <= 5 { 12 } else { 8 },
             valid: [0; 16],
+            valid_prefix: 0,
         }
     }
 
@@ -138,6 +141,13 @@ impl PaletteState {
             }
         }
         self.valid = valid;
+        self.valid_prefix = 0;
+        for word in valid {
+            self.valid_prefix += word.trailing_ones();
+            if word != u64::MAX {
+                break;
+            }
+        }
     }
 
     /// `index_to_code` (§3.9.6).
@@ -302,6 +312,9 @@ fn slice_body(
     let (mut wq, mut wq_i, mut wr_i) = (0u32, 0usize, 0usize);
     let (mut zq, mut zq_i, mut zr_i) = (0u64, 0usize, 0usize);
     let (mut prev_w_enable, mut prev_wq_i) = (false, 0usize);
+    // The largest quotient the chunk's slots reached (every index completed in it is at most
+    // that), and the previous chunk's.
+    let mut prev_largest = 0u32;
     let (mut prev_z_enable, mut prev_zq_i) = (false, 0usize);
     loop {
         let balance = wq_i as i64 - zq_i as i64;
@@ -349,23 +362,34 @@ fn slice_body(
                 .checked_sub(ended << s.zdiv)
                 .ok_or_else(|| too_many(r.pos))?;
         }
-        if w_enable && !s.uncompressed {
+        let largest = if w_enable && !s.uncompressed {
             let wunary1 = u64::from(r.read(wunary0.count_ones())?);
             let chunk = Unary {
                 wunary0,
                 wunary1,
                 offset: wunary0_offset,
             };
-            chunk.quotients(s, &mut wq, &mut wq_i, &mut quotients)?;
-        }
+            chunk.quotients(s, &mut wq, &mut wq_i, &mut quotients)?
+        } else {
+            0
+        };
         if w_enable && s.uncompressed {
             // Indices are all remainder; they are read with the next chunk.
             wq_i += palette.uncompressed_per_chunk.min(s.w_cnt - wq_i);
         }
         if prev_w_enable && wr_i < prev_wq_i {
+            // Every index of the previous chunk is below `(largest + 1) << wdiv` (or, when
+            // uncompressed, `1 << wremain_bits`): if all of those are valid, the remainders
+            // need not be looked at, only skipped.
+            let below = if s.uncompressed {
+                1 << wremain_bits
+            } else {
+                (prev_largest + 1) << s.wdiv
+            };
             let fields = Fields {
                 bits: wremain_bits,
                 per_window,
+                all_valid: below <= palette.valid_prefix,
             };
             remainders(r, s, palette, &quotients, wr_i..prev_wq_i, fields)?;
             wr_i = prev_wq_i;
@@ -376,6 +400,7 @@ fn slice_body(
         }
         prev_w_enable = w_enable;
         prev_wq_i = wq_i;
+        prev_largest = largest;
         prev_z_enable = z_enable;
         prev_zq_i = zq_i;
         if !(w_enable || z_enable) {
@@ -395,7 +420,8 @@ struct Unary {
 
 impl Unary {
     /// Adds the slots' quotients to the one being accumulated (`wq`, of index `wq_i`), stores
-    /// each completed one in `quotients`, as the decoder's slot loop does, with its error.
+    /// each completed one in `quotients`, as the decoder's slot loop does, with its error;
+    /// returns the largest quotient reached.
     #[inline(always)]
     fn quotients(
         &self,
@@ -403,7 +429,7 @@ impl Unary {
         wq: &mut u32,
         wq_i: &mut usize,
         quotients: &mut [u8; 32],
-    ) -> Result<(), DecodeError> {
+    ) -> Result<u32, DecodeError> {
         if s.w_cnt - *wq_i >= WUNARY0_BITS as usize {
             // No slot reaches the slice's last index: all twelve, without branches. Only if a
             // quotient passes 31 are they taken again one at a time, for the error.
@@ -421,10 +447,10 @@ impl Unary {
             }
             if largest <= WQ_MAX {
                 (*wq, *wq_i) = (q, i);
-                return Ok(());
+                return Ok(largest);
             }
         }
-        let mut j = 0;
+        let (mut j, mut largest) = (0, *wq);
         for k in 0..WUNARY0_BITS {
             if *wq_i >= s.w_cnt {
                 break;
@@ -439,13 +465,14 @@ impl Unary {
                     wq: *wq,
                 });
             }
+            largest = largest.max(*wq);
             quotients[*wq_i % 32] = *wq as u8;
             if b1 == 0 || s.wtrunc {
                 *wq_i += 1;
                 *wq = 0;
             }
         }
-        Ok(())
+        Ok(largest)
     }
 }
 
@@ -454,6 +481,8 @@ impl Unary {
 struct Fields {
     bits: u32,
     per_window: usize,
+    /// Every index these fields can complete is valid.
+    all_valid: bool,
 }
 
 /// Reads the `wremain` fields (`bits` each, one after another) of the indices `at` of the
@@ -481,6 +510,10 @@ fn remainders(
                 check_index(s, palette, index, i, offset)?;
             }
         }
+        return Ok(());
+    }
+    if fields.all_valid {
+        r.pos += u64::from(bits) * n as u64;
         return Ok(());
     }
     let start = r.pos;
