@@ -173,8 +173,9 @@ pub fn decode_traced(bytes: &[u8], max_weights: usize) -> Result<DecodedStream, 
 }
 
 /// The number of weight values [`decode`] gives, checking everything [`decode`] checks
-/// (the same walk of the stream) without making the values: for validation, which needs
-/// the stream to be well formed and of the right length, not its values.
+/// (every field read in the same order, every rule at the same field: `count`) without
+/// making the values: for validation, which needs the stream to be well formed and of the
+/// right length, not its values.
 ///
 /// # Errors
 /// The [`DecodeError`] [`decode`] returns.
