@@ -8,7 +8,7 @@ use npuc_backend::isa::{decode_stream, encode_stream, words_from_bytes};
 use npuc_backend::sim::Simulator;
 use npuc_codecs::fwd::{decode_fwd, decode_fwd_stream, encode_fwd, FwdHeader};
 use npuc_codecs::scale::{decode_scale_stream, encode_scale_stream, AccFormat, ScaleStreamParams};
-use npuc_codecs::swd::decode::{decode, decode_traced};
+use npuc_codecs::swd::decode::{decode, decode_traced, decoded_len};
 use npuc_codecs::swd::encode::encode;
 use npuc_frontend_tflite::TfliteModel;
 use npuc_frontend_tosa::{lower, TosaModel};
@@ -83,7 +83,16 @@ pub fn swd_decode(data: &[u8]) {
         [a, b, rest @ ..] => (usize::from(u16::from_le_bytes([*a, *b])), rest),
         _ => (0, data),
     };
-    if let Ok(d) = decode_traced(stream, max_weights) {
+    let traced = decode_traced(stream, max_weights);
+    // Validation's walk gives the decoder's verdict: its count, or its error.
+    assert_eq!(
+        decoded_len(stream, max_weights),
+        traced
+            .as_ref()
+            .map(|d| d.weights.len())
+            .map_err(Clone::clone)
+    );
+    if let Ok(d) = traced {
         assert!(d.weights.len() <= max_weights);
         assert!(d.weights.iter().all(|v| (-255..=255).contains(v)));
         assert_eq!(d.end_bit % 128, 0);

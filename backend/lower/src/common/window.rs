@@ -535,12 +535,21 @@ impl<'g> Ctx<'g> {
 
 /// The part of the OHWI kernel `w` a part operation runs: a kernel of `kernel_height` x
 /// `kernel_width` taps whose tap `(qy, qx)` is `w`'s tap `(ky, kx)` for every `(ky, qy)` of
-/// `rows` and `(kx, qx)` of `cols`, zero elsewhere.
+/// `rows` and `(kx, qx)` of `cols`, zero elsewhere. The part that is the whole kernel (every
+/// tap in its place) is `w` itself, shared, not copied.
 pub(crate) fn part_kernel(
     w: &OhwiWeights,
     (kernel_height, rows): (usize, &[(usize, usize)]),
     (kernel_width, cols): (usize, &[(usize, usize)]),
 ) -> Result<OhwiWeights, OrderingError> {
+    let whole = |taps: &[(usize, usize)], n: usize, of: usize| {
+        n == of && taps.len() == n && taps.iter().enumerate().all(|(k, &t)| t == (k, k))
+    };
+    if whole(rows, kernel_height, w.shape().kernel_height)
+        && whole(cols, kernel_width, w.shape().kernel_width)
+    {
+        return Ok(w.clone());
+    }
     let shape = WeightShape {
         kernel_height,
         kernel_width,
@@ -557,4 +566,43 @@ pub(crate) fn part_kernel(
         }
     }
     OhwiWeights::new(shape, vals)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::part_kernel;
+    use npuc_codecs::ordering::{OhwiWeights, WeightShape};
+
+    #[test]
+    fn the_whole_kernel_is_the_kernel_and_a_part_holds_its_taps() {
+        let shape = WeightShape {
+            ofm_depth: 3,
+            kernel_height: 3,
+            kernel_width: 2,
+            ifm_depth: 5,
+        };
+        let values = (0..shape.len()).map(|v| v as i16 - 40).collect();
+        let w = OhwiWeights::new(shape, values).unwrap();
+        let all = |n: usize| (0..n).map(|k| (k, k)).collect::<Vec<_>>();
+        let whole = part_kernel(&w, (3, &all(3)), (2, &all(2))).unwrap();
+        assert_eq!(whole, w);
+        assert_eq!(whole.identity(), w.identity(), "shared, not copied");
+        // Rows 1 and 2 as a kernel 2 tall, column 1 alone.
+        let p = part_kernel(&w, (2, &[(1, 0), (2, 1)]), (1, &[(1, 0)])).unwrap();
+        // Every row in its place but the kernel one taller: zero in the last row.
+        let q = part_kernel(&w, (4, &all(3)), (2, &all(2))).unwrap();
+        for o in 0..3 {
+            for i in 0..5 {
+                for y in 0..2 {
+                    assert_eq!(p.get(o, y, 0, i), w.get(o, y + 1, 1, i));
+                }
+                for x in 0..2 {
+                    for y in 0..3 {
+                        assert_eq!(q.get(o, y, x, i), w.get(o, y, x, i));
+                    }
+                    assert_eq!(q.get(o, 3, x, i), 0);
+                }
+            }
+        }
+    }
 }

@@ -458,16 +458,44 @@ pub(crate) fn weight_values(
     wd: &TensorData,
     weight_zp: i64,
 ) -> Result<Vec<i16>, LowerError> {
-    wd.to_i64_vec()
-        .into_iter()
-        .map(|v| {
-            let d = v - weight_zp;
-            i16::try_from(d)
-                .ok()
-                .filter(|d| (-255..=255).contains(d))
-                .ok_or_else(|| unsupported(node, "weight minus zero point outside -255..=255"))
-        })
-        .collect()
+    let narrowed = match wd {
+        TensorData::I8(v) => narrow(v, weight_zp),
+        TensorData::U8(v) => narrow(v, weight_zp),
+        TensorData::I16(v) => narrow(v, weight_zp),
+        _ => wd
+            .to_i64_vec()
+            .into_iter()
+            .map(|v| {
+                v.checked_sub(weight_zp)
+                    .and_then(|d| i16::try_from(d).ok())
+                    .filter(|d| (-255..=255).contains(d))
+            })
+            .collect(),
+    };
+    narrowed.ok_or_else(|| unsupported(node, "weight minus zero point outside -255..=255"))
+}
+
+/// `values` minus `zp` as `i16`, or `None` if one of them falls outside -255..=255: the range
+/// from the smallest and the largest value, then one conversion pass (both vectorise), without
+/// widening the values to `i64` first.
+fn narrow<T: Copy + Into<i32>>(values: &[T], zp: i64) -> Option<Vec<i16>> {
+    let Some(&first) = values.first() else {
+        return Some(Vec::new());
+    };
+    let (lo, hi) = values
+        .iter()
+        .fold((first.into(), first.into()), |(lo, hi), &v| {
+            let v: i32 = v.into();
+            (lo.min(v), hi.max(v))
+        });
+    let in_range = |v: i32| (-255..=255).contains(&(i64::from(v) - zp));
+    if !(in_range(lo) && in_range(hi)) {
+        return None;
+    }
+    // Every value minus `zp` is within -255..=255, so `zp` fits an `i32` and so does each
+    // difference.
+    let zp = zp as i32;
+    Some(values.iter().map(|&v| (v.into() - zp) as i16).collect())
 }
 
 /// Depthwise weights `[KH, KW, C, M]` (output channel `c * M + m` reads input channel `c`) as
