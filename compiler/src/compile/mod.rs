@@ -35,6 +35,8 @@ pub mod emit;
 pub use npuc_backend_lower as lower;
 pub mod schedule;
 pub mod summary;
+#[cfg(test)]
+pub(crate) mod test_models;
 
 use crate::arch_interface::LoweredView;
 pub use crate::arch_interface::{OperatorInfo, WeightFigures};

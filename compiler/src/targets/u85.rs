@@ -1108,7 +1108,7 @@ mod tests {
         use super::{StreamKey, WeightOrdering};
         use crate::arch_interface::WeightStreams;
         use crate::compile::emit::geometry;
-        use crate::compile::lower::{self, Kernel};
+        use crate::compile::lower::Kernel;
         use std::collections::HashMap;
         let models = [
             "mobilenet_tiny",
@@ -1124,14 +1124,7 @@ mod tests {
         ];
         let (mut keys, mut shared, mut encoded) = (0usize, 0usize, 0usize);
         for name in models {
-            let path = format!(
-                "{}/../models/tflite/{name}.tflite",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-            let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
-            let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
-            let l = lower::lower(&g).unwrap();
+            let l = crate::compile::test_models::lowered(&format!("tflite/{name}"));
             for acc in [
                 Accelerator::U85_128,
                 Accelerator::U85_256,

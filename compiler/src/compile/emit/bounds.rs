@@ -126,7 +126,6 @@ fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
 mod tests {
     use super::bounds;
     use crate::compile::emit::decide::decide;
-    use crate::compile::lower;
     use crate::compile::Options;
     use npuc_backend::arch::Accelerator;
     use npuc_backend::system::MemoryMap;
@@ -149,14 +148,7 @@ mod tests {
         ];
         let mut compared = 0;
         for name in models {
-            let path = format!(
-                "{}/../models/tflite/{name}.tflite",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-            let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
-            let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
-            let l = lower::lower(&g).unwrap();
+            let l = crate::compile::test_models::lowered(&format!("tflite/{name}"));
             for accelerator in [Accelerator::U85_128, Accelerator::U85_2048] {
                 let options = Options {
                     accelerator,

@@ -1163,7 +1163,7 @@ mod tests {
     use crate::arch_interface::{BlockConfig, WeightStreams};
     use crate::compile::emit::plan::estimate_traffic;
     use crate::compile::emit::weights::Layout;
-    use crate::compile::lower::{self, RowMap};
+    use crate::compile::lower::RowMap;
     use crate::compile::{alloc, Options, REGION_READ_ONLY};
     use npuc_backend::arch::Accelerator;
     use npuc_backend::system::MemoryMap;
@@ -1178,14 +1178,7 @@ mod tests {
         // operation's pieces through an input ring: `MemberCosting`'s cycles are the sum of
         // `estimate_traffic` over every piece (each distinct piece once, as `member_plans`
         // costed them before).
-        let path = format!(
-            "{}/../models/large/tflite/mobilenet_v2_100_224.tflite",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
-        let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
-        let l = lower::lower(&g).unwrap();
+        let l = crate::compile::test_models::lowered("large/tflite/mobilenet_v2_100_224");
         let options = Options {
             accelerator: Accelerator::U85_256,
             ..Options::default()

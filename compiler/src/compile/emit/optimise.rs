@@ -1076,13 +1076,7 @@ mod tests {
         // On U85-2048 the greedy plans an operation's weights as FWD (cheapest read in place)
         // and then stages them, moving more DRAM bytes than reading the SWD streams in place
         // would; the program weighs both together.
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../models/tflite/dense_autoencoder.tflite"
-        );
-        let bytes = std::fs::read(path).unwrap();
-        let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
-        let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
+        let g = crate::compile::test_models::graph("tflite/dense_autoencoder");
         let options = Options {
             accelerator: Accelerator::U85_2048,
             ..Options::default()

@@ -495,7 +495,7 @@ mod tests {
     use super::{estimate_traffic, pick, Costing};
     use crate::arch_interface::WeightStreams;
     use crate::compile::alloc;
-    use crate::compile::lower::{self, Kernel};
+    use crate::compile::lower::Kernel;
     use crate::compile::{Options, REGION_READ_ONLY};
     use npuc_backend::arch::Accelerator;
     use npuc_backend::system::MemoryMap;
@@ -518,16 +518,7 @@ mod tests {
         ];
         let mut compared = 0;
         for name in models {
-            let path = format!(
-                "{}/../models/tflite/{name}.tflite",
-                env!("CARGO_MANIFEST_DIR")
-            );
-            let Ok(bytes) = std::fs::read(&path) else {
-                panic!("{path}: missing");
-            };
-            let model = npuc_frontend_tflite::TfliteModel::parse(&bytes).unwrap();
-            let g = npuc_frontend_tflite::lower::lower(&model).unwrap().graph;
-            let l = lower::lower(&g).unwrap();
+            let l = crate::compile::test_models::lowered(&format!("tflite/{name}"));
             for accelerator in [Accelerator::U85_128, Accelerator::U85_2048] {
                 let options = Options {
                     accelerator,
