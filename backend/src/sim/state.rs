@@ -95,15 +95,20 @@ impl Default for State {
 }
 
 impl State {
-    /// `read_chaining_fifo(n)`.
-    pub fn fifo_pop(&mut self, n: u8) -> Result<i64, Fault> {
-        let f = self.fifo.get_mut(usize::from(n)).ok_or_else(|| {
+    /// Chaining FIFO `n`, asserting `0 <= fifo_number <= 2` (TRM 3.6.4).
+    fn fifo_mut(&mut self, n: u8) -> Result<&mut VecDeque<i64>, Fault> {
+        self.fifo.get_mut(usize::from(n)).ok_or_else(|| {
             Fault::assert(
                 "3.6.4",
                 "0 <= fifo_number && fifo_number <= 2",
                 format!("fifo {n}"),
             )
-        })?;
+        })
+    }
+
+    /// `read_chaining_fifo(n)`.
+    pub fn fifo_pop(&mut self, n: u8) -> Result<i64, Fault> {
+        let f = self.fifo_mut(n)?;
         let v = f.pop_front().ok_or_else(|| {
             Fault::assert(
                 "3.6.4",
@@ -120,13 +125,7 @@ impl State {
     /// `read_chaining_fifo(n)` of `count` values whose values a check-only operation does not
     /// use: the same rules as `count` calls of [`State::fifo_pop`].
     pub fn fifo_drain(&mut self, n: u8, count: usize) -> Result<(), Fault> {
-        let f = self.fifo.get_mut(usize::from(n)).ok_or_else(|| {
-            Fault::assert(
-                "3.6.4",
-                "0 <= fifo_number && fifo_number <= 2",
-                format!("fifo {n}"),
-            )
-        })?;
+        let f = self.fifo_mut(n)?;
         check(f.len() >= count, "3.6.4", "head >= tail", || {
             format!("chaining FIFO {n} read while empty")
         })?;
@@ -137,13 +136,7 @@ impl State {
     /// `write_chaining_fifo(n, value)` of `count` values a check-only operation does not
     /// compute: the same rules as `count` calls of [`State::fifo_push`]; the FIFO is stale.
     pub fn fifo_push_stale(&mut self, n: u8, count: usize) -> Result<(), Fault> {
-        let f = self.fifo.get_mut(usize::from(n)).ok_or_else(|| {
-            Fault::assert(
-                "3.6.4",
-                "0 <= fifo_number && fifo_number <= 2",
-                format!("fifo {n}"),
-            )
-        })?;
+        let f = self.fifo_mut(n)?;
         f.resize(f.len() + count, 0);
         self.fifo_stale[usize::from(n)] = true;
         Ok(())
@@ -151,13 +144,7 @@ impl State {
 
     /// `write_chaining_fifo(n, v)`.
     pub fn fifo_push(&mut self, n: u8, v: i64) -> Result<(), Fault> {
-        let f = self.fifo.get_mut(usize::from(n)).ok_or_else(|| {
-            Fault::assert(
-                "3.6.4",
-                "0 <= fifo_number && fifo_number <= 2",
-                format!("fifo {n}"),
-            )
-        })?;
+        let f = self.fifo_mut(n)?;
         f.push_back(v);
         if self.mem.op_read_stale() {
             self.fifo_stale[usize::from(n)] = true;
