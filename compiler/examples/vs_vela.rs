@@ -35,8 +35,17 @@ use std::time::Instant;
 struct Figures {
     cycles: u64,
     peak_sram: u64,
-    offchip: u64,
+    /// DRAM bytes read and written.
+    dram: u64,
+    /// Flash bytes read.
+    flash: u64,
     read_only: u64,
+}
+
+impl Figures {
+    fn offchip(&self) -> u64 {
+        self.dram + self.flash
+    }
 }
 
 fn figures(bytes: &[u8], map: &MemoryMap, acc: Accelerator) -> Figures {
@@ -55,7 +64,8 @@ fn figures(bytes: &[u8], map: &MemoryMap, acc: Accelerator) -> Figures {
     Figures {
         cycles: r.total.cycles,
         peak_sram: r.total.peak_sram,
-        offchip: r.total.dram_read + r.total.dram_write + r.total.flash_read,
+        dram: r.total.dram_read + r.total.dram_write,
+        flash: r.total.flash_read,
         read_only,
     }
 }
@@ -105,9 +115,12 @@ fn main() {
     let vela = find_vela();
     let own = vela_own_estimates(&root);
     println!(
-        "| network | config | npuc cycles | Vela cycles | Δ | Vela's own estimate | npuc peak SRAM | Vela peak SRAM | npuc off-chip B | Vela off-chip B | npuc RO B | Vela RO B | npuc cpu ops | Vela cpu ops | npuc compile ms | Vela compile ms |"
+        "| network | config | npuc cycles | Vela cycles | Δ | Vela's own estimate | npuc peak SRAM | Vela peak SRAM | npuc DRAM B | Vela DRAM B | npuc flash B | Vela flash B | npuc RO B | Vela RO B | npuc cpu ops | Vela cpu ops | npuc compile ms | Vela compile ms |"
     );
-    println!("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut ratios = Ratios::default();
     let mut totals = [(0u64, 0u64); 2];
     let (mut npuc_ms, mut vela_total_ms) = (0f64, 0f64);
     let sets = [("models", "models"), ("large", "models/large")];
@@ -151,19 +164,22 @@ fn main() {
                     cpu.dedup();
                     format!("{n} ({})", cpu.join(","))
                 };
+                ratios.add(&format!("{name} {cfg}"), n, v, (row.ms, vms));
                 let vms = vms.map_or_else(|| "-".to_string(), |t| format!("{t:.0}"));
                 let own = own
                     .get(&(cfg.to_string(), name.to_string()))
                     .map_or_else(|| "-".to_string(), |c| c.to_string());
                 println!(
-                    "| {name} | {cfg} | {} | {} | {} | {own} | {} | {} | {} | {} | {} | {} | {cpu_note} | {vela_cpu} | {:.0} | {vms} |",
+                    "| {name} | {cfg} | {} | {} | {} | {own} | {} | {} | {} | {} | {} | {} | {} | {} | {cpu_note} | {vela_cpu} | {:.0} | {vms} |",
                     n.cycles,
                     v.cycles,
                     pct(n.cycles, v.cycles),
                     n.peak_sram,
                     v.peak_sram,
-                    n.offchip,
-                    v.offchip,
+                    n.dram,
+                    v.dram,
+                    n.flash,
+                    v.flash,
                     n.read_only,
                     v.read_only,
                     row.ms,
@@ -171,9 +187,11 @@ fn main() {
             }
         }
     }
+    println!();
+    ratios.print();
     let [(sum_n, sum_v), (large_n, large_v)] = totals;
     println!(
-        "\nTotal cycles over the corpus rows where npuc runs everything on the NPU: npuc {sum_n}, Vela {sum_v} ({})",
+        "Total cycles over the corpus rows where npuc runs everything on the NPU: npuc {sum_n}, Vela {sum_v} ({})",
         pct(sum_n, sum_v)
     );
     if large_v > 0 {
@@ -273,4 +291,55 @@ fn compare(
         cpu,
         ms,
     })
+}
+
+/// npuc's figure over Vela's on every row, for the geomean and worst row of each column.
+#[derive(Default)]
+struct Ratios {
+    /// (column, row, npuc / Vela); a column whose Vela figure is 0 on a row skips that row.
+    all: Vec<(&'static str, String, f64)>,
+}
+
+impl Ratios {
+    const COLUMNS: [&'static str; 5] = [
+        "cycles",
+        "off-chip B",
+        "DRAM B",
+        "peak SRAM",
+        "compile time",
+    ];
+
+    fn add(&mut self, row: &str, n: &Figures, v: &Figures, (n_ms, v_ms): (f64, Option<f64>)) {
+        let pairs = [
+            (n.cycles as f64, v.cycles as f64),
+            (n.offchip() as f64, v.offchip() as f64),
+            (n.dram as f64, v.dram as f64),
+            (n.peak_sram as f64, v.peak_sram as f64),
+            (n_ms, v_ms.unwrap_or(0.0)),
+        ];
+        for (column, (a, b)) in Self::COLUMNS.into_iter().zip(pairs) {
+            if b > 0.0 && a > 0.0 {
+                self.all.push((column, row.to_string(), a / b));
+            }
+        }
+    }
+
+    /// One line per column: rows, geomean, worst row, rows above Vela.
+    fn print(&self) {
+        for column in Self::COLUMNS {
+            let rows: Vec<&(&str, String, f64)> =
+                self.all.iter().filter(|r| r.0 == column).collect();
+            let Some(worst) = rows.iter().max_by(|a, b| a.2.total_cmp(&b.2)) else {
+                continue;
+            };
+            let geomean = (rows.iter().map(|r| r.2.ln()).sum::<f64>() / rows.len() as f64).exp();
+            let above = rows.iter().filter(|r| r.2 > 1.0).count();
+            println!(
+                "{column}: npuc / Vela geomean {geomean:.3} over {} rows, worst {:.3} ({}), {above} rows above Vela",
+                rows.len(),
+                worst.2,
+                worst.1
+            );
+        }
+    }
 }
