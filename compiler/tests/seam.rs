@@ -1,10 +1,13 @@
 //! The target seam (ARCHITECTURE.md, "The target seam"): which files of the driver
 //! (`compiler/src`) may name the Ethos-U85 backend.
 //!
-//! Only the target registry (`targets/`) names a target's implementation (`U85Target`);
-//! `compile()` gets its target from `targets::select`. The other files that still use
-//! `npuc_backend` are the U85 parts not yet moved below the driver, listed with the reason;
-//! a new file of the driver that names the backend fails here, and the list only shrinks.
+//! Only the target registry (`targets/`) names a target's implementation (`U85Target`, the
+//! crate `npuc-backend-schedule`); `compile()` gets its target from `targets::select` and
+//! schedules, writes and estimates through it. The U85's scheduling passes live below the
+//! driver (`backend/schedule`), which does not depend on the driver. The other files that
+//! still use `npuc_backend` are the U85 options and readers of U85 artifacts, listed with
+//! the reason; a new file of the driver that names the backend fails here, and the list only
+//! shrinks.
 
 use std::path::{Path, PathBuf};
 
@@ -13,45 +16,6 @@ const REGISTRY: &str = "targets/";
 
 /// Files and directories of `compiler/src` that still name `npuc_backend`, and why.
 const U85_PARTS_IN_DRIVER: &[(&str, &str)] = &[
-    (
-        "compile/emit/mod.rs",
-        "emit() downcasts the program to the U85's Lowered for decide; ACTIVATION_* of a \
-         feature map, the activation clip check",
-    ),
-    (
-        "compile/emit/bounds.rs",
-        "the U85's Target::compute_bounds: register states per block candidate",
-    ),
-    (
-        "compile/emit/cascade.rs",
-        "U85 cascades: bands, rings, tile2x2",
-    ),
-    ("compile/emit/chain.rs", "U85 chaining FIFOs (TRM 3.6.4)"),
-    ("compile/emit/lut.rs", "U85 LUT slots and loads"),
-    (
-        "compile/emit/optimise.rs",
-        "the U85 staging program's options, costed by the U85 cost model",
-    ),
-    (
-        "compile/emit/plan.rs",
-        "U85 block candidates and stream encoding",
-    ),
-    (
-        "compile/emit/regs.rs",
-        "U85 register-level values for the writer",
-    ),
-    (
-        "compile/emit/staging.rs",
-        "U85 DMA staging of streams and IFMs",
-    ),
-    (
-        "compile/emit/weights.rs",
-        "U85 weight/scale stream blocks and their DMAs",
-    ),
-    (
-        "compile/emit/write.rs",
-        "the U85's Target::write: sequencing, waits, region 0",
-    ),
     (
         "compile/mod.rs",
         "Options name the U85 accelerator and vela.ini systems; validation; re-exports \
@@ -168,15 +132,12 @@ fn the_shared_parts_of_the_driver_name_no_backend() {
         "disasm.rs",
         "layers.rs",
         "report.rs",
-        "compile/alloc.rs",
         "compile/schedule.rs",
         "compile/summary.rs",
         "container.rs",
         "counts.rs",
+        "compile/emit/mod.rs",
         "compile/emit/describe.rs",
-        "compile/emit/decide.rs",
-        "compile/emit/objective.rs",
-        "compile/emit/slice.rs",
     ] {
         let (_, text) = files
             .iter()
@@ -196,7 +157,8 @@ fn the_framework_reads_the_lowered_program_through_the_view() {
     let interface = interface_files();
     for framework in [
         "arch_interface.rs",
-        "compile/alloc.rs",
+        "alloc.rs",
+        "objective.rs",
         "compile/schedule.rs",
     ] {
         let (_, text) = files
@@ -261,14 +223,16 @@ fn compile_lowers_through_the_target() {
 
 #[test]
 fn the_interface_is_a_crate_below_the_driver() {
-    // `arch_interface` and `payload` are the crate `npuc-target` (decisions A1-A3), which
-    // depends on the IR and the codecs only; the driver re-exports both under the same paths.
-    // They name no module of the driver and no backend, only each other.
+    // `arch_interface`, `payload`, `alloc` and `objective` are the crate `npuc-target`
+    // (decisions A1-A4), which depends on the IR and the codecs only; the driver re-exports
+    // them under the same paths. They name no module of the driver and no backend, only each
+    // other.
     let files = interface_files();
-    for interface in ["arch_interface.rs", "payload.rs"] {
+    let modules = ["arch_interface", "payload", "alloc", "objective"];
+    for interface in modules.map(|m| format!("{m}.rs")) {
         let (_, text) = files
             .iter()
-            .find(|(p, _)| p == interface)
+            .find(|(p, _)| *p == interface)
             .unwrap_or_else(|| panic!("compiler/target/src/{interface} exists"));
         let outside: Vec<&str> = text
             .match_indices("crate::")
@@ -278,7 +242,7 @@ fn the_interface_is_a_crate_below_the_driver() {
                     .next()
                     .unwrap_or("")
             })
-            .filter(|m| !["arch_interface", "payload"].contains(m))
+            .filter(|m| !modules.contains(m))
             .collect();
         assert!(
             outside.is_empty(),
@@ -302,11 +266,68 @@ fn the_interface_is_a_crate_below_the_driver() {
         "npuc-target's npuc dependencies"
     );
     let driver = driver_files();
-    for moved in ["arch_interface.rs", "payload.rs"] {
+    for moved in modules.map(|m| format!("{m}.rs")) {
         assert!(
-            !driver.iter().any(|(p, _)| p == moved),
+            !driver
+                .iter()
+                .any(|(p, _)| p.rsplit('/').next() == Some(moved.as_str())),
             "{moved} is back in the driver"
         );
+    }
+}
+
+#[test]
+fn the_driver_schedules_through_the_target() {
+    // The scheduling passes are the target's (`Target::decide`, decision A4): `emit` asks the
+    // target to decide and to write, then describes; `compile/emit` holds nothing else, and
+    // no file of the driver outside the registry names the U85 target's crate.
+    let files = driver_files();
+    let (_, emit) = files
+        .iter()
+        .find(|(p, _)| p == "compile/emit/mod.rs")
+        .expect("compile/emit/mod.rs exists");
+    assert!(emit.contains("target.decide(program)") && emit.contains("target.write(program"));
+    let in_emit: Vec<&str> = files
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .filter(|p| p.starts_with("compile/emit/"))
+        .collect();
+    assert_eq!(in_emit, ["compile/emit/describe.rs", "compile/emit/mod.rs"]);
+    let offenders: Vec<&str> = files
+        .iter()
+        .filter(|(p, text)| !p.starts_with(REGISTRY) && text.contains("npuc_backend_schedule"))
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "these files name the U85 target's crate: {offenders:?}"
+    );
+}
+
+#[test]
+fn the_u85_target_does_not_depend_on_the_driver() {
+    // `backend/schedule` (`npuc-backend-schedule`) is below the driver: its manifest names no
+    // `npuc` and its sources no `npuc::` path.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/schedule");
+    let manifest =
+        std::fs::read_to_string(root.join("Cargo.toml")).expect("backend/schedule/Cargo.toml");
+    let deps: Vec<&str> = manifest
+        .lines()
+        .filter_map(|l| l.split_once(".workspace").map(|(name, _)| name.trim()))
+        .collect();
+    assert!(
+        deps.contains(&"npuc-target") && !deps.contains(&"npuc"),
+        "{deps:?}"
+    );
+    let mut paths = Vec::new();
+    sources(&root.join("src"), &mut paths);
+    assert!(
+        paths.len() > 10,
+        "the U85 passes are in backend/schedule/src"
+    );
+    for p in paths {
+        let text = std::fs::read_to_string(&p).expect("source is UTF-8");
+        assert!(!text.contains("npuc::"), "{} names the driver", p.display());
     }
 }
 

@@ -29,14 +29,12 @@
 //! assert_eq!(*model.payload.command_words().unwrap().last().unwrap(), 0xffff_0000); // NPU_OP_STOP 0xffff
 //! ```
 
-pub mod alloc;
+pub use npuc_target::alloc;
 pub mod emit;
 /// The Ethos-U85 lowering recipes (the `npuc-backend-lower` crate).
 pub use npuc_backend_lower as lower;
 pub mod schedule;
 pub mod summary;
-#[cfg(test)]
-pub(crate) mod test_models;
 
 use crate::arch_interface::LoweredView;
 pub use crate::arch_interface::{OperatorInfo, WeightFigures};
@@ -47,39 +45,7 @@ use npuc_backend::system::{presets, MemoryMap, MemoryMode, SystemConfig, SystemE
 use npuc_ir::{DType, Graph, Quantization};
 use thiserror::Error;
 
-/// What the compiler optimises for (`--optimise`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Optimise {
-    /// Fewest cycles.
-    #[default]
-    Performance,
-    /// Smallest arena and read-only data.
-    Size,
-}
-
-impl Optimise {
-    /// `performance` or `size`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Optimise::Performance => "performance",
-            Optimise::Size => "size",
-        }
-    }
-}
-
-impl std::str::FromStr for Optimise {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        // Any case: Vela spells them `Performance` and `Size`.
-        match s.to_ascii_lowercase().as_str() {
-            "performance" => Ok(Optimise::Performance),
-            "size" => Ok(Optimise::Size),
-            _ => Err(format!(
-                "unknown optimisation goal {s:?} (performance or size)"
-            )),
-        }
-    }
-}
+pub use crate::arch_interface::Optimise;
 
 /// Compilation options. Construct with [`Options::new`] or struct update syntax
 /// (`Options { accelerator, ..Options::default() }`).
@@ -316,12 +282,7 @@ impl CompiledModel {
     }
 }
 
-/// Region of the read-only data (weights, scales).
-pub const REGION_READ_ONLY: u8 = 0;
-/// Region of the feature-map arena.
-pub const REGION_ARENA: u8 = 1;
-/// Region of the fast memory (SRAM staging area) in modes where the arena is elsewhere.
-pub const REGION_FAST: u8 = 2;
+pub use crate::arch_interface::{REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 
 /// Compiles a validated graph for one configuration.
 pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, CompileError> {

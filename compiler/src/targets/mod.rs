@@ -3,8 +3,8 @@
 //!
 //! [`compile`](crate::compile::compile) asks [`select`] for the [`Target`] its options
 //! describe and passes only `&dyn Target` on. Adding an NPU adds a [`TargetFamily`] variant,
-//! an arm in [`select`] and a module here (or a crate under `backend/`); no pass and no file
-//! of another target changes. `compiler/tests/seam.rs` checks that no other file of the driver
+//! an arm in [`select`] and the target's crate (the Ethos-U85's is `npuc-backend-schedule`,
+//! beside `backend/`'s others); no pass of the driver and no file of another target changes. `compiler/tests/seam.rs` checks that no other file of the driver
 //! names a target's implementation type.
 
 use crate::arch_interface::Target;
@@ -13,10 +13,8 @@ use crate::compile::Options;
 use crate::payload::TargetPayload;
 use npuc_backend::system::MemoryMap;
 
-mod u85;
-
 pub use crate::payload::TargetFamily;
-pub use u85::{U85Block, U85Target};
+pub use npuc_backend_schedule::{U85Block, U85Target};
 
 /// The target that reads a stream of an artifact (disassembly): in the configuration the
 /// artifact records (the default one when it records none) and the default memory system.

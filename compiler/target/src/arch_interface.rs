@@ -387,6 +387,48 @@ pub trait LoweredView {
 /// The "region" of a chained feature map: it goes through a chaining FIFO, no memory.
 pub const CHAINED: u8 = u8::MAX;
 
+/// Region of the read-only data (weights, scales, constants, tables).
+pub const REGION_READ_ONLY: u8 = 0;
+/// Region of the feature-map arena.
+pub const REGION_ARENA: u8 = 1;
+/// Region of the fast memory (SRAM staging area) in modes where the arena is elsewhere.
+pub const REGION_FAST: u8 = 2;
+
+/// What the compiler optimises for (`--optimise`): what a target's scheduling passes read
+/// of the driver's options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Optimise {
+    /// Fewest cycles.
+    #[default]
+    Performance,
+    /// Smallest arena and read-only data.
+    Size,
+}
+
+impl Optimise {
+    /// `performance` or `size`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Optimise::Performance => "performance",
+            Optimise::Size => "size",
+        }
+    }
+}
+
+impl std::str::FromStr for Optimise {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        // Any case: Vela spells them `Performance` and `Size`.
+        match s.to_ascii_lowercase().as_str() {
+            "performance" => Ok(Optimise::Performance),
+            "size" => Ok(Optimise::Size),
+            _ => Err(format!(
+                "unknown optimisation goal {s:?} (performance or size)"
+            )),
+        }
+    }
+}
+
 /// Where each buffer lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
@@ -488,6 +530,25 @@ pub struct Decisions {
     /// The target's own decisions for the whole program (U85: the cascades' bands, rings
     /// and input rings).
     pub private: Box<dyn Any>,
+}
+
+/// What a target's scheduling passes decided ([`Target::decide`]): the decisions, and other
+/// complete schedules of the same operations the target found (U85: the global program's,
+/// decision S13, where they differ from the greedy's); the driver writes each and keeps the
+/// one whose stream's estimate has the lowest objective (`objective::stream_cost`; ties: the
+/// earlier, `decisions` first).
+pub struct Decided {
+    pub decisions: Decisions,
+    pub alternatives: Vec<Alternative>,
+}
+
+/// Another schedule of the same operations ([`Decided::alternatives`]): per-operation
+/// decisions, the placement with its staging buffers, and the constant copy; the rest of
+/// [`Decisions`] is shared.
+pub struct Alternative {
+    pub ops: Vec<OpDecision>,
+    pub placement: Placement,
+    pub consts: Option<ConstCopy>,
 }
 
 impl Decisions {
@@ -639,6 +700,13 @@ pub enum TargetError {
     /// The writer could not write the program (a register field could not hold a value).
     #[error("command stream: {0}")]
     Stream(String),
+    /// Encoding an operation's weights or scales failed while scheduling it.
+    #[error("operator {name}: {source}")]
+    Encode {
+        name: String,
+        #[source]
+        source: Box<TargetError>,
+    },
     /// Lowering refused the graph: the target's own error (U85: `LowerError`, an operator it
     /// does not support, or a malformed graph).
     #[error(transparent)]
@@ -747,11 +815,17 @@ pub trait Target: Sync {
     /// reads through [`LoweredView`] (decision A2); the target's own passes read their own
     /// form ([`LoweredView::as_any`]).
     fn lower(&self, graph: &npuc_ir::Graph) -> Result<Box<dyn LoweredView>, TargetError>;
+    /// Schedules the program this target's [`Target::lower`] made: runs the target's
+    /// scheduling passes (placement through `alloc` or its own, blocks, streams, staging,
+    /// whatever the target decides) and returns the neutral [`Decisions`] its
+    /// [`Target::write`] reads back, with any alternative schedules (decision A4). The U85's
+    /// passes are `npuc-backend-schedule`'s.
+    fn decide(&self, lowered: &dyn LoweredView) -> Result<Decided, TargetError>;
     /// Writes the program (its payload, in the format the target chooses) and read-only
     /// region of a scheduled graph: `lowered` is the program this target's [`Target::lower`]
     /// made, `decisions` what the scheduling passes decided for it (the program as scheduled
     /// included, [`Decisions::program`]). The U85's writer sequences the operations in
-    /// `compile/emit/write.rs` and programs the registers with the backend's `writer`.
+    /// `npuc-backend-schedule`'s `write` and programs the registers with the backend's `writer`.
     fn write(
         &self,
         lowered: &dyn LoweredView,

@@ -2,12 +2,7 @@
 //! that set every register it reads.
 
 use super::{activation_type, precision, weights};
-use crate::arch_interface::BlockConfig;
-use crate::compile::alloc::Placement;
-pub(super) use crate::compile::lower::kernel_name;
-use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
-use crate::compile::REGION_READ_ONLY;
-use crate::targets::U85Block;
+use crate::target::U85Block;
 use npuc_backend::isa::{
     AccInput, ActivationFunction, ActivationStorage, BroadcastMode, Command, ElementwiseMode,
     IfmUpscaleMode, OfmScaleMode, OpConv, OpDepthwise, OpDmaStart, OpElementwise, OpPool, OpResize,
@@ -21,6 +16,11 @@ use npuc_backend::writer::kernel::{write_kernel, KernelRegs};
 use npuc_backend::writer::output::{write_activation, write_block};
 use npuc_backend::writer::resize::{write_resize, ResizeAxisRegs};
 use npuc_backend::writer::CommandWriter;
+pub(super) use npuc_backend_lower::kernel_name;
+use npuc_backend_lower::{Fm, Kernel, Lowered, NpuOp, Requant, ScalarOperand};
+use npuc_target::alloc::Placement;
+use npuc_target::arch_interface::BlockConfig;
+use npuc_target::arch_interface::REGION_READ_ONLY;
 use std::collections::BTreeMap;
 
 /// A byte range of one region: (region, start, end).
@@ -29,9 +29,7 @@ pub(super) type Range = (u8, u64, u64);
 /// Region and byte range of a feature map's buffer (`None`: a read-only constant or a
 /// chained feature map, which is in no memory).
 pub(super) fn range(fm: &Fm, p: &Placement, l: &Lowered) -> Option<Range> {
-    if l.constants.contains_key(&fm.buffer)
-        || p.regions[fm.buffer] == crate::compile::alloc::CHAINED
-    {
+    if l.constants.contains_key(&fm.buffer) || p.regions[fm.buffer] == npuc_target::alloc::CHAINED {
         return None;
     }
     let off = p.offsets[fm.buffer];
@@ -92,7 +90,7 @@ pub(super) fn locs_with(
     l: &Lowered,
     consts: &Consts,
 ) -> Locs {
-    let chained = |f: &Fm| p.regions.get(f.buffer) == Some(&crate::compile::alloc::CHAINED);
+    let chained = |f: &Fm| p.regions.get(f.buffer) == Some(&npuc_target::alloc::CHAINED);
     let at = |f: &Fm| {
         if chained(f) {
             (0, 0)
@@ -175,7 +173,7 @@ pub(super) fn op_commands(
     }
     write_kernel(w, &kernel_regs(op, block));
     if let Kernel::Resize(rp) = &op.kernel {
-        let axis = |a: &crate::compile::lower::ResizeAxis| ResizeAxisRegs {
+        let axis = |a: &npuc_backend_lower::ResizeAxis| ResizeAxisRegs {
             n: a.n,
             d: a.d,
             offset: a.offset,
@@ -251,7 +249,7 @@ pub(super) fn op_commands(
             scale: s.scale,
         }));
     }
-    // Bounds are checked by `emit` before any command is written.
+    // Bounds are checked by `decide` (`check_activation`) before any command is written.
     write_activation(
         w,
         activation_function,

@@ -16,8 +16,7 @@
 //!
 //! [`Target::fast_storage`]: crate::arch_interface::Target::fast_storage
 
-use super::{REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
-use crate::arch_interface::LoweredView;
+use crate::arch_interface::{LoweredView, REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 pub use crate::arch_interface::{Placement, CHAINED};
 
 /// Alignment of every feature map.

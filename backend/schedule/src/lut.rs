@@ -17,12 +17,12 @@
 //! only by the one before it NPU_OP_KERNEL_WAIT 1.
 
 use super::regs::align16;
-use crate::arch_interface::Target;
-use crate::compile::lower::{Lowered, Lut};
-use crate::compile::REGION_READ_ONLY;
 use npuc_backend::isa::DmaRegionMode;
 use npuc_backend::writer::dma::write_copy;
 use npuc_backend::writer::CommandWriter;
+use npuc_backend_lower::{Lowered, Lut};
+use npuc_target::arch_interface::Target;
+use npuc_target::arch_interface::REGION_READ_ONLY;
 use std::collections::BTreeMap;
 
 /// Bytes of one slot (one `lut_s8_s8` table).

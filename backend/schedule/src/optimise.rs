@@ -21,17 +21,17 @@
 //! option that fits. `emit` keeps this schedule only when its whole stream's estimate beats
 //! the greedy's.
 
-use super::objective;
 use super::plan::{estimate_traffic, par_map, par_map_heaviest_first, OpPlan};
 use super::regs::locs;
 use super::staging::{self, ConstCopy, IfmCopy, SliceCands, Staged, Staging, StagingSpan};
 use super::{cascade, chain, weights};
-use crate::arch_interface::{Target, WeightStreams};
-use crate::compile::alloc::{self, Item, Placement};
-use crate::compile::lower::{Kernel, Lowered};
-use crate::compile::{REGION_FAST, REGION_READ_ONLY};
 use good_lp::{variable, Expression, ProblemVariables, SolverModel, Variable};
 use npuc_backend::writer::CommandWriter;
+use npuc_backend_lower::{Kernel, Lowered};
+use npuc_target::alloc::{self, Item, Placement};
+use npuc_target::arch_interface::{Target, WeightStreams};
+use npuc_target::arch_interface::{REGION_FAST, REGION_READ_ONLY};
+use npuc_target::objective;
 use std::collections::BTreeMap;
 
 /// Branch-and-bound nodes the solver may explore: the deterministic time budget.
@@ -986,11 +986,11 @@ fn group(l: &Lowered, p: &Placement, b: &cascade::Band) -> Group {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{decide, stream_objective, write};
+    use super::super::{decide, write};
     use super::{dominates, solve_program, undominated, Group, Opt, Read};
-    use crate::compile::{lower, Options};
     use npuc_backend::arch::Accelerator;
-    use npuc_backend::system::MemoryMap;
+    use npuc_backend_lower as lower;
+    use npuc_target::objective::stream_cost as stream_objective;
 
     fn opt(run: u64, dma: u64, bytes: u64, last: u64, buf: u64) -> Opt {
         Opt {
@@ -1076,19 +1076,14 @@ mod tests {
         // On U85-2048 the greedy plans an operation's weights as FWD (cheapest read in place)
         // and then stages them, moving more DRAM bytes than reading the SWD streams in place
         // would; the program weighs both together.
-        let g = crate::compile::test_models::graph("tflite/dense_autoencoder");
-        let options = Options {
-            accelerator: Accelerator::U85_2048,
-            ..Options::default()
-        };
-        let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
-        let target = crate::targets::select(&options, map);
+        let g = crate::test_models::graph("tflite/dense_autoencoder");
+        let target = crate::test_models::target(Accelerator::U85_2048);
         let l = lower::lower(&g).unwrap();
-        let decide::Decided {
+        let npuc_target::arch_interface::Decided {
             decisions: mut d,
             mut alternatives,
         } = decide::decide(target.as_ref(), &l).unwrap();
-        let objective = |d: &crate::arch_interface::Decisions| {
+        let objective = |d: &npuc_target::arch_interface::Decisions| {
             let w = write::write(&l, d).unwrap();
             stream_objective(&target.estimate_stream(&w.payload).unwrap())
         };

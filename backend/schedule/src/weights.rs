@@ -2,14 +2,14 @@
 //! (the unit a staging DMA copies) and their region/base/length registers.
 
 use super::regs::align16;
-use crate::arch_interface::{BlockConfig, OpGeometry, Target, TargetError, WeightStreams};
-use crate::compile::lower::{NpuOp, Requant};
-use crate::compile::{CompileError, REGION_READ_ONLY};
 use npuc_backend::isa::{DmaRegionMode, WeightFormat, WeightSparsity};
 use npuc_backend::writer::dma::write_copy;
 use npuc_backend::writer::streams::write_streams;
 use npuc_backend::writer::CommandWriter;
+use npuc_backend_lower::{NpuOp, Requant};
 use npuc_codecs::ordering::{IfmPrecision, OhwiWeights};
+use npuc_target::arch_interface::REGION_READ_ONLY;
+use npuc_target::arch_interface::{BlockConfig, OpGeometry, Target, TargetError, WeightStreams};
 
 /// The encoded scale stream and weight streams (one per weight decoder, or one FWD stream)
 /// of one operation.
@@ -99,7 +99,7 @@ pub(super) fn encode(
     op: &NpuOp,
     geom: &OpGeometry,
     block: &BlockConfig,
-) -> Result<Option<Encoded>, CompileError> {
+) -> Result<Option<Encoded>, TargetError> {
     let Some((weights, precision, scales)) = prepare(target, op, block)? else {
         return Ok(None);
     };
@@ -129,7 +129,7 @@ pub(super) fn counted(
     ops: &[NpuOp],
     geom: &OpGeometry,
     block: &BlockConfig,
-) -> Result<Option<Vec<Encoded>>, CompileError> {
+) -> Result<Option<Vec<Encoded>>, TargetError> {
     let Some(first) = ops.first() else {
         return Ok(Some(Vec::new()));
     };
@@ -147,7 +147,7 @@ pub(super) fn counted(
         .zip(ops)
         .find(|(p, op)| (p.1, op.stride, op.dilation) != shared)
     {
-        return Err(CompileError::Stream(format!(
+        return Err(TargetError::Stream(format!(
             "{}: slices of one operation with different IFM precisions, strides or dilations",
             op.name
         )));
@@ -187,7 +187,7 @@ pub(super) fn count(
     op: &NpuOp,
     geom: &OpGeometry,
     block: &BlockConfig,
-) -> Result<Option<Encoded>, CompileError> {
+) -> Result<Option<Encoded>, TargetError> {
     Ok(counted(target, std::slice::from_ref(op), geom, block)?.and_then(|mut e| e.pop()))
 }
 
@@ -197,7 +197,7 @@ pub(super) fn encode_counted(
     target: &dyn Target,
     op: &NpuOp,
     enc: &mut Encoded,
-) -> Result<(), CompileError> {
+) -> Result<(), TargetError> {
     if enc.streams.len() == enc.stream_lens.len() {
         return Ok(());
     }
@@ -207,7 +207,7 @@ pub(super) fn encode_counted(
             enc.streams = e.streams;
             Ok(())
         }
-        other => Err(CompileError::Stream(format!(
+        other => Err(TargetError::Stream(format!(
             "{}: weight streams of {:?} bytes, counted {:?}",
             op.name,
             other.map(|e| e.stream_lens),
@@ -217,10 +217,10 @@ pub(super) fn encode_counted(
 }
 
 /// The error of encoding `op`'s streams.
-fn enc_err(op: &NpuOp) -> impl Fn(TargetError) -> CompileError + '_ {
-    |source| CompileError::Encode {
+fn enc_err(op: &NpuOp) -> impl Fn(TargetError) -> TargetError + '_ {
+    |source| TargetError::Encode {
         name: op.name.clone(),
-        source,
+        source: Box::new(source),
     }
 }
 
@@ -233,12 +233,12 @@ fn prepare<'a>(
     target: &dyn Target,
     op: &'a NpuOp,
     block: &BlockConfig,
-) -> Result<Option<Prepared<'a>>, CompileError> {
+) -> Result<Option<Prepared<'a>>, TargetError> {
     let Some(weights) = &op.weights else {
         return Ok(None);
     };
     let Requant::PerChannel(channels) = &op.requant else {
-        return Err(CompileError::Stream(format!(
+        return Err(TargetError::Stream(format!(
             "{}: weights without per-channel scales",
             op.name
         )));

@@ -1,18 +1,11 @@
 //! The Ethos-U85 target: the five configurations in a memory system, behind [`Target`].
 //!
-//! Block candidates (microblock, OFM block, weight order, sparsity) within the internal RAM
-//! limits, weight and scale stream encoding ([`npuc_codecs`]) and the TRM chapter 4 cost
-//! model ([`npuc_backend::perf`]).
+//! Lowering (`npuc_backend_lower`), block candidates (microblock, OFM block, weight order,
+//! sparsity) within the internal RAM limits, weight and scale stream encoding
+//! ([`npuc_codecs`]), the TRM chapter 4 cost model ([`npuc_backend::perf`]), the scheduling
+//! passes ([`crate::decide`]) and the writer ([`crate::write`]).
 
-use crate::arch_interface::{
-    BlockConfig, BlockNames, CommandCounts, Commands, Decisions, DisasmCommand, Disassembly,
-    EncodedWeights, InvalidStream, KernelKind, LoweredView, OpEstimate, OpGeometry, RegionTraffic,
-    StreamError, StreamEstimate, Target, TargetDescription, TargetError, WeightStreams,
-    WorkCommand, Written,
-};
-use crate::compile::emit::{bounds, write};
-use crate::compile::Optimise;
-use crate::payload::TargetPayload;
+use crate::{bounds, decide, write};
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::stream::StreamDecoder;
 use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
@@ -20,18 +13,27 @@ use npuc_backend::perf::op::op_cost;
 use npuc_backend::perf::PerfModel;
 use npuc_backend::sim::NUM_REGIONS;
 use npuc_backend::system::{MemoryKind, MemoryMap};
+use npuc_backend_lower::Lowered;
 use npuc_codecs::ordering::{
     IfmPrecision, KernelDecomposition, KernelDilation, MacsPerCc, OhwiWeights, Operation,
     OrderingParams, WeightOrder, WeightOrdering, WeightSparsity,
 };
 use npuc_codecs::scale::{encode_scale_stream, AccFormat, ChannelScale, ScaleStreamParams};
 use npuc_codecs::swd::encode::Planned;
+use npuc_target::arch_interface::Optimise;
+use npuc_target::arch_interface::{
+    BlockConfig, BlockNames, CommandCounts, Commands, Decided, Decisions, DisasmCommand,
+    Disassembly, EncodedWeights, InvalidStream, KernelKind, LoweredView, OpEstimate, OpGeometry,
+    RegionTraffic, StreamError, StreamEstimate, Target, TargetDescription, TargetError,
+    WeightStreams, WorkCommand, Written,
+};
+use npuc_target::payload::TargetPayload;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The Ethos-U85 in one of its five configurations, in a memory system.
 ///
-/// A target serves one compilation ([`crate::targets::select`] makes one per compile): it
+/// A target serves one compilation (the driver's target registry makes one per compile): it
 /// keeps every weight stream it encodes and the lengths of every block candidate's streams
 /// it counts ([`EncodeCache`]), so that the scheduling passes, which count the same weights
 /// in the same order for several block candidates and in both planning passes, count each
@@ -846,6 +848,14 @@ impl Target for U85Target {
         out
     }
 
+    fn decide(&self, lowered: &dyn LoweredView) -> Result<Decided, TargetError> {
+        // The passes read the U85's own form of the program (decision A3).
+        let l: &Lowered = lowered.as_any().downcast_ref().ok_or_else(|| {
+            TargetError::Stream("the lowered program is not the Ethos-U85's".to_string())
+        })?;
+        decide::decide(self, l)
+    }
+
     fn write(
         &self,
         lowered: &dyn LoweredView,
@@ -907,10 +917,10 @@ impl Target for U85Target {
 #[cfg(test)]
 mod tests {
     use super::{U85Block, U85Target};
-    use crate::arch_interface::{BlockConfig, KernelKind, Target, WeightStreams};
     use npuc_backend::arch::Accelerator;
     use npuc_backend::isa::Microblock;
     use npuc_codecs::ordering::{IfmPrecision, OhwiWeights, WeightOrder, WeightShape};
+    use npuc_target::arch_interface::{BlockConfig, KernelKind, Target, WeightStreams};
 
     fn weights(seed: u32) -> OhwiWeights {
         let shape = WeightShape {
@@ -1106,9 +1116,9 @@ mod tests {
     #[test]
     fn candidates_with_equal_stream_keys_have_equal_streams() {
         use super::{StreamKey, WeightOrdering};
-        use crate::arch_interface::WeightStreams;
-        use crate::compile::emit::geometry;
-        use crate::compile::lower::Kernel;
+        use crate::geometry;
+        use npuc_backend_lower::Kernel;
+        use npuc_target::arch_interface::WeightStreams;
         use std::collections::HashMap;
         let models = [
             "mobilenet_tiny",
@@ -1124,7 +1134,7 @@ mod tests {
         ];
         let (mut keys, mut shared, mut encoded) = (0usize, 0usize, 0usize);
         for name in models {
-            let l = crate::compile::test_models::lowered(&format!("tflite/{name}"));
+            let l = crate::test_models::lowered(&format!("tflite/{name}"));
             for acc in [
                 Accelerator::U85_128,
                 Accelerator::U85_256,

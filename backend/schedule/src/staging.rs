@@ -19,15 +19,15 @@
 //! peak memory use above the feature maps' within the region's capacity when the memory mode
 //! gives one (`arena_cache_size`); without one they stay below the feature maps' peak.
 
-use super::objective;
 use super::plan::{estimate_traffic, par_map_heaviest_first, OpPlan};
 use super::regs::{locs, Consts};
 use super::{cascade, chain, const_operands, lut, slice, weights};
-use crate::arch_interface::{BlockConfig, Target};
-use crate::compile::alloc::{self, Item, Placement};
-use crate::compile::lower::{Kernel, Lowered, NpuOp};
-use crate::compile::REGION_READ_ONLY;
 use npuc_backend::writer::CommandWriter;
+use npuc_backend_lower::{Kernel, Lowered, NpuOp};
+use npuc_target::alloc::{self, Item, Placement};
+use npuc_target::arch_interface::REGION_READ_ONLY;
+use npuc_target::arch_interface::{BlockConfig, Target};
+use npuc_target::objective;
 use std::collections::BTreeMap;
 
 /// How an operation's streams are read.
@@ -228,7 +228,7 @@ pub(super) fn occupancy(
         .filter(|&i| p.regions[i] == region)
         .map(|i| (alloc::buffer_item(l, i), p.offsets[i]))
         .collect();
-    let fm_size = if region == crate::compile::REGION_FAST {
+    let fm_size = if region == npuc_target::arch_interface::REGION_FAST {
         p.fast_size
     } else {
         p.arena_size

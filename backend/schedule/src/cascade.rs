@@ -18,22 +18,23 @@
 //! computes what the whole operation computes for its rows.
 //!
 //! Which runs are cascaded, and in which band height, is decided by the cost model: when some
-//! intermediate feature map does not fit the fast memory ([`super::super::alloc`] spilled it to
+//! intermediate feature map does not fit the fast memory ([`npuc_target::alloc`] spilled it to
 //! the arena), every part of a run that holds one is estimated band by band (band heights 1 to
 //! 64 whose rings fit beside the other feature maps live at the time) against the operations'
 //! estimates as placed; the set of non-overlapping cascades with the largest saving is taken.
 
 use super::chain;
-use super::objective;
 use super::plan::{estimate_traffic, par_map, Costing, OpPlan};
 use super::regs::{locs_with, Consts, Locs, Wrap};
 use super::weights::{self, Layout};
-use crate::arch_interface::{BlockConfig, Target, WeightStreams};
-use crate::compile::alloc::Placement;
-use crate::compile::lower::{Fm, Kernel, Lowered, NpuOp, RowMap, View};
-use crate::compile::{alloc, REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 use npuc_backend::isa::{ActivationReverse, ActivationTranspose, IfmUpscaleMode};
 use npuc_backend::writer::CommandWriter;
+use npuc_backend_lower::{Fm, Kernel, Lowered, NpuOp, RowMap, View};
+use npuc_target::alloc;
+use npuc_target::alloc::Placement;
+use npuc_target::arch_interface::{BlockConfig, Target, WeightStreams};
+use npuc_target::arch_interface::{REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
+use npuc_target::objective;
 use std::collections::{BTreeMap, HashMap};
 
 /// Band heights (rows of the last operation's OFM) tried.
@@ -1160,13 +1161,13 @@ mod tests {
         piece, piece_shapes, reshapes, schedule, windows, Cascade, InputRing, MemberCosting,
         PieceKey,
     };
-    use crate::arch_interface::{BlockConfig, WeightStreams};
-    use crate::compile::emit::plan::estimate_traffic;
-    use crate::compile::emit::weights::Layout;
-    use crate::compile::lower::RowMap;
-    use crate::compile::{alloc, Options, REGION_READ_ONLY};
+    use crate::plan::estimate_traffic;
+    use crate::weights::Layout;
     use npuc_backend::arch::Accelerator;
-    use npuc_backend::system::MemoryMap;
+    use npuc_backend_lower::RowMap;
+    use npuc_target::alloc;
+    use npuc_target::arch_interface::REGION_READ_ONLY;
+    use npuc_target::arch_interface::{BlockConfig, WeightStreams};
     use std::collections::BTreeMap;
 
     #[test]
@@ -1178,13 +1179,8 @@ mod tests {
         // operation's pieces through an input ring: `MemberCosting`'s cycles are the sum of
         // `estimate_traffic` over every piece (each distinct piece once, as `member_plans`
         // costed them before).
-        let l = crate::compile::test_models::lowered("large/tflite/mobilenet_v2_100_224");
-        let options = Options {
-            accelerator: Accelerator::U85_256,
-            ..Options::default()
-        };
-        let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
-        let target = crate::targets::select(&options, map);
+        let l = crate::test_models::lowered("large/tflite/mobilenet_v2_100_224");
+        let target = crate::test_models::target(Accelerator::U85_256);
         let target = target.as_ref();
         let p = alloc::allocate(&l, target.fast_storage(), &[]);
         let chains = vec![None; l.ops.len()];

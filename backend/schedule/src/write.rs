@@ -15,20 +15,20 @@ use super::regs::{
     align16, kernel_name, locs, op_commands, overlaps, range, Access, Consts, Range,
 };
 use super::{cascade, chain, const_operands, lut, staging, weights};
-use crate::arch_interface::{
-    Decisions, LoweredView, OpLocations, OperatorInfo, TargetError, WeightFigures, Written,
-};
-use crate::compile::lower::DmaCopy;
-use crate::compile::lower::{Kernel, NpuOp};
-use crate::compile::schedule::Transfer;
-use crate::compile::REGION_READ_ONLY;
 use npuc_backend::isa::{encode_stream, ActivationFunction, CmdKind, Command, SetBlockdep};
 use npuc_backend::writer::dma::{self as dma, DmaIndex, DmaTransfer};
 use npuc_backend::writer::CommandWriter;
+use npuc_backend_lower::DmaCopy;
+use npuc_backend_lower::{Kernel, NpuOp};
+use npuc_target::arch_interface::Transfer;
+use npuc_target::arch_interface::REGION_READ_ONLY;
+use npuc_target::arch_interface::{
+    Decisions, LoweredView, OpLocations, OperatorInfo, TargetError, WeightFigures, Written,
+};
 use std::collections::BTreeMap;
 
 /// Writes the command stream and region 0 of `d`, decided for `lowered` (the U85's
-/// [`crate::arch_interface::Target::write`]).
+/// [`npuc_target::arch_interface::Target::write`]).
 pub(crate) fn write(lowered: &dyn LoweredView, d: &Decisions) -> Result<Written, TargetError> {
     let d = decide::u85(lowered, d)?;
     let l = d.lowered;
@@ -462,7 +462,7 @@ pub(crate) fn write(lowered: &dyn LoweredView, d: &Decisions) -> Result<Written,
         })
         .collect();
     Ok(Written {
-        payload: crate::payload::TargetPayload::u85_command_stream(&words),
+        payload: npuc_target::payload::TargetPayload::u85_command_stream(&words),
         read_only: ro,
         operators,
         owners,
@@ -482,8 +482,8 @@ pub(crate) fn write(lowered: &dyn LoweredView, d: &Decisions) -> Result<Written,
 /// `r` (S23).
 fn fill_ring(
     w: &mut CommandWriter,
-    l: &crate::compile::lower::Lowered,
-    p: &crate::compile::alloc::Placement,
+    l: &npuc_backend_lower::Lowered,
+    p: &npuc_target::alloc::Placement,
     c: &cascade::Cascade,
     r: cascade::InputRing,
     rows: (u32, u32),
@@ -504,8 +504,8 @@ fn dma_transfer(d: &DmaCopy) -> DmaTransfer {
         src_stride: d.src_stride,
         dst_stride: d.dst_stride,
         index: d.index.map(|i| match i {
-            crate::compile::lower::DmaIndex::Scatter(max) => DmaIndex::Scatter(max),
-            crate::compile::lower::DmaIndex::Gather(max) => DmaIndex::Gather(max),
+            npuc_backend_lower::DmaIndex::Scatter(max) => DmaIndex::Scatter(max),
+            npuc_backend_lower::DmaIndex::Gather(max) => DmaIndex::Gather(max),
         }),
     }
 }

@@ -2,7 +2,7 @@
 //! staging. Their result, the neutral [`Decisions`] (decision A3) with the U85's own plans
 //! inside (`U85Plan` per operation, the cascades for the whole program), is everything the
 //! writer ([`super::write`]) needs besides the lowered operations;
-//! [`crate::compile::schedule::Schedule`] is its description.
+//! [`npuc_target::arch_interface::Schedule`] is its description.
 
 use super::cascade::{self, Cascade};
 use super::chain::{self, Operand};
@@ -10,29 +10,14 @@ use super::optimise::{self, Choice};
 use super::plan::{self, OpPlan};
 use super::staging::{self, ConstCopy, IfmCopy, Staged, Staging};
 use super::weights::{encode_counted, Encoded};
-use crate::arch_interface::{self as arch, Decisions, LoweredView, Target, TargetError};
-use crate::compile::alloc::{self, Placement};
-use crate::compile::lower::Lowered;
-use crate::compile::schedule;
-use crate::compile::{CompileError, REGION_ARENA, REGION_FAST};
+use npuc_backend_lower::Lowered;
+use npuc_target::alloc::{self, Placement};
+use npuc_target::arch_interface as schedule;
+use npuc_target::arch_interface::{
+    self as arch, Alternative, Decided, Decisions, LoweredView, Target, TargetError,
+};
+use npuc_target::arch_interface::{REGION_ARENA, REGION_FAST};
 use std::borrow::Cow;
-
-/// What the scheduling passes decided: the decisions, and the global optimisation's
-/// schedules (decision S13) where they differ from the greedy's: with the constant copy the
-/// greedy's rule takes, and without it where it took one (S14); `emit` keeps the one whose
-/// stream the cost model prefers.
-pub(crate) struct Decided {
-    pub decisions: Decisions,
-    pub alternatives: Vec<Alternative>,
-}
-
-/// Another schedule of the same operations: per-operation decisions, the placement with
-/// its staging buffers, and the constant copy.
-pub(crate) struct Alternative {
-    pub ops: Vec<arch::OpDecision>,
-    pub placement: Placement,
-    pub consts: Option<arch::ConstCopy>,
-}
 
 /// The U85's own plan of one operation ([`arch::OpDecision::plan`]).
 pub(super) struct U85Plan {
@@ -119,11 +104,11 @@ pub(crate) struct OpDecision {
 }
 
 /// Runs the scheduling passes on `l` for `target`.
-pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, CompileError> {
+pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, TargetError> {
     for k in 0..l.op_count() {
         let op = l.op(k);
         if l.buffer(op.ofm).constant {
-            return Err(CompileError::Stream(format!(
+            return Err(TargetError::Stream(format!(
                 "{}: the output is a constant buffer",
                 op.name
             )));
@@ -424,8 +409,8 @@ fn encode_chosen(
     target: &dyn Target,
     l: &Lowered,
     ops: &mut [OpDecision],
-) -> Result<(), CompileError> {
-    let made = plan::par_map(ops, |k, o| -> Result<Option<Encoded>, CompileError> {
+) -> Result<(), TargetError> {
+    let made = plan::par_map(ops, |k, o| -> Result<Option<Encoded>, TargetError> {
         match (&o.staged, &o.plan.enc) {
             (Staged::Sliced { .. }, _) | (_, None) => Ok(None),
             (_, Some(e)) if e.streams.len() == e.stream_lens.len() => Ok(None),

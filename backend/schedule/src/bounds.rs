@@ -1,16 +1,16 @@
 //! The attainable compute bound of each operation of a schedule (the U85's
-//! [`crate::arch_interface::Target::compute_bounds`]): its register state written for every
+//! [`npuc_target::arch_interface::Target::compute_bounds`]): its register state written for every
 //! block candidate the target offers, costed by the cost model's NPU cycles.
 
 use super::decide::{self, U85Decisions};
 use super::geometry;
 use super::regs::{block_commands, locs, op_commands};
 use super::weights::{Encoded, Layout};
-use crate::arch_interface::{BlockConfig, Decisions, LoweredView, Target, WeightStreams};
-use crate::compile::lower::Kernel;
-use crate::compile::REGION_READ_ONLY;
 use npuc_backend::isa::ActivationFunction;
 use npuc_backend::writer::CommandWriter;
+use npuc_backend_lower::Kernel;
+use npuc_target::arch_interface::REGION_READ_ONLY;
+use npuc_target::arch_interface::{BlockConfig, Decisions, LoweredView, Target, WeightStreams};
 use std::collections::BTreeMap;
 
 /// No activation table: the bound takes the operation without its LUT.
@@ -125,10 +125,8 @@ fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::bounds;
-    use crate::compile::emit::decide::decide;
-    use crate::compile::Options;
+    use crate::decide::decide;
     use npuc_backend::arch::Accelerator;
-    use npuc_backend::system::MemoryMap;
 
     #[test]
     fn bounds_on_shared_registers_are_the_bounds_of_each_candidates_full_commands() {
@@ -148,16 +146,11 @@ mod tests {
         ];
         let mut compared = 0;
         for name in models {
-            let l = crate::compile::test_models::lowered(&format!("tflite/{name}"));
+            let l = crate::test_models::lowered(&format!("tflite/{name}"));
             for accelerator in [Accelerator::U85_128, Accelerator::U85_2048] {
-                let options = Options {
-                    accelerator,
-                    ..Options::default()
-                };
-                let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
-                let target = crate::targets::select(&options, map);
+                let target = crate::test_models::target(accelerator);
                 let d = decide(target.as_ref(), &l).unwrap().decisions;
-                let d = crate::compile::emit::decide::u85(&l, &d).unwrap();
+                let d = crate::decide::u85(&l, &d).unwrap();
                 let full = bounds(target.as_ref(), &d, false);
                 assert_eq!(
                     bounds(target.as_ref(), &d, true),

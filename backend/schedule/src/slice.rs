@@ -9,10 +9,10 @@
 use super::geometry;
 use super::plan::par_map;
 use super::weights::{counted, encode_counted, Encoded};
-use crate::arch_interface::{BlockConfig, Target};
-use crate::compile::lower::{Fm, Kernel, NpuOp, Requant};
-use crate::compile::CompileError;
+use npuc_backend_lower::{Fm, Kernel, NpuOp, Requant};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
+use npuc_target::arch_interface::TargetError;
+use npuc_target::arch_interface::{BlockConfig, Target};
 
 /// One slice: the operation restricted to its channels and its streams. A candidate
 /// ([`slices`]) keeps its weights and knows only its streams' lengths; [`encode_streams`]
@@ -102,11 +102,8 @@ pub(super) fn slices(
 
 /// Encodes the streams of chosen slices (from [`slices`]), exactly as long as counted, and
 /// drops their weights. On every thread available: the slices are independent.
-pub(super) fn encode_streams(
-    target: &dyn Target,
-    slices: &mut [Slice],
-) -> Result<(), CompileError> {
-    let made = par_map(slices, |_, s| -> Result<Option<Encoded>, CompileError> {
+pub(super) fn encode_streams(target: &dyn Target, slices: &mut [Slice]) -> Result<(), TargetError> {
+    let made = par_map(slices, |_, s| -> Result<Option<Encoded>, TargetError> {
         if s.op.weights.is_none() {
             return Ok(None);
         }

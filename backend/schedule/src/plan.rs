@@ -14,15 +14,15 @@
 //! passes have chosen among them ([`super::weights::encode_counted`]).
 
 use super::geometry;
-use super::objective;
 use super::regs::{block_commands, locs, op_commands, Locs};
 use super::weights::{count, Encoded, Layout};
-use crate::arch_interface::{BlockConfig, Target, WeightStreams};
-use crate::compile::alloc::Placement;
-use crate::compile::lower::{Kernel, Lowered, NpuOp};
-use crate::compile::{CompileError, REGION_READ_ONLY};
 use npuc_backend::isa::{ActivationFunction, Command};
 use npuc_backend::writer::CommandWriter;
+use npuc_backend_lower::{Kernel, Lowered, NpuOp};
+use npuc_target::alloc::Placement;
+use npuc_target::arch_interface::{BlockConfig, Target, WeightStreams};
+use npuc_target::arch_interface::{TargetError, REGION_READ_ONLY};
+use npuc_target::objective;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -158,7 +158,7 @@ pub(super) fn plan(
     l: &Lowered,
     p: &Placement,
     earlier: Option<&Planned>,
-) -> Result<Vec<OpPlan>, CompileError> {
+) -> Result<Vec<OpPlan>, TargetError> {
     let none = BTreeMap::new();
     // Operations are planned independently: on every thread available, the heaviest first.
     par_map_heaviest_first(&l.ops, plan_weight, |k, op| {
@@ -263,7 +263,7 @@ fn plan_op(
     l: &Lowered,
     p: &Placement,
     op: &NpuOp,
-) -> Result<OpPlan, CompileError> {
+) -> Result<OpPlan, TargetError> {
     let none = BTreeMap::new();
     {
         let geom = geometry(op);
@@ -493,12 +493,11 @@ mod tests {
     use super::super::regs::locs;
     use super::super::weights::{counted, Layout};
     use super::{estimate_traffic, pick, Costing};
-    use crate::arch_interface::WeightStreams;
-    use crate::compile::alloc;
-    use crate::compile::lower::Kernel;
-    use crate::compile::{Options, REGION_READ_ONLY};
     use npuc_backend::arch::Accelerator;
-    use npuc_backend::system::MemoryMap;
+    use npuc_backend_lower::Kernel;
+    use npuc_target::alloc;
+    use npuc_target::arch_interface::WeightStreams;
+    use npuc_target::arch_interface::REGION_READ_ONLY;
     use std::collections::BTreeMap;
 
     #[test]
@@ -518,14 +517,9 @@ mod tests {
         ];
         let mut compared = 0;
         for name in models {
-            let l = crate::compile::test_models::lowered(&format!("tflite/{name}"));
+            let l = crate::test_models::lowered(&format!("tflite/{name}"));
             for accelerator in [Accelerator::U85_128, Accelerator::U85_2048] {
-                let options = Options {
-                    accelerator,
-                    ..Options::default()
-                };
-                let map = MemoryMap::new(&options.system_config, &options.memory_mode).unwrap();
-                let target = crate::targets::select(&options, map);
+                let target = crate::test_models::target(accelerator);
                 let target = target.as_ref();
                 let p = alloc::allocate(&l, target.fast_storage(), &[]);
                 for op in &l.ops {

@@ -11,8 +11,8 @@
 //! run together, so the consumer's OFM must not overwrite them); the consumer takes the
 //! producer's block and microblock.
 
-use crate::compile::lower::{Fm, Kernel, Lowered, View};
 use npuc_backend::isa::Opcode;
+use npuc_backend_lower::{Fm, Kernel, Lowered, View};
 
 /// Which operand of the consumer reads the FIFO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,11 +15,24 @@
 /// with its SRAM traffic on the same order), and makes re-reading a feature map or a
 /// weight stream from DRAM lose against reading it once, unless it saves as many cycles as it
 /// moves bytes.
-pub(super) const OFFCHIP_BYTE_CYCLES: u64 = 1;
+pub const OFFCHIP_BYTE_CYCLES: u64 = 1;
 
 /// The objective of `(cycles, off-chip bytes)`.
-pub(super) fn cost((cycles, offchip): (u64, u64)) -> u64 {
+pub fn cost((cycles, offchip): (u64, u64)) -> u64 {
     cycles.saturating_add(offchip.saturating_mul(OFFCHIP_BYTE_CYCLES))
+}
+
+/// The objective of a whole stream's estimate: its cycles plus its priced off-chip (not SRAM)
+/// bytes.
+pub fn stream_cost(e: &crate::arch_interface::StreamEstimate) -> u64 {
+    let offchip = e
+        .ops
+        .iter()
+        .flat_map(|o| &o.memory)
+        .filter(|(m, _, _)| m != "Sram")
+        .map(|(_, r, w)| r + w)
+        .sum();
+    cost((e.total, offchip))
 }
 
 #[cfg(test)]
