@@ -4,11 +4,12 @@
 
 use super::decide::{self, U85Decisions};
 use super::geometry;
+use super::plan::par_map_heaviest_first;
 use super::regs::{block_commands, locs, op_commands};
 use super::weights::{Encoded, Layout};
 use npuc_backend::isa::ActivationFunction;
 use npuc_backend::writer::CommandWriter;
-use npuc_backend_lower::Kernel;
+use npuc_backend_lower::{Kernel, NpuOp};
 use npuc_target::arch_interface::REGION_READ_ONLY;
 use npuc_target::arch_interface::{BlockConfig, Decisions, LoweredView, Target, WeightStreams};
 use std::collections::BTreeMap;
@@ -48,11 +49,11 @@ fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
     let l = d.lowered;
     let none = BTreeMap::new();
     let sram = (0u8..8).find(|&r| target.region_memory(r) == "Sram");
-    let mut bounds = vec![0u64; l.ops.len()];
-    for (k, op) in l.ops.iter().enumerate() {
+    // Each operation on its own, on every thread available (the output in order).
+    par_map_heaviest_first(&l.ops, candidates_work, |k, op| {
         let chained = k > 0 && d.ops[k - 1].chain.is_some();
         if chained || matches!(op.kernel, Kernel::Dma(_)) {
-            continue;
+            return 0;
         }
         let plan = d.ops[k].plan;
         // Memories aside: the feature maps and streams in SRAM, whose latency is the least.
@@ -117,9 +118,15 @@ fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
             });
             best = best.min(compute(&c, layout.as_ref()));
         }
-        bounds[k] = best;
-    }
-    bounds
+        best
+    })
+}
+
+/// How much costing an operation's candidates takes, roughly: its OFM elements (the
+/// candidates' block walks).
+fn candidates_work(op: &NpuOp) -> u64 {
+    let (h, w, c) = op.ofm.shape;
+    u64::from(h) * u64::from(w) * u64::from(c)
 }
 
 #[cfg(test)]
