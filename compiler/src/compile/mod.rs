@@ -291,7 +291,18 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
     let arena = map.arena;
     let target = targets::select(options, map);
     let lowered = target.lower(graph).map_err(CompileError::lowering)?;
-    let mut emitted = emit::emit(target.as_ref(), lowered.as_ref())?;
+    // Every program is validated before anything is written (beside `describe`).
+    let check = |w: &crate::arch_interface::Written, p: &crate::arch_interface::Placement| {
+        let sizes = regions_of(w.read_only.len() as u64, p.arena_size, p.fast_size);
+        validate_program(
+            options.accelerator,
+            &w.payload,
+            &sizes,
+            &w.read_only,
+            &w.operators,
+        )
+    };
+    let mut emitted = emit::emit(target.as_ref(), lowered.as_ref(), &check)?;
     if let Some(budget) = options.sram_budget {
         check_sram_budget(lowered.as_ref(), &emitted.placement, arena, budget)?;
     }
@@ -356,7 +367,6 @@ pub fn compile(graph: &Graph, options: &Options) -> Result<CompiledModel, Compil
         weights: emitted.weights,
         schedule,
     };
-    validate_model(&model)?;
     Ok(model)
 }
 
@@ -417,11 +427,20 @@ fn check_sram_budget(
 /// The region sizes a compiled model's stream runs with (as `npuc run` and `npuc verify` map
 /// them): region 0 the read-only data, 1 the arena, 2 the fast memory when used.
 pub fn region_sizes(model: &CompiledModel) -> npuc_backend::sim::validate::RegionSizes {
+    regions_of(
+        model.read_only.len() as u64,
+        model.arena_size,
+        model.fast_size,
+    )
+}
+
+/// [`region_sizes`] of a program with `read_only` bytes of region 0, an arena and a fast area.
+fn regions_of(read_only: u64, arena: u64, fast: u64) -> npuc_backend::sim::validate::RegionSizes {
     let mut regions = [None; npuc_backend::sim::NUM_REGIONS];
-    regions[usize::from(REGION_READ_ONLY)] = Some((model.read_only.len() as u64).max(16));
-    regions[usize::from(REGION_ARENA)] = Some(model.arena_size.max(16));
-    if model.fast_size > 0 {
-        regions[usize::from(REGION_FAST)] = Some(model.fast_size);
+    regions[usize::from(REGION_READ_ONLY)] = Some(read_only.max(16));
+    regions[usize::from(REGION_ARENA)] = Some(arena.max(16));
+    if fast > 0 {
+        regions[usize::from(REGION_FAST)] = Some(fast);
     }
     regions
 }
@@ -430,9 +449,26 @@ pub fn region_sizes(model: &CompiledModel) -> npuc_backend::sim::validate::Regio
 /// that reads it, `targets::reader`); a failure names the NPU operation the failing command
 /// belongs to.
 pub fn validate_model(model: &CompiledModel) -> Result<(), CompileError> {
-    let target = targets::reader(Some(model.accelerator));
-    let Err(e) = target.validate(&model.payload, &region_sizes(model), Some(&model.read_only))
-    else {
+    validate_program(
+        model.accelerator,
+        &model.payload,
+        &region_sizes(model),
+        &model.read_only,
+        &model.operators,
+    )
+}
+
+/// [`validate_model`] of a program's parts: `compile` validates what the writer made before
+/// the model is assembled.
+fn validate_program(
+    accelerator: Accelerator,
+    payload: &crate::payload::TargetPayload,
+    regions: &npuc_backend::sim::validate::RegionSizes,
+    read_only: &[u8],
+    operators: &[OperatorInfo],
+) -> Result<(), CompileError> {
+    let target = targets::reader(Some(accelerator));
+    let Err(e) = target.validate(payload, regions, Some(read_only)) else {
         return Ok(());
     };
     let word = e.offset.map(|offset| offset / 4);
@@ -440,11 +476,10 @@ pub fn validate_model(model: &CompiledModel) -> Result<(), CompileError> {
     // operation for a command after all of them).
     let operator = word
         .and_then(|w| {
-            model
-                .operators
+            operators
                 .iter()
                 .find(|o| o.done_at.is_some_and(|d| d >= w))
-                .or(model.operators.last())
+                .or(operators.last())
         })
         .map_or_else(
             || "(none identified)".to_string(),

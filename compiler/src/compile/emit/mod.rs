@@ -9,7 +9,7 @@
 use super::alloc::Placement;
 use super::schedule::Schedule;
 use super::{CompileError, OperatorInfo, WeightFigures};
-use crate::arch_interface::{Decided, LoweredView, Target, TargetError};
+use crate::arch_interface::{Decided, LoweredView, Target, TargetError, Written};
 use npuc_target::objective::stream_cost;
 
 mod describe;
@@ -45,9 +45,18 @@ fn target_error(e: TargetError) -> CompileError {
     }
 }
 
+/// A check of the written program and its placement (the driver's validation) that `emit`
+/// runs on a thread of its own while it describes the schedule.
+pub type Check<'a> = dyn Fn(&Written, &Placement) -> Result<(), CompileError> + Sync + 'a;
+
 /// Schedules a lowered graph (the target's passes), writes its program and read-only region
-/// (the target's writer) and describes the schedule with the cost model's estimate ([`describe`]).
-pub fn emit(target: &dyn Target, program: &dyn LoweredView) -> Result<Emitted, CompileError> {
+/// (the target's writer), and describes the schedule with the cost model's estimate
+/// ([`describe`]) while `check` examines what was written; `check`'s error wins.
+pub fn emit(
+    target: &dyn Target,
+    program: &dyn LoweredView,
+    check: &Check<'_>,
+) -> Result<Emitted, CompileError> {
     let Decided {
         mut decisions,
         alternatives,
@@ -77,7 +86,15 @@ pub fn emit(target: &dyn Target, program: &dyn LoweredView) -> Result<Emitted, C
             }
         }
     }
-    let schedule = describe::describe(target, program, &decisions, &written, &est);
+    let (checked, schedule) = std::thread::scope(|s| {
+        let checking = s.spawn(|| check(&written, &decisions.placement));
+        let schedule = describe::describe(target, program, &decisions, &written, &est);
+        let checked = checking
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (checked, schedule)
+    });
+    checked?;
     // Kernel operations take their cycles from the stream's estimate (a sliced or cascaded
     // operation the sum of its parts'; DMA operations keep their own estimate).
     let mut operators = written.operators;
