@@ -50,9 +50,10 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every source file of the driver: (path relative to `compiler/src`, with `/`, contents).
-fn driver_files() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// Every source file under `dir` (relative to `compiler/`): (path relative to it, with `/`,
+/// contents), in path order.
+fn files_under(dir: &str) -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut paths = Vec::new();
     sources(&root, &mut paths);
     paths.sort();
@@ -61,7 +62,7 @@ fn driver_files() -> Vec<(String, String)> {
         .map(|p| {
             let rel = p
                 .strip_prefix(&root)
-                .expect("under src")
+                .expect("under the directory")
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect::<Vec<_>>()
@@ -72,24 +73,14 @@ fn driver_files() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Every source file of `npuc-target` (`compiler/target/src`): (path relative to it, contents).
+/// Every source file of the driver (`compiler/src`).
+fn driver_files() -> Vec<(String, String)> {
+    files_under("src")
+}
+
+/// Every source file of `npuc-target` (`compiler/target/src`).
 fn interface_files() -> Vec<(String, String)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/src");
-    let mut paths = Vec::new();
-    sources(&root, &mut paths);
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|p| {
-            let rel = p
-                .strip_prefix(&root)
-                .expect("under target/src")
-                .to_string_lossy()
-                .replace('\\', "/");
-            let text = std::fs::read_to_string(&p).expect("source is UTF-8");
-            (rel, text)
-        })
-        .collect()
+    files_under("target/src")
 }
 
 #[test]
@@ -308,9 +299,10 @@ fn the_driver_schedules_through_the_target() {
 fn the_u85_target_does_not_depend_on_the_driver() {
     // `backend/schedule` (`npuc-backend-schedule`) is below the driver: its manifest names no
     // `npuc` and its sources no `npuc::` path.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/schedule");
-    let manifest =
-        std::fs::read_to_string(root.join("Cargo.toml")).expect("backend/schedule/Cargo.toml");
+    let manifest = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../backend/schedule/Cargo.toml"),
+    )
+    .expect("backend/schedule/Cargo.toml");
     let deps: Vec<&str> = manifest
         .lines()
         .filter_map(|l| l.split_once(".workspace").map(|(name, _)| name.trim()))
@@ -319,15 +311,13 @@ fn the_u85_target_does_not_depend_on_the_driver() {
         deps.contains(&"npuc-target") && !deps.contains(&"npuc"),
         "{deps:?}"
     );
-    let mut paths = Vec::new();
-    sources(&root.join("src"), &mut paths);
+    let files = files_under("../backend/schedule/src");
     assert!(
-        paths.len() > 10,
+        files.len() > 10,
         "the U85 passes are in backend/schedule/src"
     );
-    for p in paths {
-        let text = std::fs::read_to_string(&p).expect("source is UTF-8");
-        assert!(!text.contains("npuc::"), "{} names the driver", p.display());
+    for (p, text) in files {
+        assert!(!text.contains("npuc::"), "{p} names the driver");
     }
 }
 
