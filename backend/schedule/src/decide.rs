@@ -2,7 +2,7 @@
 //! staging. Their result, the neutral [`Decisions`] (decision A3) with the U85's own plans
 //! inside (`U85Plan` per operation, the cascades for the whole program), is everything the
 //! writer ([`super::write`]) needs besides the lowered operations;
-//! [`npuc_target::arch_interface::Schedule`] is its description.
+//! the driver's `Schedule` (what `npuc explain` prints) is its description.
 
 use super::cascade::{self, Cascade};
 use super::chain::{self, Operand};
@@ -12,7 +12,6 @@ use super::staging::{self, ConstCopy, IfmCopy, Staged, Staging};
 use super::weights::{encode_counted, Encoded};
 use npuc_backend_lower::Lowered;
 use npuc_target::alloc::{self, Placement};
-use npuc_target::arch_interface as schedule;
 use npuc_target::arch_interface::{
     self as arch, Alternative, Decided, Decisions, LoweredView, Target, TargetError,
 };
@@ -315,8 +314,8 @@ fn neutral(ops: Vec<OpDecision>, cascades: &[Cascade]) -> Vec<arch::OpDecision> 
                 scale_bytes: e.scales.len() as u64,
             });
             let staging = match &o.staged {
-                Staged::Direct => schedule::Staging::Direct,
-                Staged::Whole { region, at, wait } => schedule::Staging::Whole {
+                Staged::Direct => arch::Staging::Direct,
+                Staged::Whole { region, at, wait } => arch::Staging::Whole {
                     region: *region,
                     offset: *at,
                     bytes: sizes[k],
@@ -328,7 +327,7 @@ fn neutral(ops: Vec<OpDecision>, cascades: &[Cascade]) -> Vec<arch::OpDecision> 
                     slices,
                     wait,
                     ..
-                } => schedule::Staging::Sliced {
+                } => arch::Staging::Sliced {
                     region: *region,
                     buffers: *bufs,
                     slice_bytes: slices.iter().map(|s| s.enc.size()).collect(),
@@ -340,7 +339,7 @@ fn neutral(ops: Vec<OpDecision>, cascades: &[Cascade]) -> Vec<arch::OpDecision> 
                     blocks,
                     wait,
                     ..
-                } => schedule::Staging::Cascade {
+                } => arch::Staging::Cascade {
                     region: *region,
                     copies: blocks
                         .iter()
@@ -357,7 +356,7 @@ fn neutral(ops: Vec<OpDecision>, cascades: &[Cascade]) -> Vec<arch::OpDecision> 
                     .filter(|piece| piece.0 == k)
                     .map(|piece| piece.2 - piece.1)
                     .collect();
-                schedule::CascadePart {
+                arch::CascadePart {
                     group: g,
                     first: c.first,
                     last: c.last,
@@ -371,7 +370,7 @@ fn neutral(ops: Vec<OpDecision>, cascades: &[Cascade]) -> Vec<arch::OpDecision> 
                 .choice
                 .as_ref()
                 .or_else(|| o.cascade.and_then(|g| cascades[g].choice.as_ref()))
-                .map(|c| schedule::Choice {
+                .map(|c| arch::Choice {
                     chosen: c.chosen.0.clone(),
                     objective: c.chosen.1,
                     next: c.next.as_ref().map(|n| n.0.clone()),

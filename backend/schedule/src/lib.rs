@@ -2,21 +2,21 @@
 //! scheduling passes its `Target::decide` runs and the stream sequencing its `Target::write`
 //! runs.
 //!
-//! [`decide`] runs the scheduling passes:
-//! 1. [`chain`]: an OFM read only by the next operation, an ELEMENTWISE, goes through a
+//! `decide` runs the scheduling passes:
+//! 1. `chain`: an OFM read only by the next operation, an ELEMENTWISE, goes through a
 //!    chaining FIFO; the other feature maps are placed (`npuc_target::alloc`).
-//! 2. [`cascade`]: where intermediate feature maps spill out of the fast memory, runs of
+//! 2. `cascade`: where intermediate feature maps spill out of the fast memory, runs of
 //!    operations are computed band by band through ring buffers when the cost model says so.
-//! 3. [`plan`]: each operation's microblock, OFM block and weight order are chosen by the
+//! 3. `plan`: each operation's microblock, OFM block and weight order are chosen by the
 //!    target's cost model among the candidates it offers, and its weight and scale streams are
 //!    encoded for that choice; the streams of each operation form one block in region 0.
-//! 4. [`staging`] and [`optimise`]: where the cost model says it pays and a buffer fits, an
+//! 4. `staging` and `optimise`: where the cost model says it pays and a buffer fits, an
 //!    operation's block is copied by DMA into the staging memory while the previous operation
 //!    runs (the greedy, and the global program of decision S13).
 //!
 //! Their result is the neutral `Decisions` (decision A3) with the U85's own plans inside;
-//! [`write`] writes the command stream and region 0 from the lowered operations and those
-//! decisions (through `npuc_backend::writer`), and [`bounds`] is the compute bound. The driver
+//! `write` writes the command stream and region 0 from the lowered operations and those
+//! decisions (through `npuc_backend::writer`), and `bounds` is the compute bound. The driver
 //! reaches all of it through the `Target` trait only.
 
 use npuc_backend::isa::{AccFormat, ActivationPrecision, ActivationType};

@@ -990,7 +990,7 @@ mod tests {
     use super::{dominates, solve_program, undominated, Group, Opt, Read};
     use npuc_backend::arch::Accelerator;
     use npuc_backend_lower as lower;
-    use npuc_target::objective::stream_cost as stream_objective;
+    use npuc_target::objective::stream_cost;
 
     fn opt(run: u64, dma: u64, bytes: u64, last: u64, buf: u64) -> Opt {
         Opt {
@@ -1085,7 +1085,7 @@ mod tests {
         } = decide::decide(target.as_ref(), &l).unwrap();
         let objective = |d: &npuc_target::arch_interface::Decisions| {
             let w = write::write(&l, d).unwrap();
-            stream_objective(&target.estimate_stream(&w.payload).unwrap())
+            stream_cost(&target.estimate_stream(&w.payload).unwrap())
         };
         let greedy = objective(&d);
         let alt = alternatives
