@@ -102,6 +102,10 @@ pub(crate) struct OpDecision {
     pub choice: Option<Choice>,
 }
 
+/// An operation's best slice candidate is counted exactly, taken or not, when its estimated
+/// objective is within 1/`CLOSE_SLICES` of the operation's best option's (decision S24).
+const CLOSE_SLICES: u64 = 32;
+
 /// Runs the scheduling passes on `l` for `target`.
 pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, TargetError> {
     for k in 0..l.op_count() {
@@ -212,7 +216,35 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
         });
     };
     let plan_refs: Vec<&OpPlan> = plans.iter().collect();
-    let sliced = staging::slice_all(target, &lowered, &plan_refs, &chains, &cascades);
+    // Slice candidates are ranked by estimated stream lengths; the ones the greedy or the
+    // global program (with and without the constant copy) then take, and each operation's
+    // best one if close to its best option, are counted exactly, the others dropped, and
+    // both choose again among exact figures only (decision S24).
+    let mut sliced = staging::slice_all(target, &lowered, &plan_refs, &chains, &cascades);
+    if sliced.iter().any(|c| !c.is_empty()) {
+        let mut taken = std::collections::BTreeSet::new();
+        let opts = optimise::options(
+            target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
+        );
+        let stage = staging::stage(
+            target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
+        );
+        taken.extend(staging::sliced_taken(&stage, &sliced));
+        if let Some(o) = &opts {
+            taken.extend(optimise::close_slices(o, CLOSE_SLICES));
+        }
+        for consts in [true, false] {
+            let lp = opts.as_ref().and_then(|o| {
+                optimise::optimise(
+                    target, &lowered, &plans, &placement, &chains, &cascades, o, consts,
+                )
+            });
+            if let Some((lp, _, _, _)) = &lp {
+                taken.extend(staging::sliced_taken(lp, &sliced));
+            }
+        }
+        staging::count_taken(target, &lowered, &mut sliced, &taken);
+    }
     let opts = optimise::options(
         target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
     );

@@ -738,6 +738,28 @@ fn choice(os: &[Opt], i: usize, prev: u64) -> Choice {
     }
 }
 
+/// Per operation, its slice candidate (index in its [`SliceCands`]) whose option is cheapest
+/// with its first DMA exposed, when that is within `1 / margin` of the operation's cheapest
+/// option: the slice candidates close enough to win that estimated stream lengths should
+/// not decide against them (decision S24).
+pub(super) fn close_slices(opts: &Options, margin: u64) -> Vec<(usize, usize)> {
+    opts.ops
+        .iter()
+        .enumerate()
+        .filter_map(|(k, os)| {
+            let best = os.iter().map(|o| o.cost(0)).min()?;
+            let (cost, i) = os
+                .iter()
+                .filter_map(|o| match o.read {
+                    Read::Sliced(i) => Some((o.cost(0), i)),
+                    _ => None,
+                })
+                .min()?;
+            (cost <= best + best / margin.max(1)).then_some((k, i))
+        })
+        .collect()
+}
+
 /// The [`Choice`]s of the greedy's staging (`s`, every operation on its plan): each
 /// operation's option matched by its IFM copy and how its streams are read.
 pub(super) fn greedy_choices(opts: &Options, s: &Staging) -> Vec<Option<Choice>> {

@@ -8,11 +8,11 @@
 
 use super::geometry;
 use super::plan::par_map;
-use super::weights::{counted, encode_counted, Encoded};
+use super::weights::{counted, encode_counted, estimated, Encoded};
 use npuc_backend_lower::{Fm, Kernel, NpuOp, Requant};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_target::arch_interface::TargetError;
-use npuc_target::arch_interface::{BlockConfig, Target};
+use npuc_target::arch_interface::{BlockConfig, Target, WeightStreams};
 
 /// One slice: the operation restricted to its channels and its streams. A candidate
 /// ([`slices`]) keeps its weights and knows only its streams' lengths; [`encode_streams`]
@@ -32,20 +32,27 @@ pub(super) fn sliceable(op: &NpuOp) -> bool {
     }
 }
 
-/// `op` restricted to OFM channels `c0..c0 + depth`, with those channels' weights.
-fn restrict(op: &NpuOp, c0: u32, depth: u32) -> Option<NpuOp> {
+/// `op` restricted to OFM channels `c0..c0 + depth`, with those channels' weights (`None`:
+/// without weights, only `op` must have them).
+fn restrict(op: &NpuOp, c0: u32, depth: u32, with_weights: bool) -> Option<NpuOp> {
     let weights = op.weights.as_ref()?;
     let shape = weights.shape();
     let per = shape.kernel_height * shape.kernel_width * shape.ifm_depth;
     let (a, b) = (c0 as usize, (c0 + depth) as usize);
-    let sub = OhwiWeights::new(
-        WeightShape {
-            ofm_depth: b - a,
-            ..shape
-        },
-        weights.values()[a * per..b * per].to_vec(),
-    )
-    .ok()?;
+    let sub = if with_weights {
+        Some(
+            OhwiWeights::new(
+                WeightShape {
+                    ofm_depth: b - a,
+                    ..shape
+                },
+                weights.values()[a * per..b * per].to_vec(),
+            )
+            .ok()?,
+        )
+    } else {
+        None
+    };
     let Requant::PerChannel(ch) = &op.requant else {
         return None;
     };
@@ -63,35 +70,63 @@ fn restrict(op: &NpuOp, c0: u32, depth: u32) -> Option<NpuOp> {
     };
     // An initial accumulator (IFM2) is laid out like the OFM.
     let ifm2 = op.ifm2.as_ref().map(window);
-    Some(
-        op.piece(ifm, ifm2, window(&op.ofm))
-            .with_weights(sub)
-            .with_requant(Requant::PerChannel(ch[a..b].to_vec())),
-    )
+    let piece = op
+        .piece(ifm, ifm2, window(&op.ofm))
+        .with_requant(Requant::PerChannel(ch[a..b].to_vec()));
+    Some(match sub {
+        Some(sub) => piece.with_weights(sub),
+        None => piece,
+    })
+}
+
+/// How [`slices`] knows its slices' stream lengths.
+#[derive(Clone, Copy)]
+pub(super) enum Lengths<'a> {
+    /// Counted exactly (the encoder's plan, without making the streams).
+    Counted,
+    /// Estimated from the whole operation's streams, these ([`estimated`]).
+    Estimated(&'a Encoded),
 }
 
 /// Splits `op` into slices of `depth` channels (the last one shorter) with the lengths of
-/// their streams for `block` (its OFM block depth clamped to the slice), counted without
-/// encoding them; `None` if any cannot be encoded.
+/// their streams for `block` (its OFM block depth clamped to the slice), counted or estimated
+/// as `lengths` says, without encoding them; `None` if any cannot be encoded.
 pub(super) fn slices(
     target: &dyn Target,
     op: &NpuOp,
     block: &BlockConfig,
     depth: u32,
+    lengths: Lengths<'_>,
 ) -> Option<Vec<Slice>> {
     let od = op.ofm.shape.2;
+    // SWD streams are estimated from the whole operation's, without the slices' weights; FWD
+    // streams, which need no planning, are counted.
+    let estimate = match lengths {
+        Lengths::Estimated(whole)
+            if block.weight_streams == WeightStreams::PerDecoder && whole.weight_count > 0 =>
+        {
+            Some(whole)
+        }
+        _ => None,
+    };
     let mut ops = Vec::new();
     let mut c0 = 0;
     while c0 < od {
         let d = depth.min(od - c0);
-        ops.push(restrict(op, c0, d)?);
+        ops.push(restrict(op, c0, d, estimate.is_none())?);
         c0 += d;
     }
     let Some(first) = ops.first() else {
         return Some(Vec::new());
     };
-    let geom = geometry(first);
-    let encs = counted(target, &ops, &geom, block).ok()??;
+    let encs = match estimate {
+        None => counted(target, &ops, &geometry(first), block).ok()??,
+        Some(whole) => {
+            let shape = op.weights.as_ref()?.shape();
+            let per = shape.kernel_height * shape.kernel_width * shape.ifm_depth;
+            estimated(target, &ops, block, whole, per as u64).ok()?
+        }
+    };
     Some(
         ops.into_iter()
             .zip(encs)

@@ -173,9 +173,10 @@ fn slice_candidates(op: &NpuOp, block: &BlockConfig) -> Vec<(u32, BlockConfig)> 
 pub(super) type SliceCands = Vec<(BlockConfig, Option<Vec<slice::Slice>>)>;
 
 /// The slice candidates of every operation planned as `plans` that may be sliced (not in a
-/// cascade, not chained, with streams), counted on every thread available: each slice depth
-/// of each operation on its own, the largest weight sets first (a large operation's depths
-/// are the longest jobs).
+/// cascade, not chained, with streams), their SWD stream lengths estimated from the plan's
+/// streams ([`slice::Lengths::Estimated`]; [`count_taken`] counts the ones a staging takes),
+/// on every thread available: each slice depth of each operation on its own, the largest
+/// weight sets first (a large operation's depths are the longest jobs).
 pub(super) fn slice_all(
     target: &dyn Target,
     l: &Lowered,
@@ -204,13 +205,73 @@ pub(super) fn slice_all(
             .map_or(0, |w| w.values().len() as u64)
     };
     let done = par_map_heaviest_first(&jobs, weight, |_, &(k, depth, block)| {
-        (block, slice::slices(target, &l.ops[k], &block, depth))
+        let lengths = match &plans[k].enc {
+            Some(whole) => slice::Lengths::Estimated(whole),
+            None => slice::Lengths::Counted,
+        };
+        (
+            block,
+            slice::slices(target, &l.ops[k], &block, depth, lengths),
+        )
     });
     let mut out: Vec<SliceCands> = (0..l.ops.len()).map(|_| Vec::new()).collect();
     for (&(k, _, _), cand) in jobs.iter().zip(done) {
         out[k].push(cand);
     }
     out
+}
+
+/// The slice candidates (operation, index in its [`SliceCands`]) `s` stages operations in.
+pub(super) fn sliced_taken<'a>(
+    s: &'a Staging,
+    sliced: &'a [SliceCands],
+) -> impl Iterator<Item = (usize, usize)> + 'a {
+    let depth = |slices: &[slice::Slice]| slices.first().map(|f| f.op.ofm.shape.2);
+    s.how.iter().enumerate().filter_map(move |(k, how)| {
+        let Staged::Sliced { slices, .. } = how else {
+            return None;
+        };
+        let i = sliced
+            .get(k)?
+            .iter()
+            .position(|(_, c)| c.as_deref().is_some_and(|c| depth(c) == depth(slices)))?;
+        Some((k, i))
+    })
+}
+
+/// Counts the stream lengths of the slice candidates `taken` (operation, index; from
+/// [`sliced_taken`]) exactly, on every thread available, and drops every other candidate of
+/// [`slice_all`]'s: what stays is costed exactly (decision S24).
+pub(super) fn count_taken(
+    target: &dyn Target,
+    l: &Lowered,
+    sliced: &mut [SliceCands],
+    taken: &std::collections::BTreeSet<(usize, usize)>,
+) {
+    let jobs: Vec<(usize, usize, BlockConfig, u32)> = taken
+        .iter()
+        .filter_map(|&(k, i)| {
+            let (block, slices) = sliced.get(k)?.get(i)?;
+            Some((k, i, *block, slices.as_ref()?.first()?.op.ofm.shape.2))
+        })
+        .collect();
+    let weight = |&(k, _, _, _): &(usize, usize, BlockConfig, u32)| {
+        l.ops[k]
+            .weights
+            .as_ref()
+            .map_or(0, |w| w.values().len() as u64)
+    };
+    let counted = par_map_heaviest_first(&jobs, weight, |_, &(k, _, block, depth)| {
+        slice::slices(target, &l.ops[k], &block, depth, slice::Lengths::Counted)
+    });
+    for cands in sliced.iter_mut() {
+        for (_, c) in cands.iter_mut() {
+            *c = None;
+        }
+    }
+    for (&(k, i, _, _), c) in jobs.iter().zip(counted) {
+        sliced[k][i].1 = c;
+    }
 }
 
 /// The feature maps in the staging `region` as placed items, and what buffers may fill
@@ -678,4 +739,111 @@ fn input_ring(
         placed.push((item, at));
         ring
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{count_taken, slice_all, Staged};
+    use crate::decide::{decide, u85};
+    use crate::plan::{self, OpPlan};
+    use crate::slice::{self, Lengths};
+    use npuc_backend::arch::Accelerator;
+    use npuc_target::alloc;
+    use std::collections::BTreeSet;
+
+    /// The weight stream lengths of each slice.
+    fn lens(slices: &[slice::Slice]) -> Vec<Vec<u64>> {
+        slices.iter().map(|s| s.enc.stream_lens.clone()).collect()
+    }
+
+    #[test]
+    fn estimated_slices_are_counted_only_where_taken() {
+        // DS-CNN 16x8: every operation but the first may be sliced. Taking every other
+        // operation's first slice depth: those are counted exactly (what counting that depth
+        // afresh gives), every other candidate is dropped.
+        let l = crate::test_models::lowered("tflite/ds_cnn_16x8");
+        let target = crate::test_models::target(Accelerator::U85_256);
+        let target = target.as_ref();
+        let p = alloc::allocate(&l, target.fast_storage(), &[]);
+        let plans = plan::plan(target, &l, &p, None).unwrap();
+        let refs: Vec<&OpPlan> = plans.iter().collect();
+        let chains = vec![None; l.ops.len()];
+        let mut sliced = slice_all(target, &l, &refs, &chains, &[]);
+        let taken: BTreeSet<(usize, usize)> = (0..sliced.len())
+            .filter(|&k| k % 2 == 1 && !sliced[k].is_empty())
+            .map(|k| (k, 0))
+            .collect();
+        assert!(
+            taken.len() >= 4,
+            "{} operations with slice candidates",
+            taken.len()
+        );
+        let depth = |c: &Option<Vec<slice::Slice>>| c.as_ref().unwrap()[0].op.ofm.shape.2;
+        let depths: Vec<(usize, u32)> = taken
+            .iter()
+            .map(|&(k, i)| (k, depth(&sliced[k][i].1)))
+            .collect();
+        count_taken(target, &l, &mut sliced, &taken);
+        let mut estimates_differ = false;
+        for (k, cands) in sliced.iter().enumerate() {
+            for (i, (block, c)) in cands.iter().enumerate() {
+                if !taken.contains(&(k, i)) {
+                    assert!(c.is_none(), "operation {k} candidate {i} kept");
+                    continue;
+                }
+                let (_, d) = depths.iter().find(|(j, _)| *j == k).unwrap();
+                let counted =
+                    slice::slices(target, &l.ops[k], block, *d, Lengths::Counted).unwrap();
+                let kept = c.as_ref().unwrap();
+                assert_eq!(lens(kept), lens(&counted), "operation {k}");
+                let whole = plans[k].enc.as_ref().unwrap();
+                let estimated =
+                    slice::slices(target, &l.ops[k], block, *d, Lengths::Estimated(whole)).unwrap();
+                estimates_differ |= lens(&estimated) != lens(&counted);
+            }
+        }
+        // (Else the test would not tell counting from estimating.)
+        assert!(estimates_differ);
+    }
+
+    #[test]
+    fn every_slice_a_schedule_stages_is_as_long_as_its_stream() {
+        // Networks whose schedules stage operations in slices: the streams written are the
+        // lengths the schedule was costed with (the estimate never reaches a schedule).
+        let mut sliced_ops = 0;
+        for (name, accelerator) in [
+            ("tflite/ds_cnn_16x8", Accelerator::U85_128),
+            ("tflite/ds_cnn_16x8", Accelerator::U85_256),
+            ("tflite/ds_cnn", Accelerator::U85_128),
+            (
+                "tflite/mobilenet_v1_050_128_clustered",
+                Accelerator::U85_128,
+            ),
+        ] {
+            let l = crate::test_models::lowered(name);
+            let target = crate::test_models::target(accelerator);
+            let npuc_target::arch_interface::Decided {
+                decisions: mut d,
+                alternatives,
+            } = decide(target.as_ref(), &l).unwrap();
+            let mut alternatives = alternatives.into_iter();
+            loop {
+                for o in &u85(&l, &d).unwrap().ops {
+                    if let Staged::Sliced { slices, .. } = o.staged {
+                        for s in slices {
+                            let made: Vec<u64> =
+                                s.enc.streams.iter().map(|w| w.len() as u64).collect();
+                            assert_eq!(made, s.enc.stream_lens, "{name} {accelerator:?}");
+                        }
+                        sliced_ops += 1;
+                    }
+                }
+                let Some(alt) = alternatives.next() else {
+                    break;
+                };
+                d.ops = alt.ops;
+            }
+        }
+        assert!(sliced_ops >= 3, "{sliced_ops} operations staged in slices");
+    }
 }

@@ -9,7 +9,7 @@ use crate::{bounds, decide, write};
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::stream::StreamDecoder;
 use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
-use npuc_backend::perf::op::op_cost;
+use npuc_backend::perf::op::{op_compute_cost, op_cost};
 use npuc_backend::perf::PerfModel;
 use npuc_backend::sim::NUM_REGIONS;
 use npuc_backend::system::{MemoryKind, MemoryMap};
@@ -667,8 +667,16 @@ impl Target for U85Target {
                 last = Some(c);
             }
         }
-        last.and_then(|c| op_cost(&self.arch, &regs, c))
-            .map_or(0, |cost| self.perf.op(0, "", cost).npu_cycles)
+        let Some(c) = last else {
+            return 0;
+        };
+        let Some(cost) = op_compute_cost(&self.arch, &regs, c) else {
+            return 0;
+        };
+        // A DMA's cycles are its memories': its whole cost, timed.
+        self.perf.npu_cycles(&cost).unwrap_or_else(|| {
+            op_cost(&self.arch, &regs, c).map_or(0, |cost| self.perf.op(0, "", cost).npu_cycles)
+        })
     }
 
     /// Kernel commands are NPU_OP_CONV, _DEPTHWISE, _POOL, _ELEMENTWISE and _RESIZE, DMA

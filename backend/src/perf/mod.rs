@@ -331,11 +331,7 @@ impl PerfModel {
             }
         }
         let memory = memory_cycles.iter().copied().max().unwrap_or(0);
-        let npu = match cost.kind {
-            OpKind::Dma => dma_cycles.ceil() as u64,
-            OpKind::Elementwise | OpKind::Resize => self.streaming_cycles(&cost.pipe),
-            _ => self.block_cycles(&cost.pipe),
-        };
+        let npu = self.npu_cycles(&cost).unwrap_or(dma_cycles.ceil() as u64);
         let cycles = npu.max(memory);
         OpPerf {
             offset,
@@ -349,6 +345,17 @@ impl PerfModel {
             cycles,
             start: 0,
             end: cycles,
+        }
+    }
+
+    /// The NPU's cycles of a kernel operation ([`OpPerf::npu_cycles`]), from its block
+    /// pipeline alone (the feature maps' and streams' runs are not read: [`op::op_compute_cost`]
+    /// suffices); `None` for a DMA, whose cycles are its memories'.
+    pub fn npu_cycles(&self, cost: &OpCost) -> Option<u64> {
+        match cost.kind {
+            OpKind::Dma => None,
+            OpKind::Elementwise | OpKind::Resize => Some(self.streaming_cycles(&cost.pipe)),
+            _ => Some(self.block_cycles(&cost.pipe)),
         }
     }
 

@@ -309,15 +309,45 @@ fn ofm_block_runs(r: &RegisterFile, ofm: &Fm, (ys, xs, cs): Spans3, times: u64, 
 
 /// The cost of a kernel operation or DMA; `None` for any other command.
 pub fn op_cost(arch: &ArchConfig, r: &RegisterFile, command: &Command) -> Option<OpCost> {
+    op_cost_with(arch, r, command, Walk::Traffic)
+}
+
+/// [`op_cost`] without the runs a CONV, DEPTHWISE or POOL reads and writes its feature maps
+/// and streams in (`reads`, `stream_reads`, `writes` empty; the byte counts, the scale
+/// stream and the block pipeline as [`op_cost`] has them): what the NPU's cycles
+/// ([`super::PerfModel::npu_cycles`]) need, without the block walk the memories' timing needs.
+pub fn op_compute_cost(arch: &ArchConfig, r: &RegisterFile, command: &Command) -> Option<OpCost> {
+    op_cost_with(arch, r, command, Walk::Pipeline)
+}
+
+/// What a kernel's cost walks: its blocks' traffic too, or only what the pipeline needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    Traffic,
+    Pipeline,
+}
+
+fn op_cost_with(
+    arch: &ArchConfig,
+    r: &RegisterFile,
+    command: &Command,
+    walk: Walk,
+) -> Option<OpCost> {
     match *command {
-        Command::OpConv(c) => Some(kernel(arch, r, OpKind::Conv, c.weights_ifm2 == 1, false)),
-        Command::OpDepthwise(_) => Some(kernel(arch, r, OpKind::Depthwise, false, false)),
+        Command::OpConv(c) => Some(kernel(
+            arch,
+            r,
+            OpKind::Conv,
+            (c.weights_ifm2 == 1, false),
+            walk,
+        )),
+        Command::OpDepthwise(_) => Some(kernel(arch, r, OpKind::Depthwise, (false, false), walk)),
         Command::OpPool(p) => Some(kernel(
             arch,
             r,
             OpKind::Pool,
-            false,
-            p.pooling_mode == PoolingMode::ReduceSum,
+            (false, p.pooling_mode == PoolingMode::ReduceSum),
+            walk,
         )),
         Command::OpElementwise(e) => Some(elementwise(arch, r, e.elementwise_mode)),
         Command::OpResize(_) => Some(resize(arch, r)),
@@ -326,13 +356,16 @@ pub fn op_cost(arch: &ArchConfig, r: &RegisterFile, command: &Command) -> Option
     }
 }
 
+/// A kernel operation's cost; `(weights_ifm2, reduce_sum)`: a CONV whose weights are IFM2,
+/// a POOL that sums channels.
 fn kernel(
     arch: &ArchConfig,
     r: &RegisterFile,
     kind: OpKind,
-    weights_ifm2: bool,
-    reduce_sum: bool,
+    (weights_ifm2, reduce_sum): (bool, bool),
+    walk: Walk,
 ) -> OpCost {
+    let traffic = walk == Walk::Traffic;
     let mut c = OpCost {
         kind,
         fast_weights: r.weight_format.weight_format == WeightFormat::Fwd,
@@ -452,11 +485,20 @@ fn kernel(
     }
     // Blocks of the same shape cost the same runs: grouped, the work does not grow with
     // their number.
-    let (ygroups, xgroups) = (
-        traffic::pair_groups(&yfetch, &yblk),
-        traffic::pair_groups(&xfetch, &xblk),
-    );
-    for &(c0, cd, cn) in &traffic::groups(&slices) {
+    let (ygroups, xgroups) = if traffic {
+        (
+            traffic::pair_groups(&yfetch, &yblk),
+            traffic::pair_groups(&xfetch, &xblk),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let groups = if traffic {
+        traffic::groups(&slices)
+    } else {
+        Vec::new()
+    };
+    for &(c0, cd, cn) in &groups {
         let (ic, id) = if conv { (0, ifm_d) } else { (c0, cd) };
         for &((y, h), (oy, bh), yn) in &ygroups {
             for &((x, w), (ox, bw), xn) in &xgroups {
@@ -536,13 +578,15 @@ fn kernel(
         for &(base, len) in &streams {
             c.weight_bytes += len;
             c.read(region, len * spatial);
-            traffic::stream(
-                base,
-                len,
-                slices.len() as u64,
-                spatial,
-                c.stream_runs(region),
-            );
+            if traffic {
+                traffic::stream(
+                    base,
+                    len,
+                    slices.len() as u64,
+                    spatial,
+                    c.stream_runs(region),
+                );
+            }
             if len > 0 {
                 c.touch(region, base + len);
             }
