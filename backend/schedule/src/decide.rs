@@ -221,43 +221,47 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
     // best one if close to its best option, are counted exactly, the others dropped, and
     // both choose again among exact figures only (decision S24).
     let mut sliced = staging::slice_all(target, &lowered, &plan_refs, &chains, &cascades);
-    if sliced.iter().any(|c| !c.is_empty()) {
-        let mut taken = std::collections::BTreeSet::new();
-        let opts = optimise::options(
-            target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
-        );
-        let stage = staging::stage(
-            target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
-        );
-        taken.extend(staging::sliced_taken(&stage, &sliced));
-        if let Some(o) = &opts {
-            taken.extend(optimise::close_slices(o, CLOSE_SLICES));
-        }
-        for consts in [true, false] {
-            let lp = opts.as_ref().and_then(|o| {
-                optimise::optimise(
-                    target, &lowered, &plans, &placement, &chains, &cascades, o, consts,
-                )
-            });
-            if let Some((lp, _, _, _)) = &lp {
-                taken.extend(staging::sliced_taken(lp, &sliced));
-            }
-        }
-        staging::count_taken(target, &lowered, &mut sliced, &taken);
-    }
-    let opts = optimise::options(
-        target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
-    );
-    let stage = staging::stage(
-        target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
-    );
-    let lp = |consts: bool| {
+    let lp = |opts: &Option<optimise::Options>, consts: bool| {
         opts.as_ref().and_then(|o| {
             optimise::optimise(
                 target, &lowered, &plans, &placement, &chains, &cascades, o, consts,
             )
         })
     };
+    // The greedy and the programs with and without the constant copy (`both`) are
+    // independent: each on a thread of its own.
+    let choose = |opts: &Option<optimise::Options>, sliced: &[staging::SliceCands], both: bool| {
+        std::thread::scope(|s| {
+            let stage = s.spawn(|| {
+                staging::stage(
+                    target, &lowered, &plans, &placement, &chains, &cascades, sliced,
+                )
+            });
+            let without = both.then(|| s.spawn(|| lp(opts, false)));
+            let with_consts = lp(opts, true);
+            (joined(stage), with_consts, without.map(joined))
+        })
+    };
+    if sliced.iter().any(|c| !c.is_empty()) {
+        let mut taken = std::collections::BTreeSet::new();
+        let opts = optimise::options(
+            target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
+        );
+        let (stage, with_consts, without) = choose(&opts, &sliced, true);
+        taken.extend(staging::sliced_taken(&stage, &sliced));
+        if let Some(o) = &opts {
+            taken.extend(optimise::close_slices(o, CLOSE_SLICES));
+        }
+        for (lp, _, _, _) in with_consts.iter().chain(without.iter().flatten()) {
+            taken.extend(staging::sliced_taken(lp, &sliced));
+        }
+        staging::count_taken(target, &lowered, &mut sliced, &taken);
+    }
+    let opts = optimise::options(
+        target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
+    );
+    let (stage, with_consts, _) = choose(&opts, &sliced, false);
+    let lp = |consts: bool| lp(&opts, consts);
     let grow = |p: &mut Placement, end: u64| {
         if region == REGION_FAST {
             p.fast_size = p.fast_size.max(end);
@@ -266,7 +270,6 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
         }
     };
     let mut alternatives = Vec::new();
-    let with_consts = lp(true);
     // Where the program's schedule copies the constants, the same program without the copy,
     // whose bytes the streams may then take (S14).
     let without = with_consts
@@ -310,6 +313,11 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
         },
         alternatives: alts,
     })
+}
+
+/// What a scoped thread returned (its panic, resumed).
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
 
 /// The program as scheduled, when the passes changed it.
