@@ -251,6 +251,9 @@ pub(crate) struct Ctx<'g> {
     /// (operand rescales, GATHER index offsets); lowered on their own by [`Ctx::materialize`]
     /// when the consumer does not.
     deferred: BTreeSet<OpId>,
+    /// The tensors an operator computes from constants alone ([`Ctx::is_constant`]), found
+    /// once in graph order.
+    computed_constants: BTreeSet<TensorId>,
 }
 
 pub(crate) fn unsupported(node: &OpNode, reason: impl Into<String>) -> LowerError {
@@ -609,6 +612,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, LowerError> {
         },
         fused: BTreeSet::new(),
         deferred: BTreeSet::new(),
+        computed_constants: BTreeSet::new(),
     };
     for &t in g.inputs() {
         cx.new_buffer(t, None);
@@ -616,6 +620,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, LowerError> {
     let mut order = g
         .topo_order()
         .map_err(|e| LowerError::Graph(e.to_string()))?;
+    cx.computed_constants = common::constant::computed_constants(g, &order);
     common::float::reject(g, &order)?;
     // A graph whose every output is computed from constants alone folds whole: no operator
     // is lowered, each output is evaluated and copied from a read-only buffer

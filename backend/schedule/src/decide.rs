@@ -217,7 +217,7 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
     };
     let plan_refs: Vec<&OpPlan> = plans.iter().collect();
     // Slice candidates are ranked by estimated stream lengths; the ones the greedy or the
-    // global program (with and without the constant copy) then take, and each operation's
+    // global program (with or without the constant copy) then take, and each operation's
     // best one if close to its best option, are counted exactly, the others dropped, and
     // both choose again among exact figures only (decision S24).
     let mut sliced = staging::slice_all(target, &lowered, &plan_refs, &chains, &cascades);
@@ -228,31 +228,36 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
             )
         })
     };
-    // The greedy and the programs with and without the constant copy (`both`) are
-    // independent: each on a thread of its own.
-    let choose = |opts: &Option<optimise::Options>, sliced: &[staging::SliceCands], both: bool| {
-        std::thread::scope(|s| {
+    // The greedy, the program, and where the program's schedule copies the constants the same
+    // program without the copy, whose bytes the streams may then take (S14). The greedy and
+    // the program are independent: each on a thread of its own.
+    let choose = |opts: &Option<optimise::Options>, sliced: &[staging::SliceCands]| {
+        let (stage, with_consts) = std::thread::scope(|s| {
             let stage = s.spawn(|| {
                 staging::stage(
                     target, &lowered, &plans, &placement, &chains, &cascades, sliced,
                 )
             });
-            let without = both.then(|| s.spawn(|| lp(opts, false)));
             let with_consts = lp(opts, true);
-            (joined(stage), with_consts, without.map(joined))
-        })
+            (joined(stage), with_consts)
+        });
+        let without = with_consts
+            .as_ref()
+            .filter(|(s, _, _, _)| s.consts.is_some())
+            .and_then(|_| lp(opts, false));
+        (stage, with_consts, without)
     };
     if sliced.iter().any(|c| !c.is_empty()) {
         let mut taken = std::collections::BTreeSet::new();
         let opts = optimise::options(
             target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
         );
-        let (stage, with_consts, without) = choose(&opts, &sliced, true);
+        let (stage, with_consts, without) = choose(&opts, &sliced);
         taken.extend(staging::sliced_taken(&stage, &sliced));
         if let Some(o) = &opts {
             taken.extend(optimise::close_slices(o, CLOSE_SLICES));
         }
-        for (lp, _, _, _) in with_consts.iter().chain(without.iter().flatten()) {
+        for (lp, _, _, _) in with_consts.iter().chain(&without) {
             taken.extend(staging::sliced_taken(lp, &sliced));
         }
         staging::count_taken(target, &lowered, &mut sliced, &taken);
@@ -260,8 +265,7 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
     let opts = optimise::options(
         target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
     );
-    let (stage, with_consts, _) = choose(&opts, &sliced, false);
-    let lp = |consts: bool| lp(&opts, consts);
+    let (stage, with_consts, without) = choose(&opts, &sliced);
     let grow = |p: &mut Placement, end: u64| {
         if region == REGION_FAST {
             p.fast_size = p.fast_size.max(end);
@@ -270,12 +274,6 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
         }
     };
     let mut alternatives = Vec::new();
-    // Where the program's schedule copies the constants, the same program without the copy,
-    // whose bytes the streams may then take (S14).
-    let without = with_consts
-        .as_ref()
-        .filter(|(s, _, _, _)| s.consts.is_some())
-        .and_then(|_| lp(false));
     for (lp, alts, choices, lp_plans) in with_consts.into_iter().chain(without) {
         if alts.iter().all(|&a| a == 0) && same_staging(&lp, &stage) {
             continue;

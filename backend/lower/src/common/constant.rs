@@ -5,24 +5,31 @@
 
 use crate::LowerError;
 use crate::{unsupported, Ctx, Fm, NpuOp, View};
-use npuc_ir::{DType, Graph, OpNode, TensorData, TensorId, TensorType, TensorValue};
+use npuc_ir::{DType, Graph, OpId, OpNode, TensorData, TensorId, TensorType, TensorValue};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The tensors of `g` an operator computes from constants alone: every output of an operator
+/// (in `order`, the graph's topological order) whose every input is a constant or such a
+/// tensor.
+pub(crate) fn computed_constants(g: &Graph, order: &[OpId]) -> BTreeSet<TensorId> {
+    let mut out = BTreeSet::new();
+    for &o in order {
+        let Some(node) = g.op(o) else {
+            continue;
+        };
+        let constant =
+            |t: &TensorId| out.contains(t) || g.tensor(*t).is_some_and(|x| x.data.is_some());
+        if node.inputs().iter().all(constant) {
+            out.extend(node.outputs().iter().copied());
+        }
+    }
+    out
+}
 
 impl<'g> Ctx<'g> {
     /// True when `t` is a constant or every value it depends on is one.
     pub(crate) fn is_constant(&self, t: TensorId) -> bool {
-        let mut stack = vec![t];
-        let mut seen = BTreeSet::new();
-        while let Some(t) = stack.pop() {
-            if !seen.insert(t) || self.const_data(t).is_some() {
-                continue;
-            }
-            match self.g.producer(t) {
-                Some(p) => stack.extend(self.node(p).inputs().iter().copied()),
-                None => return false,
-            }
-        }
-        true
+        self.const_data(t).is_some() || self.computed_constants.contains(&t)
     }
 
     /// The values of a constant tensor (row-major), evaluated by the reference interpreter on
@@ -299,5 +306,31 @@ impl Ctx<'_> {
             ));
         }
         Ok(dst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::computed_constants;
+    use npuc_ir::{DType, GraphBuilder, Op};
+
+    #[test]
+    fn a_tensor_is_computed_from_constants_when_every_input_is_one() {
+        // c + c and |c + c| are constants; x + (c + c) and |x + (c + c)| are not, nor is x.
+        let mut b = GraphBuilder::new("constants");
+        let x = b.input("x", DType::Int32, [1, 2, 2, 4]);
+        let c = b.const_i32("c", [1, 2, 2, 4], &[3; 16]);
+        let cc = b.op("cc", Op::Add, &[c, c]);
+        let abs_cc = b.op("abs_cc", Op::Abs, &[cc]);
+        let xcc = b.op("xcc", Op::Add, &[x, cc]);
+        let abs_xcc = b.op("abs_xcc", Op::Abs, &[xcc]);
+        b.output(abs_cc).output(abs_xcc);
+        let g = b.finish().unwrap();
+        let order = g.topo_order().unwrap();
+        let found = computed_constants(&g, &order);
+        assert!(found.contains(&cc) && found.contains(&abs_cc));
+        assert!(!found.contains(&xcc) && !found.contains(&abs_xcc) && !found.contains(&x));
+        // The constant itself is data, not computed.
+        assert!(!found.contains(&c));
     }
 }
