@@ -33,7 +33,8 @@ pub struct Access {
     families: Vec<Runs>,
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
+/// The greatest common divisor of `a` and `b` (`gcd(a, 0) = a`).
+pub(super) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 {
         a
     } else {

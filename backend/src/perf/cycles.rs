@@ -9,6 +9,7 @@
 //! - Weight decoders (TRM 2.3.4): a standard decoder reads at most 64 bits/cycle, the fast
 //!   decoder 256 bits/cycle.
 
+use super::axi::gcd;
 use crate::arch::{Accelerator, ArchConfig};
 
 /// `k_rnd(k, s, r)` of TRM chapter 4.
@@ -132,14 +133,6 @@ fn dma_factor(arch: &ArchConfig, out_bits: u32) -> (u64, u64) {
         let (n, d) = (u64::from(arch.ofm_data_width), u64::from(need));
         let g = gcd(n, d);
         (n / g, d / g)
-    }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
     }
 }
 

@@ -15,7 +15,7 @@
 //!   straddle words and each is its own short transaction (a 3-channel input image); rows
 //!   coalesce when the positions of a row are exactly STRIDE_Y (the box starts at x = 0).
 
-use super::axi::{alignment, Access};
+use super::axi::{alignment, gcd, Access};
 use crate::isa::ActivationFormat;
 use crate::sim::fm::Fm;
 
@@ -134,14 +134,6 @@ pub fn pair_groups(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<PairGroup> {
         }
     }
     out
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
 }
 
 /// Blocks of `block` outputs along a dimension of `n`: (first output, outputs) of each.
