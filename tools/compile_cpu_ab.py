@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""CPU seconds (user + system, from the child's rusage) of `npuc compile` for two or more
+binaries, run alternately RUNS times per network so that a machine whose speed drifts affects
+them alike; prints the minimum and median of each. u85-256, Ethos_U85_SYS_DRAM_Mid,
+Dedicated_Sram_384KB, as tools/compile_cpu_time.py.
+
+    tools/compile_cpu_ab.py NPUC_A,NPUC_B NET[,NET...] RUNS
+
+NET is a corpus network name (models/tflite/NET.tflite; mobilenet_v2_100_224 from models/large).
+"""
+import os
+import statistics
+import sys
+
+os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+bins = sys.argv[1].split(",")
+nets = sys.argv[2].split(",")
+runs = int(sys.argv[3])
+
+
+def path(net):
+    if net == "mobilenet_v2_100_224":
+        return f"models/large/tflite/{net}.tflite"
+    return f"models/tflite/{net}.tflite"
+
+
+def cpu(binary, net):
+    """User + system seconds of one compile."""
+    pid = os.fork()
+    if pid == 0:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.execv(binary, ["npuc", "compile", path(net), "--accel", "ethos-u85-256",
+                          "--system-config", "Ethos_U85_SYS_DRAM_Mid",
+                          "--memory-mode", "Dedicated_Sram_384KB", "-o", os.devnull])
+    _, status, usage = os.wait4(pid, 0)
+    if status != 0:
+        sys.exit(f"{binary} failed on {net}")
+    return usage.ru_utime + usage.ru_stime
+
+
+for net in nets:
+    times = {b: [] for b in bins}
+    for _ in range(runs):
+        for b in bins:
+            times[b].append(cpu(b, net))
+    cells = [f"min {min(t):.3f} med {statistics.median(t):.3f}" for t in times.values()]
+    print(f"{net:32s} " + "   ".join(cells), flush=True)
