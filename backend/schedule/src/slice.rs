@@ -32,12 +32,18 @@ pub(super) fn sliceable(op: &NpuOp) -> bool {
     }
 }
 
+/// The weights of one OFM channel of `op` (`None` without weights).
+fn per_channel(op: &NpuOp) -> Option<usize> {
+    let shape = op.weights.as_ref()?.shape();
+    Some(shape.kernel_height * shape.kernel_width * shape.ifm_depth)
+}
+
 /// `op` restricted to OFM channels `c0..c0 + depth`, with those channels' weights (`None`:
 /// without weights, only `op` must have them).
 fn restrict(op: &NpuOp, c0: u32, depth: u32, with_weights: bool) -> Option<NpuOp> {
     let weights = op.weights.as_ref()?;
     let shape = weights.shape();
-    let per = shape.kernel_height * shape.kernel_width * shape.ifm_depth;
+    let per = per_channel(op)?;
     let (a, b) = (c0 as usize, (c0 + depth) as usize);
     let sub = if with_weights {
         Some(
@@ -121,11 +127,7 @@ pub(super) fn slices(
     };
     let encs = match estimate {
         None => counted(target, &ops, &geometry(first), block).ok()??,
-        Some(whole) => {
-            let shape = op.weights.as_ref()?.shape();
-            let per = shape.kernel_height * shape.kernel_width * shape.ifm_depth;
-            estimated(target, &ops, block, whole, per as u64).ok()?
-        }
+        Some(whole) => estimated(target, &ops, block, whole, per_channel(op)? as u64).ok()?,
     };
     Some(
         ops.into_iter()

@@ -198,12 +198,7 @@ pub(super) fn slice_all(
                 .map(move |(depth, block)| (k, depth, block))
         })
         .collect();
-    let weight = |&(k, _, _): &(usize, u32, BlockConfig)| {
-        l.ops[k]
-            .weights
-            .as_ref()
-            .map_or(0, |w| w.values().len() as u64)
-    };
+    let weight = |&(k, _, _): &(usize, u32, BlockConfig)| weight_count(&l.ops[k]);
     let done = par_map_heaviest_first(&jobs, weight, |_, &(k, depth, block)| {
         let lengths = match &plans[k].enc {
             Some(whole) => slice::Lengths::Estimated(whole),
@@ -219,6 +214,11 @@ pub(super) fn slice_all(
         out[k].push(cand);
     }
     out
+}
+
+/// How many weights `op` has: what its slice candidates take to count (the heaviest first).
+fn weight_count(op: &NpuOp) -> u64 {
+    op.weights.as_ref().map_or(0, |w| w.values().len() as u64)
 }
 
 /// The slice candidates (operation, index in its [`SliceCands`]) `s` stages operations in.
@@ -255,12 +255,7 @@ pub(super) fn count_taken(
             Some((k, i, *block, slices.as_ref()?.first()?.op.ofm.shape.2))
         })
         .collect();
-    let weight = |&(k, _, _, _): &(usize, usize, BlockConfig, u32)| {
-        l.ops[k]
-            .weights
-            .as_ref()
-            .map_or(0, |w| w.values().len() as u64)
-    };
+    let weight = |&(k, _, _, _): &(usize, usize, BlockConfig, u32)| weight_count(&l.ops[k]);
     let counted = par_map_heaviest_first(&jobs, weight, |_, &(k, _, block, depth)| {
         slice::slices(target, &l.ops[k], &block, depth, slice::Lengths::Counted)
     });

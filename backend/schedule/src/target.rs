@@ -366,6 +366,24 @@ fn round_up(v: u32, m: u32) -> u32 {
 
 /// [`stream_lengths`], with the SWD encoder's plans of the streams (FWD: none), from which
 /// `encode_weights` makes them.
+/// The register state `commands` (this target's writer's) leave from reset, and the last
+/// command that is not a register write: what the cost model costs. `None` for another
+/// target's commands (a programming error) or without such a command.
+fn final_state(commands: &Commands) -> Option<(RegisterFile, Command)> {
+    let Some(commands) = commands.downcast_ref::<Vec<Command>>() else {
+        debug_assert!(false, "commands of another target's writer");
+        return None;
+    };
+    let mut regs = RegisterFile::default();
+    let mut last = None;
+    for c in commands {
+        if !regs.apply(c) {
+            last = Some(*c);
+        }
+    }
+    last.map(|c| (regs, c))
+}
+
 fn planned_lengths(
     ordering: &WeightOrdering,
     format: WeightFormat,
@@ -631,18 +649,8 @@ impl Target for U85Target {
     }
 
     fn estimate_traffic(&self, commands: &Commands) -> (u64, u64) {
-        let Some(commands) = commands.downcast_ref::<Vec<Command>>() else {
-            debug_assert!(false, "commands of another target's writer");
-            return (0, 0);
-        };
-        let mut regs = RegisterFile::default();
-        let mut last = None;
-        for c in commands {
-            if !regs.apply(c) {
-                last = Some(c);
-            }
-        }
-        last.and_then(|c| op_cost(&self.arch, &regs, c))
+        final_state(commands)
+            .and_then(|(regs, c)| op_cost(&self.arch, &regs, &c))
             .map_or((0, 0), |cost| {
                 let p = self.perf.op(0, "", cost);
                 let offchip = MemoryKind::ALL
@@ -656,26 +664,15 @@ impl Target for U85Target {
     }
 
     fn estimate_compute(&self, commands: &Commands) -> u64 {
-        let Some(commands) = commands.downcast_ref::<Vec<Command>>() else {
-            debug_assert!(false, "commands of another target's writer");
+        let Some((regs, c)) = final_state(commands) else {
             return 0;
         };
-        let mut regs = RegisterFile::default();
-        let mut last = None;
-        for c in commands {
-            if !regs.apply(c) {
-                last = Some(c);
-            }
-        }
-        let Some(c) = last else {
-            return 0;
-        };
-        let Some(cost) = op_compute_cost(&self.arch, &regs, c) else {
+        let Some(cost) = op_compute_cost(&self.arch, &regs, &c) else {
             return 0;
         };
         // A DMA's cycles are its memories': its whole cost, timed.
         self.perf.npu_cycles(&cost).unwrap_or_else(|| {
-            op_cost(&self.arch, &regs, c).map_or(0, |cost| self.perf.op(0, "", cost).npu_cycles)
+            op_cost(&self.arch, &regs, &c).map_or(0, |cost| self.perf.op(0, "", cost).npu_cycles)
         })
     }
 
