@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""CPU seconds (user + system, from the child's rusage) of `npuc compile` for two or more
-binaries, run alternately RUNS times per network so that a machine whose speed drifts affects
-them alike; prints the minimum and median of each. u85-256, Ethos_U85_SYS_DRAM_Mid,
+"""CPU seconds (user + system, from the child's rusage) and wall seconds of `npuc compile` for
+two or more binaries, run alternately RUNS times per network so that a machine whose speed
+drifts affects them alike; prints the minimum and median CPU and the median wall time of each. u85-256, Ethos_U85_SYS_DRAM_Mid,
 Dedicated_Sram_384KB, as tools/compile_cpu_time.py.
 
     tools/compile_cpu_ab.py NPUC_A,NPUC_B NET[,NET...] RUNS
@@ -11,6 +11,7 @@ NET is a corpus network name (models/tflite/NET.tflite; mobilenet_v2_100_224 fro
 import os
 import statistics
 import sys
+import time
 
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 bins = sys.argv[1].split(",")
@@ -25,7 +26,8 @@ def path(net):
 
 
 def cpu(binary, net):
-    """User + system seconds of one compile."""
+    """User + system seconds and wall seconds of one compile."""
+    start = time.perf_counter()
     pid = os.fork()
     if pid == 0:
         null = os.open(os.devnull, os.O_WRONLY)
@@ -35,9 +37,10 @@ def cpu(binary, net):
                           "--system-config", "Ethos_U85_SYS_DRAM_Mid",
                           "--memory-mode", "Dedicated_Sram_384KB", "-o", os.devnull])
     _, status, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - start
     if status != 0:
         sys.exit(f"{binary} failed on {net}")
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime, wall
 
 
 for net in nets:
@@ -45,5 +48,10 @@ for net in nets:
     for _ in range(runs):
         for b in bins:
             times[b].append(cpu(b, net))
-    cells = [f"min {min(t):.3f} med {statistics.median(t):.3f}" for t in times.values()]
+    cells = []
+    for t in times.values():
+        cpus = [c for c, _ in t]
+        walls = [w for _, w in t]
+        cells.append(f"min {min(cpus):.3f} med {statistics.median(cpus):.3f}"
+                     f" wall {statistics.median(walls):.3f}")
     print(f"{net:32s} " + "   ".join(cells), flush=True)

@@ -5,7 +5,8 @@
 use super::decide::{self, U85Decisions};
 use super::geometry;
 use super::plan::par_map_heaviest_first;
-use super::regs::{block_commands, locs, op_commands};
+use super::plan::Costing;
+use super::regs::{locs, op_commands};
 use super::weights::{Encoded, Layout};
 use npuc_backend::isa::ActivationFunction;
 use npuc_backend::writer::CommandWriter;
@@ -44,7 +45,7 @@ pub(crate) fn compute_bounds(
 }
 
 /// [`compute_bounds`]; with `shared`, the candidates write only their own registers after
-/// the operation's (the same register states), else each its full commands.
+/// the operation's ([`Costing`]: the same register states), else each its full commands.
 fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
     let l = d.lowered;
     let none = BTreeMap::new();
@@ -67,27 +68,19 @@ fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
         }
         let streams_in = sram.unwrap_or(REGION_READ_ONLY);
         // The registers no candidate changes are written once; each candidate then writes
-        // its own ([`block_commands`]: streams, weight order, OFM block, microblock), which
-        // leaves the register state its full commands would (a RESIZE, whose step
-        // registers depend on the block, is written in full).
-        let base = (shared && !matches!(op.kernel, Kernel::Resize(_))).then(|| {
-            let mut w = CommandWriter::default();
-            let (cmd, _) = op_commands(&mut w, op, &plan.block, None, &at, NO_TABLE);
-            (w.commands, cmd)
-        });
-        let compute = |block: &BlockConfig, layout: Option<&Layout>| {
-            let streams = layout.map(|e| (e, streams_in, 0));
-            let mut w = CommandWriter::default();
-            let cmd = match &base {
-                Some((commands, cmd)) => {
-                    w.commands.extend_from_slice(commands);
-                    block_commands(&mut w, op, block, streams);
-                    *cmd
-                }
-                None => op_commands(&mut w, op, block, streams, &at, NO_TABLE).0,
-            };
-            w.op(cmd);
-            target.estimate_compute(&w.commands)
+        // its own ([`Costing`]: streams, weight order, OFM block, microblock), which leaves
+        // the register state its full commands would (a RESIZE, whose step registers depend
+        // on the block, is written in full).
+        let costing = shared.then(|| Costing::new(target, op, &plan.block, &at));
+        let compute = |block: &BlockConfig, layout: Option<&Layout>| match &costing {
+            Some(costing) => costing.compute(block, layout, streams_in),
+            None => {
+                let mut w = CommandWriter::default();
+                let streams = layout.map(|e| (e, streams_in, 0));
+                let cmd = op_commands(&mut w, op, block, streams, &at, NO_TABLE).0;
+                w.op(cmd);
+                target.estimate_compute(&w.commands)
+            }
         };
         let taken = plan.enc.as_ref().map(Encoded::layout);
         let mut best = compute(&plan.block, taken.as_ref());

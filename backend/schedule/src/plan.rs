@@ -145,6 +145,49 @@ impl<'a> Costing<'a> {
         w.op(cmd);
         self.target.estimate_traffic(&w.commands)
     }
+
+    /// [`Costing::traffic`] with the streams read in place (region 0), and with them read
+    /// from `to` (the staging memory) at the same addresses.
+    pub(super) fn traffic_restreamed(
+        &self,
+        block: &BlockConfig,
+        layout: Option<&Layout>,
+        to: u8,
+    ) -> [(u64, u64); 2] {
+        let Some(cmd) = self.cmd else {
+            return [REGION_READ_ONLY, to].map(|region| self.traffic(block, layout, region));
+        };
+        let mut w = self.scratch.borrow_mut();
+        w.restart_from(&self.base);
+        block_commands(
+            &mut w,
+            self.op,
+            block,
+            layout.map(|e| (e, REGION_READ_ONLY, 0)),
+        );
+        w.op(cmd);
+        self.target.estimate_traffic_restreamed(&w.commands, to)
+    }
+
+    /// The compute cycles ([`Target::estimate_compute`]) of the operation with `block`, its
+    /// streams laid out as `layout` in `region`: the figure its full commands give.
+    pub(super) fn compute(&self, block: &BlockConfig, layout: Option<&Layout>, region: u8) -> u64 {
+        let mut w = self.scratch.borrow_mut();
+        let streams = layout.map(|e| (e, region, 0));
+        match self.cmd {
+            Some(cmd) => {
+                w.restart_from(&self.base);
+                block_commands(&mut w, self.op, block, streams);
+                w.op(cmd);
+            }
+            None => {
+                w.restart_from(&[]);
+                let (cmd, _) = op_commands(&mut w, self.op, block, streams, self.at, NO_TABLE);
+                w.op(cmd);
+            }
+        }
+        self.target.estimate_compute(&w.commands)
+    }
 }
 
 /// No activation table: estimates take the operation without its LUT.
@@ -294,7 +337,14 @@ fn plan_op(
         };
         // The cheapest candidate, and the cheapest SWD one (the fallback when the FWD
         // stream turns out longer than estimated).
+        let staging = match (target.staging(), &swd) {
+            (Some((region, _)), Some(_)) => Some(region),
+            _ => None,
+        };
         let mut costs = Vec::with_capacity(cands.len());
+        // The SWD candidates with their streams in the staging memory, where there is one:
+        // costed with the same streams read in place.
+        let mut staged_costs = Vec::new();
         for c in &cands {
             let layout = match c.weight_streams {
                 WeightStreams::Single => match &fwd {
@@ -309,7 +359,14 @@ fn plan_op(
                 sparse: c.sparse,
                 ..l.clone()
             });
-            let cost = costing.traffic(c, layout.as_ref(), REGION_READ_ONLY);
+            let cost = match staging {
+                Some(region) if c.weight_streams != WeightStreams::Single => {
+                    let [direct, staged] = costing.traffic_restreamed(c, layout.as_ref(), region);
+                    staged_costs.push((staged, *c, direct));
+                    direct
+                }
+                _ => costing.traffic(c, layout.as_ref(), REGION_READ_ONLY),
+            };
             costs.push((cost, *c));
         }
         // With no fast memory of its own (S1, S2: the arena in SRAM), nothing is cascaded or
@@ -367,21 +424,6 @@ fn plan_op(
                 c
             }
             None => swd_plan(),
-        };
-        // The SWD candidates with their streams in the staging memory.
-        let staged_costs = match (target.staging(), &swd) {
-            (Some((region, _)), Some(layout)) => costs
-                .iter()
-                .filter(|(_, c)| c.weight_streams != WeightStreams::Single)
-                .map(|(direct, c)| {
-                    let layout = Layout {
-                        sparse: c.sparse,
-                        ..layout.clone()
-                    };
-                    (costing.traffic(c, Some(&layout), region), *c, *direct)
-                })
-                .collect::<Vec<_>>(),
-            _ => Vec::new(),
         };
         // The cheapest SWD candidate with its streams in the staging memory (S14).
         let staged = match (target.staging(), &swd) {
@@ -497,14 +539,15 @@ mod tests {
     use npuc_backend_lower::Kernel;
     use npuc_target::alloc;
     use npuc_target::arch_interface::WeightStreams;
-    use npuc_target::arch_interface::REGION_READ_ONLY;
+    use npuc_target::arch_interface::{REGION_ARENA, REGION_READ_ONLY};
     use std::collections::BTreeMap;
 
     #[test]
     fn a_candidate_costed_on_the_shared_registers_costs_what_its_full_register_state_costs() {
         // Every block candidate of every operation of these corpus models, with its streams
         // read in place and (where there is one) from the staging memory, dense, sparse and
-        // FWD: the cycles and off-chip bytes of `Costing` are `estimate_traffic`'s.
+        // FWD: the cycles and off-chip bytes of `Costing` are `estimate_traffic`'s, and so
+        // are both of `traffic_restreamed`'s (one cost, the streams moved).
         let models = [
             "resnet8",
             "ds_cnn_16x8",
@@ -548,6 +591,26 @@ mod tests {
                                     sparse,
                                     ..l.clone()
                                 });
+                                // Both figures from one cost, the streams moved to each
+                                // region (the arena's too): each what the full commands cost.
+                                for &to in regions.iter().chain(&[REGION_ARENA]) {
+                                    let full = |region| {
+                                        estimate_traffic(
+                                            target,
+                                            op,
+                                            c,
+                                            layout.as_ref(),
+                                            region,
+                                            &at,
+                                        )
+                                    };
+                                    assert_eq!(
+                                        costing.traffic_restreamed(c, layout.as_ref(), to),
+                                        [full(REGION_READ_ONLY), full(to)],
+                                        "{name} {accelerator:?} {}: {c:?} streams in {to}",
+                                        op.name
+                                    );
+                                }
                                 for &region in &regions {
                                     assert_eq!(
                                         costing.traffic(c, layout.as_ref(), region),

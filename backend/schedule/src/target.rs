@@ -9,8 +9,8 @@ use crate::{bounds, decide, write};
 use npuc_backend::arch::{Accelerator, ArchConfig, MicroblockShape};
 use npuc_backend::isa::stream::StreamDecoder;
 use npuc_backend::isa::{Command, Microblock, RegisterFile, WeightFormat};
-use npuc_backend::perf::op::{op_compute_cost, op_cost};
-use npuc_backend::perf::PerfModel;
+use npuc_backend::perf::op::{op_compute_cost, op_cost, op_cost_restreamed};
+use npuc_backend::perf::{OpCost, PerfModel};
 use npuc_backend::sim::NUM_REGIONS;
 use npuc_backend::system::{MemoryKind, MemoryMap};
 use npuc_backend_lower::Lowered;
@@ -237,6 +237,18 @@ impl EncodeCache {
 }
 
 impl U85Target {
+    /// The cycles and off-chip (DRAM, flash) bytes of an operation's cost, timed.
+    fn traffic(&self, cost: OpCost) -> (u64, u64) {
+        let p = self.perf.op(0, "", cost);
+        let offchip = MemoryKind::ALL
+            .into_iter()
+            .enumerate()
+            .filter(|(_, k)| *k != MemoryKind::Sram)
+            .map(|(i, _)| p.memory_read[i] + p.memory_written[i])
+            .sum();
+        (p.cycles, offchip)
+    }
+
     /// The target for a configuration in the default memory system
     /// ([`MemoryMap::default_u85`]).
     pub fn new(accelerator: Accelerator) -> U85Target {
@@ -651,16 +663,22 @@ impl Target for U85Target {
     fn estimate_traffic(&self, commands: &Commands) -> (u64, u64) {
         final_state(commands)
             .and_then(|(regs, c)| op_cost(&self.arch, &regs, &c))
-            .map_or((0, 0), |cost| {
-                let p = self.perf.op(0, "", cost);
-                let offchip = MemoryKind::ALL
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(_, k)| *k != MemoryKind::Sram)
-                    .map(|(i, _)| p.memory_read[i] + p.memory_written[i])
-                    .sum();
-                (p.cycles, offchip)
-            })
+            .map_or((0, 0), |cost| self.traffic(cost))
+    }
+
+    fn estimate_traffic_restreamed(&self, commands: &Commands, to: u8) -> [(u64, u64); 2] {
+        let Some((regs, c)) = final_state(commands) else {
+            return [(0, 0); 2];
+        };
+        if let Some((here, there)) = op_cost_restreamed(&self.arch, &regs, &c, to) {
+            return [self.traffic(here), self.traffic(there)];
+        }
+        // Not a kernel with streams of its own: the registers with the streams moved.
+        let mut moved = regs.clone();
+        moved.weight_region.region = to;
+        moved.scale_region.region = to;
+        [&regs, &moved]
+            .map(|r| op_cost(&self.arch, r, &c).map_or((0, 0), |cost| self.traffic(cost)))
     }
 
     fn estimate_compute(&self, commands: &Commands) -> u64 {

@@ -232,18 +232,56 @@ fn weight_streams(arch: &ArchConfig, r: &RegisterFile) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The scale stream, read per spatial block in `slices` pieces when per-channel scaling is used.
-fn scales(c: &mut OpCost, r: &RegisterFile, slices: u64, spatial: u64) {
-    if r.ofm_precision.scale_mode == OfmScaleMode::PerChannel
-        && r.acc_format.acc_output == AccOutput::Enable
-    {
-        let len = u64::from(r.scale_length.length);
-        let base = addr40(r.scale_base.addr_hi, r.scale_base.addr_lo);
-        let region = r.scale_region.region;
-        c.scale_bytes = len;
-        c.read(region, len * spatial);
-        traffic::stream(base, len, slices, spatial, c.scale_runs(region));
-        c.touch(region, base + len);
+/// The scale stream's (base, length), when the operation reads it (per-channel scaling).
+fn scale_stream(r: &RegisterFile) -> Option<(u64, u64)> {
+    (r.ofm_precision.scale_mode == OfmScaleMode::PerChannel
+        && r.acc_format.acc_output == AccOutput::Enable)
+        .then(|| {
+            (
+                addr40(r.scale_base.addr_hi, r.scale_base.addr_lo),
+                u64::from(r.scale_length.length),
+            )
+        })
+}
+
+/// What a kernel operation reads of its weight and scale streams, wherever they are: the
+/// region they are read from is applied last ([`StreamReads::apply`]), so that one cost
+/// serves the same operation with its streams in another region ([`op_cost_restreamed`]).
+struct StreamReads {
+    /// The weight streams' (base, length) (none for a matrix multiply's IFM2 weights).
+    weights: Vec<(u64, u64)>,
+    /// The scale stream's (base, length).
+    scale: Option<(u64, u64)>,
+    /// Depth slices and spatial blocks: each block reads its slice's part of each stream.
+    slices: u64,
+    spatial: u64,
+    /// Whether the runs are recorded ([`Walk::Traffic`]).
+    traffic: bool,
+    /// The OFM block depth over the OFM depth (the scales one block needs).
+    block_depth: (u64, u64),
+}
+
+impl StreamReads {
+    /// Adds the streams' reads from `weights` and `scales` (regions) to `c`: bytes, runs,
+    /// extents, and the scales each block waits for (P17).
+    fn apply(&self, c: &mut OpCost, (weights, scales): (u8, u8)) {
+        if let Some((base, len)) = self.scale {
+            c.read(scales, len * self.spatial);
+            traffic::stream(base, len, self.slices, self.spatial, c.scale_runs(scales));
+            c.touch(scales, base + len);
+        }
+        for &(base, len) in &self.weights {
+            c.read(weights, len * self.spatial);
+            if self.traffic {
+                traffic::stream(base, len, self.slices, self.spatial, c.stream_runs(weights));
+            }
+            if len > 0 {
+                c.touch(weights, base + len);
+            }
+        }
+        let (bd, od) = self.block_depth;
+        c.pipe.scale_block =
+            (c.scale_bytes > 0).then(|| (scales, c.scale_bytes as f64 / od as f64 * bd as f64));
     }
 }
 
@@ -312,6 +350,32 @@ pub fn op_cost(arch: &ArchConfig, r: &RegisterFile, command: &Command) -> Option
     op_cost_with(arch, r, command, Walk::Traffic)
 }
 
+/// [`op_cost`], and the cost of the same operation with its weight and scale streams read from
+/// region `to` instead (at the same addresses: `r` with WEIGHT_REGION and SCALE_REGION `to`),
+/// the feature maps costed once for both; `None` for a command that is not a CONV, DEPTHWISE
+/// or POOL (cost it twice).
+pub fn op_cost_restreamed(
+    arch: &ArchConfig,
+    r: &RegisterFile,
+    command: &Command,
+    to: u8,
+) -> Option<(OpCost, OpCost)> {
+    let (kind, flags) = match *command {
+        Command::OpConv(c) => (OpKind::Conv, (c.weights_ifm2 == 1, false)),
+        Command::OpDepthwise(_) => (OpKind::Depthwise, (false, false)),
+        Command::OpPool(p) => (
+            OpKind::Pool,
+            (false, p.pooling_mode == PoolingMode::ReduceSum),
+        ),
+        _ => return None,
+    };
+    let (mut c, reads) = kernel_without_streams(arch, r, kind, flags, Walk::Traffic);
+    let mut moved = c.clone();
+    reads.apply(&mut c, (r.weight_region.region, r.scale_region.region));
+    reads.apply(&mut moved, (to, to));
+    Some((c, moved))
+}
+
 /// [`op_cost`] without the runs a CONV, DEPTHWISE or POOL reads and writes its feature maps
 /// and streams in (`reads`, `stream_reads`, `writes` empty; the byte counts, the scale
 /// stream and the block pipeline as [`op_cost`] has them): what the NPU's cycles
@@ -362,9 +426,22 @@ fn kernel(
     arch: &ArchConfig,
     r: &RegisterFile,
     kind: OpKind,
-    (weights_ifm2, reduce_sum): (bool, bool),
+    flags: (bool, bool),
     walk: Walk,
 ) -> OpCost {
+    let (mut c, reads) = kernel_without_streams(arch, r, kind, flags, walk);
+    reads.apply(&mut c, (r.weight_region.region, r.scale_region.region));
+    c
+}
+
+/// [`kernel`] without the reads of its weight and scale streams, and those reads.
+fn kernel_without_streams(
+    arch: &ArchConfig,
+    r: &RegisterFile,
+    kind: OpKind,
+    (weights_ifm2, reduce_sum): (bool, bool),
+    walk: Walk,
+) -> (OpCost, StreamReads) {
     let traffic = walk == Walk::Traffic;
     let mut c = OpCost {
         kind,
@@ -550,7 +627,8 @@ fn kernel(
         c.touch(ifm2.region, fm_end(&ifm2, oh, ow, od));
     }
     write_ofm(&mut c, r, &ofm, (oh, ow, od));
-    scales(&mut c, r, slices.len() as u64, spatial);
+    let scale = scale_stream(r);
+    c.scale_bytes = scale.map_or(0, |(_, len)| len);
 
     let job = MacJob {
         ofm: (oh, ow, od),
@@ -571,26 +649,11 @@ fn kernel(
         _ => cycles::depthwise_cycles(arch, &job),
     };
     let mut wd_cycles = 0;
+    let mut streams = Vec::new();
     if matches!(kind, OpKind::Conv | OpKind::Depthwise) && !weights_ifm2 {
-        let streams = weight_streams(arch, r);
-        let region = r.weight_region.region;
+        streams = weight_streams(arch, r);
+        c.weight_bytes = streams.iter().map(|s| s.1).sum();
         let lens: Vec<u64> = streams.iter().map(|s| s.1).collect();
-        for &(base, len) in &streams {
-            c.weight_bytes += len;
-            c.read(region, len * spatial);
-            if traffic {
-                traffic::stream(
-                    base,
-                    len,
-                    slices.len() as u64,
-                    spatial,
-                    c.stream_runs(region),
-                );
-            }
-            if len > 0 {
-                c.touch(region, base + len);
-            }
-        }
         // The decoders decode what the blocks read: the streams once per spatial block.
         let fast = r.weight_format.weight_format == WeightFormat::Fwd;
         wd_cycles = cycles::weight_decode_cycles(&lens, fast) * spatial;
@@ -648,12 +711,7 @@ fn kernel(
         ao_per_element: ao_pe,
         elements: elements as f64,
         block_elements,
-        scale_block: (c.scale_bytes > 0).then(|| {
-            (
-                r.scale_region.region,
-                c.scale_bytes as f64 / od as f64 * bd as f64,
-            )
-        }),
+        scale_block: None,
         ifm_block: Vec::new(),
         ofm_block: first_ofm_block(r, &ofm, ((0, bh), (0, bw), (0, bd))),
     };
@@ -673,7 +731,15 @@ fn kernel(
             c.pipe.ifm_block.push((ifm.region, a));
         }
     }
-    c
+    let reads = StreamReads {
+        weights: streams,
+        scale,
+        slices: slices.len() as u64,
+        spatial,
+        traffic,
+        block_depth: (bd, od),
+    };
+    (c, reads)
 }
 
 /// A block's (or a group of blocks') rows, columns and channels, each as (start, length).

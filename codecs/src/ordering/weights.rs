@@ -1,7 +1,7 @@
 //! The OHWI weight tensor the ordering reads.
 
 use super::OrderingError;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Dimensions of a weight tensor in the TRM's `weight[ofm][ky][kx][ifm]` layout.
 ///
@@ -40,11 +40,23 @@ impl WeightShape {
 ///
 /// Clones share the values (cloning copies no weight), and [`Self::identity`] tells clones
 /// of one set apart from other sets without comparing values.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct OhwiWeights {
     shape: WeightShape,
     values: Arc<[i16]>,
+    /// [`Self::is_sparse_2_4`], found the first time it is asked (shared by the clones: the
+    /// scheduling passes ask it of every operation many times).
+    sparse_2_4: Arc<OnceLock<bool>>,
 }
+
+/// Equal shapes and values (whether the sparsity was found yet does not matter).
+impl PartialEq for OhwiWeights {
+    fn eq(&self, other: &Self) -> bool {
+        self.shape == other.shape && self.values == other.values
+    }
+}
+
+impl Eq for OhwiWeights {}
 
 impl OhwiWeights {
     /// Wraps `values` in C order over `shape` (`[O][H][W][I]`).
@@ -61,6 +73,7 @@ impl OhwiWeights {
         Ok(Self {
             shape,
             values: values.into(),
+            sparse_2_4: Arc::default(),
         })
     }
 
@@ -95,6 +108,7 @@ impl OhwiWeights {
         Ok(Self {
             shape,
             values: out.into(),
+            sparse_2_4: Arc::default(),
         })
     }
 
@@ -126,6 +140,22 @@ impl OhwiWeights {
     /// clone, so that the address is not reused).
     pub fn identity(&self) -> (usize, WeightShape) {
         (self.values.as_ptr() as usize, self.shape)
+    }
+
+    /// Whether the weights satisfy TRM 3.10.63 `sparse_2_4`: every value in -127..=127 and at
+    /// most two non-zero values in every group of four consecutive input channels (a last
+    /// group of fewer included), for every output channel and kernel position. Found once per
+    /// value set.
+    pub fn is_sparse_2_4(&self) -> bool {
+        *self.sparse_2_4.get_or_init(|| {
+            let c = self.shape.ifm_depth.max(1);
+            let v = &self.values;
+            v.iter().all(|w| (-127..=127).contains(w))
+                && v.chunks(c).all(|taps| {
+                    taps.chunks(4)
+                        .all(|g| g.iter().filter(|&&w| w != 0).count() <= 2)
+                })
+        })
     }
 
     /// Whether another clone of these values lives.
@@ -163,5 +193,31 @@ mod tests {
         drop(c);
         assert!(!a.is_shared());
         assert_eq!(a.values(), &[1, -2, 3, -4]);
+    }
+
+    #[test]
+    fn sparse_2_4_is_two_non_zero_in_every_four_channels_of_int7_values() {
+        let shape = |ifm_depth| WeightShape {
+            ofm_depth: 2,
+            kernel_height: 1,
+            kernel_width: 1,
+            ifm_depth,
+        };
+        let w = |ifm_depth, v: Vec<i16>| OhwiWeights::new(shape(ifm_depth), v).unwrap();
+        // Groups of four input channels per output channel and kernel position.
+        assert!(w(4, vec![1, 0, 0, -127, 0, 5, 6, 0]).is_sparse_2_4());
+        assert!(!w(4, vec![1, 2, 3, 0, 0, 0, 0, 0]).is_sparse_2_4());
+        // 128 is outside -127..=127.
+        assert!(!w(4, vec![128, 0, 0, 0, 0, 0, 0, 0]).is_sparse_2_4());
+        // Six channels: groups 0..4 and the last two (a group of fewer), never across the
+        // output channels: [1, 1 | 0, 0, ...] starts the second channel's group.
+        assert!(w(6, vec![0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0]).is_sparse_2_4());
+        assert!(!w(6, vec![0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0]).is_sparse_2_4());
+        // Found once, shared by clones, and equality does not depend on it.
+        let a = w(4, vec![1, 2, 3, 0, 0, 0, 0, 0]);
+        let b = a.clone();
+        assert!(!a.is_sparse_2_4());
+        assert_eq!(a, w(4, vec![1, 2, 3, 0, 0, 0, 0, 0]));
+        assert!(!b.is_sparse_2_4());
     }
 }

@@ -58,17 +58,11 @@ pub struct OpGeometry {
     pub sparse_2_4: bool,
 }
 
-/// Whether OHWI weights satisfy TRM 3.10.63 `sparse_2_4`: every value in -127..=127 and at
-/// most two non-zero values in every group of four consecutive input channels (a last group
-/// of fewer included), for every output channel and kernel position.
+/// Whether OHWI weights satisfy TRM 3.10.63 `sparse_2_4` ([`OhwiWeights::is_sparse_2_4`]:
+/// every value in -127..=127 and at most two non-zero values in every group of four
+/// consecutive input channels).
 pub fn is_sparse_2_4(weights: &OhwiWeights) -> bool {
-    let c = weights.shape().ifm_depth.max(1);
-    let v = weights.values();
-    v.iter().all(|w| (-127..=127).contains(w))
-        && v.chunks(c).all(|taps| {
-            taps.chunks(4)
-                .all(|g| g.iter().filter(|&&w| w != 0).count() <= 2)
-        })
+    weights.is_sparse_2_4()
 }
 
 /// How an operation's weights are streamed to the weight decoders.
@@ -776,6 +770,10 @@ pub trait Target: Sync {
     /// other than SRAM (DRAM, flash): the off-chip traffic `npuc report` counts. Commands of
     /// another target's writer cost nothing (a programming error, caught by a debug assertion).
     fn estimate_traffic(&self, commands: &Commands) -> (u64, u64);
+    /// [`Target::estimate_traffic`] of `commands`, and of the same commands with the
+    /// operation's weight and scale streams read from region `to` at the same addresses (a
+    /// copy of them in a staging memory): what a planner compares for each candidate.
+    fn estimate_traffic_restreamed(&self, commands: &Commands, to: u8) -> [(u64, u64); 2];
     /// The compute cycles of the operation that ends `commands`, memories aside: the cost
     /// model's cycles of the NPU's units and block pipeline (U85: P17, the MAC and AO stages
     /// per block, the CC issuing the blocks, the first block's IFM read and the last one's
