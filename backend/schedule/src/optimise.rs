@@ -234,17 +234,13 @@ pub(super) fn options<'s>(
                     let (mut run, mut bytes, mut first, mut last) = (0u64, copied.1, 0u64, None);
                     for s in slices {
                         let mut sat = locs(&s.op, p, l, &none);
-                        if copy {
+                        let (c, cb) = if copy {
                             sat.ifm = (region, s.op.ifm.view.offset);
-                        }
-                        let (c, cb) = estimate_traffic(
-                            target,
-                            &s.op,
-                            block,
-                            Some(&s.enc.layout()),
-                            region,
-                            &sat,
-                        );
+                            let layout = s.enc.layout();
+                            estimate_traffic(target, &s.op, block, Some(&layout), region, &sat)
+                        } else {
+                            s.staged_traffic(target, block, region, &sat)
+                        };
                         let (d, db) = dma_traffic(s.enc.size());
                         match last {
                             None => first = d,

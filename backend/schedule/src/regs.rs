@@ -56,7 +56,7 @@ pub(super) fn locate(fm: &Fm, p: &Placement, l: &Lowered, consts: &Consts) -> (u
 /// Where an operation's feature maps are: IFM, IFM2, OFM as (region, address) and storage
 /// (a chained feature map is in chaining FIFO 0, TRM 3.6.4), and its scalar operand (which
 /// reads no memory).
-#[derive(PartialEq)]
+#[derive(Clone, PartialEq)]
 pub(super) struct Locs {
     pub(super) ifm: (u8, u64),
     pub(super) ifm2: Option<(u8, u64)>,

@@ -7,12 +7,15 @@
 //! whole operation computes.
 
 use super::geometry;
+use super::plan::estimate_traffic;
 use super::plan::par_map;
-use super::weights::{counted, encode_counted, estimated, Encoded};
+use super::regs::Locs;
+use super::weights::{counted, encode_counted, estimated, Encoded, Layout};
 use npuc_backend_lower::{Fm, Kernel, NpuOp, Requant};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
 use npuc_target::arch_interface::TargetError;
 use npuc_target::arch_interface::{BlockConfig, Target, WeightStreams};
+use std::sync::OnceLock;
 
 /// One slice: the operation restricted to its channels and its streams. A candidate
 /// ([`slices`]) keeps its weights and knows only its streams' lengths; [`encode_streams`]
@@ -21,6 +24,39 @@ use npuc_target::arch_interface::{BlockConfig, Target, WeightStreams};
 pub(super) struct Slice {
     pub op: NpuOp,
     pub enc: Encoded,
+    /// [`Slice::staged_traffic`]'s figures and what they were costed with.
+    staged: OnceLock<(StagedKey, (u64, u64))>,
+}
+
+/// What a slice's staged cost depends on besides the slice: its block, the staging region,
+/// its feature maps' locations and its streams' layout.
+type StagedKey = (BlockConfig, u8, Locs, Layout);
+
+impl Slice {
+    /// The slice's cycles and off-chip bytes run with `block`, its streams in the staging
+    /// `region` and its feature maps at `at` ([`estimate_traffic`]). The global program's
+    /// options and the greedy staging both cost every slice candidate so, where the IFM is
+    /// not copied: the first asks, the other finds the figures (a call with other arguments
+    /// is costed afresh).
+    pub(super) fn staged_traffic(
+        &self,
+        target: &dyn Target,
+        block: &BlockConfig,
+        region: u8,
+        at: &Locs,
+    ) -> (u64, u64) {
+        let layout = self.enc.layout();
+        if let Some(((b, r, a, l), cost)) = self.staged.get() {
+            if b == block && *r == region && a == at && *l == layout {
+                return *cost;
+            }
+        }
+        let cost = estimate_traffic(target, &self.op, block, Some(&layout), region, at);
+        let _ = self
+            .staged
+            .set(((*block, region, at.clone(), layout), cost));
+        cost
+    }
 }
 
 /// Whether `op` can be sliced along the OFM depth.
@@ -132,7 +168,11 @@ pub(super) fn slices(
     Some(
         ops.into_iter()
             .zip(encs)
-            .map(|(op, enc)| Slice { op, enc })
+            .map(|(op, enc)| Slice {
+                op,
+                enc,
+                staged: OnceLock::new(),
+            })
             .collect(),
     )
 }
@@ -155,4 +195,48 @@ pub(super) fn encode_streams(target: &dyn Target, slices: &mut [Slice]) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{slices, Lengths};
+    use crate::plan::estimate_traffic;
+    use crate::regs::locs;
+    use npuc_backend::arch::Accelerator;
+    use npuc_target::alloc;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_slice_staged_cost_is_found_once_for_the_same_arguments_and_afresh_for_others() {
+        let l = crate::test_models::lowered("tflite/resnet8");
+        let target = crate::test_models::target(Accelerator::U85_256);
+        let target = target.as_ref();
+        let p = alloc::allocate(&l, target.fast_storage(), &[]);
+        let cands = |op| target.block_candidates(&crate::geometry(op));
+        let mut compared = 0;
+        for op in l.ops.iter().filter(|op| super::sliceable(op)) {
+            let blocks = cands(op);
+            let Some(s) = slices(target, op, &blocks[0], 8, Lengths::Counted) else {
+                continue;
+            };
+            for slice in &s {
+                let at = locs(&slice.op, &p, &l, &BTreeMap::new());
+                let full = |block, region| {
+                    let layout = slice.enc.layout();
+                    estimate_traffic(target, &slice.op, block, Some(&layout), region, &at)
+                };
+                // Asked again, with another block and in another region: each what the
+                // cost model gives for those arguments.
+                for (block, region) in [(0, 2), (0, 2), (1, 2), (0, 1), (0, 2)] {
+                    let block = &blocks[block.min(blocks.len() - 1)];
+                    assert_eq!(
+                        slice.staged_traffic(target, block, region, &at),
+                        full(block, region)
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 20, "{compared} figures compared");
+    }
 }

@@ -474,11 +474,14 @@ pub(super) fn stage(
                 let mut last = None;
                 for s in slices {
                     let mut at = locs(&s.op, p, l, &none);
-                    if let Some(c) = &copies[k] {
-                        at.ifm = (c.dst.0, c.dst.1 + s.op.ifm.view.offset);
-                    }
-                    let (c, cb) =
-                        estimate_traffic(target, &s.op, &block, Some(&s.enc.layout()), region, &at);
+                    let (c, cb) = match &copies[k] {
+                        Some(c) => {
+                            at.ifm = (c.dst.0, c.dst.1 + s.op.ifm.view.offset);
+                            let layout = s.enc.layout();
+                            estimate_traffic(target, &s.op, &block, Some(&layout), region, &at)
+                        }
+                        None => s.staged_traffic(target, &block, region, &at),
+                    };
                     let (d, db) = dma_traffic(s.enc.size());
                     cycles += c + last.map_or_else(|| exposed(d), |l| d.saturating_sub(l));
                     bytes += cb + db;
