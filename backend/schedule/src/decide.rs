@@ -17,6 +17,7 @@ use npuc_target::arch_interface::{
 };
 use npuc_target::arch_interface::{REGION_ARENA, REGION_FAST};
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 /// The U85's own plan of one operation ([`arch::OpDecision::plan`]).
 pub(super) struct U85Plan {
@@ -248,19 +249,40 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
         (stage, with_consts, without)
     };
     if sliced.iter().any(|c| !c.is_empty()) {
-        let mut taken = std::collections::BTreeSet::new();
         let opts = optimise::options(
             target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
         );
-        let (stage, with_consts, without) = choose(&opts, &sliced);
-        taken.extend(staging::sliced_taken(&stage, &sliced));
-        if let Some(o) = &opts {
-            taken.extend(optimise::close_slices(o, CLOSE_SLICES));
-        }
-        for (lp, _, _, _) in with_consts.iter().chain(&without) {
-            taken.extend(staging::sliced_taken(lp, &sliced));
-        }
-        staging::count_taken(target, &lowered, &mut sliced, &taken);
+        // The close candidates and the greedy's are counted on the greedy's thread while the
+        // program solves; the program's others after it (the same candidates counted).
+        let close: BTreeSet<(usize, usize)> = opts
+            .iter()
+            .flat_map(|o| optimise::close_slices(o, CLOSE_SLICES))
+            .collect();
+        let ((mut counted, early), by_program) = std::thread::scope(|s| {
+            let greedy = s.spawn(|| {
+                let stage = staging::stage(
+                    target, &lowered, &plans, &placement, &chains, &cascades, &sliced,
+                );
+                let mut taken = close.clone();
+                taken.extend(staging::sliced_taken(&stage, &sliced));
+                let counted = staging::count_slices(target, &lowered, &sliced, &taken);
+                (counted, taken)
+            });
+            let with_consts = lp(&opts, true);
+            let without = with_consts
+                .as_ref()
+                .filter(|(s, _, _, _)| s.consts.is_some())
+                .and_then(|_| lp(&opts, false));
+            let by_program: BTreeSet<(usize, usize)> = with_consts
+                .iter()
+                .chain(&without)
+                .flat_map(|(lp, _, _, _)| staging::sliced_taken(lp, &sliced))
+                .collect();
+            (joined(greedy), by_program)
+        });
+        let rest: BTreeSet<(usize, usize)> = by_program.difference(&early).copied().collect();
+        counted.extend(staging::count_slices(target, &lowered, &sliced, &rest));
+        staging::keep_counted(&mut sliced, counted);
     }
     let opts = optimise::options(
         target, &lowered, &plans, &placement, &chains, &cascades, &sliced,

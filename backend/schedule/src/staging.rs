@@ -174,7 +174,7 @@ pub(super) type SliceCands = Vec<(BlockConfig, Option<Vec<slice::Slice>>)>;
 
 /// The slice candidates of every operation planned as `plans` that may be sliced (not in a
 /// cascade, not chained, with streams), their SWD stream lengths estimated from the plan's
-/// streams ([`slice::Lengths::Estimated`]; [`count_taken`] counts the ones a staging takes),
+/// streams ([`slice::Lengths::Estimated`]; [`count_slices`] counts the ones a staging takes),
 /// on every thread available: each slice depth of each operation on its own, the largest
 /// weight sets first (a large operation's depths are the longest jobs).
 pub(super) fn slice_all(
@@ -239,15 +239,19 @@ pub(super) fn sliced_taken<'a>(
     })
 }
 
-/// Counts the stream lengths of the slice candidates `taken` (operation, index; from
-/// [`sliced_taken`]) exactly, on every thread available, and drops every other candidate of
-/// [`slice_all`]'s: what stays is costed exactly (decision S24).
-pub(super) fn count_taken(
+/// Slice candidates counted ([`count_slices`]): (operation, index) and the slices, `None`
+/// where they cannot be encoded.
+pub(super) type Counted = Vec<((usize, usize), Option<Vec<slice::Slice>>)>;
+
+/// The slice candidates `taken` (operation, index; from [`sliced_taken`]) of `sliced`
+/// counted exactly, on every thread available: each with its slices, or `None` where they
+/// cannot be encoded ([`keep_counted`] puts them in place).
+pub(super) fn count_slices(
     target: &dyn Target,
     l: &Lowered,
-    sliced: &mut [SliceCands],
+    sliced: &[SliceCands],
     taken: &std::collections::BTreeSet<(usize, usize)>,
-) {
+) -> Counted {
     let jobs: Vec<(usize, usize, BlockConfig, u32)> = taken
         .iter()
         .filter_map(|&(k, i)| {
@@ -259,14 +263,35 @@ pub(super) fn count_taken(
     let counted = par_map_heaviest_first(&jobs, weight, |_, &(k, _, block, depth)| {
         slice::slices(target, &l.ops[k], &block, depth, slice::Lengths::Counted)
     });
+    jobs.iter()
+        .map(|&(k, i, _, _)| (k, i))
+        .zip(counted)
+        .collect()
+}
+
+/// Keeps the slice candidates `counted` ([`count_slices`]) in place of theirs and drops
+/// every other candidate of [`slice_all`]'s: what stays is costed exactly (decision S24).
+pub(super) fn keep_counted(sliced: &mut [SliceCands], counted: Counted) {
     for cands in sliced.iter_mut() {
         for (_, c) in cands.iter_mut() {
             *c = None;
         }
     }
-    for (&(k, i, _, _), c) in jobs.iter().zip(counted) {
+    for ((k, i), c) in counted {
         sliced[k][i].1 = c;
     }
+}
+
+/// [`count_slices`] of `taken` and [`keep_counted`].
+#[cfg(test)]
+pub(super) fn count_taken(
+    target: &dyn Target,
+    l: &Lowered,
+    sliced: &mut [SliceCands],
+    taken: &std::collections::BTreeSet<(usize, usize)>,
+) {
+    let counted = count_slices(target, l, sliced, taken);
+    keep_counted(sliced, counted);
 }
 
 /// The feature maps in the staging `region` as placed items, and what buffers may fill
