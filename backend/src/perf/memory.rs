@@ -193,7 +193,7 @@ impl MemoryTiming {
     /// Cycles of the reads (per read channel) and the writes of one operation: each channel
     /// at its sustained bandwidth on the accesses' effective bytes (P18), the read channels in
     /// parallel; all together at most the memory's bandwidth. Returns (reads, writes, both).
-    pub fn cycles(&self, reads: &[Access; READ_CHANNELS], writes: &Access) -> (f64, f64, f64) {
+    pub fn cycles(&self, reads: [&Access; READ_CHANNELS], writes: &Access) -> (f64, f64, f64) {
         let bw = self.read.bandwidth();
         let mut read_eff = 0.0;
         let mut read_max: f64 = 0.0;
@@ -238,17 +238,8 @@ mod tests {
         assert!((w - 3.2768).abs() < 1e-9, "{w}");
         let mut weights = Access::default();
         weights.add(81920, 128, 1);
-        let (r, _, both) = t.cycles(
-            &[
-                Access::default(),
-                Access::default(),
-                weights,
-                Access::default(),
-                Access::default(),
-                Access::default(),
-            ],
-            &Access::default(),
-        );
+        let none = Access::default();
+        let (r, _, both) = t.cycles([&none, &none, &weights, &none, &none, &none], &none);
         assert_eq!((r.round(), both.round()), (25000.0, 25000.0));
         // The scale channel's 16 words hold two bursts: 0.41 bytes per cycle.
         assert!((t.read_bandwidth(ReadChannel::Scale) - 0.4096).abs() < 1e-9);

@@ -257,6 +257,45 @@ pub struct PerfModel {
     timing: [MemoryTiming; NUM_MEMORIES],
 }
 
+/// The accesses of several regions to one memory channel: the one region's own where only
+/// one has any (not copied), else their merge in region order ([`Access::merge`], which the
+/// one region's accesses are as they stand).
+#[derive(Default)]
+enum Gathered<'a> {
+    #[default]
+    Nothing,
+    One(&'a Access),
+    Merged(Access),
+}
+
+impl<'a> Gathered<'a> {
+    fn add(&mut self, a: &'a Access) {
+        if a.is_empty() {
+            return;
+        }
+        *self = match std::mem::take(self) {
+            Gathered::Nothing => Gathered::One(a),
+            Gathered::One(first) => {
+                let mut m = first.clone();
+                m.merge(a);
+                Gathered::Merged(m)
+            }
+            Gathered::Merged(mut m) => {
+                m.merge(a);
+                Gathered::Merged(m)
+            }
+        };
+    }
+
+    fn get<'s>(&'s self, none: &'s Access) -> &'s Access {
+        match self {
+            Gathered::Nothing => none,
+            Gathered::One(a) => a,
+            Gathered::Merged(m) => m,
+        }
+    }
+}
+
 impl PerfModel {
     /// A model of `arch` in the system `map`.
     pub fn new(arch: ArchConfig, map: MemoryMap) -> PerfModel {
@@ -305,21 +344,23 @@ impl PerfModel {
         let mut channel_cycles = [0; 2 * NUM_MEMORIES];
         // A DMA: its read and its write, each with its memory's latency (P18).
         let mut dma_cycles = 0.0f64;
-        let mut reads: [[Access; READ_CHANNELS]; NUM_MEMORIES] = Default::default();
-        let mut writes: [Access; NUM_MEMORIES] = Default::default();
+        let mut reads: [[Gathered<'_>; READ_CHANNELS]; NUM_MEMORIES] = Default::default();
+        let mut writes: [Gathered<'_>; NUM_MEMORIES] = Default::default();
         // The scale stream is timed on the constant memory's scale channel wherever the
         // stream reads it from (P21).
         let constants = memory_index(self.map.constants);
         for r in 0..NUM_REGIONS {
             let m = memory_index(self.map.region_memory(r as u32));
-            reads[m][fm_channel as usize].merge(&cost.reads[r]);
-            reads[m][weight_channel as usize].merge(&cost.stream_reads[r]);
-            reads[constants][ReadChannel::Scale as usize].merge(&cost.scale_reads[r]);
-            writes[m].merge(&cost.writes[r]);
+            reads[m][fm_channel as usize].add(&cost.reads[r]);
+            reads[m][weight_channel as usize].add(&cost.stream_reads[r]);
+            reads[constants][ReadChannel::Scale as usize].add(&cost.scale_reads[r]);
+            writes[m].add(&cost.writes[r]);
         }
+        let none = Access::default();
         for (i, (reads, writes)) in reads.iter().zip(&writes).enumerate() {
             let t = &self.timing[i];
-            let (rc, wc, both) = t.cycles(reads, writes);
+            let (rc, wc, both) =
+                t.cycles(reads.each_ref().map(|g| g.get(&none)), writes.get(&none));
             channel_cycles[2 * i] = rc.ceil() as u64;
             channel_cycles[2 * i + 1] = wc.ceil() as u64;
             memory_cycles[i] = both.ceil() as u64;
@@ -512,6 +553,34 @@ impl PerfModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gathered_accesses_are_the_merge_of_every_region_in_order() {
+        let access = |runs: &[(u64, u64, u64)]| {
+            let mut a = Access::default();
+            for &(len, align, count) in runs {
+                a.add(len, align, count);
+            }
+            a
+        };
+        let regions = [
+            access(&[]),
+            access(&[(64, 16, 3), (7, 1, 2)]),
+            access(&[]),
+            access(&[(64, 48, 1), (32, 32, 5)]),
+            access(&[(7, 3, 4)]),
+        ];
+        let none = Access::default();
+        for n in 0..=regions.len() {
+            let mut merged = Access::default();
+            let mut gathered = Gathered::default();
+            for a in &regions[..n] {
+                merged.merge(a);
+                gathered.add(a);
+            }
+            assert_eq!(gathered.get(&none), &merged, "{n} regions");
+        }
+    }
     use crate::arch::Accelerator;
     use crate::isa::{
         encode_stream, ActivationFormat, ActivationPrecision, ActivationReverse, ActivationStorage,
