@@ -20,7 +20,7 @@ use npuc_backend::isa::{ActivationFunction, Command};
 use npuc_backend::writer::CommandWriter;
 use npuc_backend_lower::{Kernel, Lowered, NpuOp};
 use npuc_target::alloc::Placement;
-use npuc_target::arch_interface::{BlockConfig, Target, WeightStreams};
+use npuc_target::arch_interface::{BlockConfig, Registers, Target, WeightStreams};
 use npuc_target::arch_interface::{TargetError, REGION_READ_ONLY};
 use npuc_target::objective;
 use std::cell::RefCell;
@@ -94,12 +94,12 @@ pub(super) struct Costing<'a> {
     target: &'a dyn Target,
     op: &'a NpuOp,
     at: &'a Locs,
-    /// [`op_commands`] with the first candidate and no streams, without the kernel command;
-    /// empty for a RESIZE (its step registers depend on the block: costed in full).
-    base: Vec<Command>,
-    /// The kernel command.
-    cmd: Option<Command>,
-    /// The writer each candidate is written into, reused (its allocations are).
+    /// The register state [`op_commands`] with the first candidate and no streams leave,
+    /// without the kernel command ([`Target::registers_after`]), and the kernel command;
+    /// `None` for a RESIZE (its step registers depend on the block: costed in full).
+    base: Option<(Box<Registers>, Command)>,
+    /// The writer each candidate's own registers are written into, reused (its allocations
+    /// are).
     scratch: RefCell<CommandWriter>,
 }
 
@@ -111,21 +111,33 @@ impl<'a> Costing<'a> {
         block: &BlockConfig,
         at: &'a Locs,
     ) -> Costing<'a> {
-        let (base, cmd) = if matches!(op.kernel, Kernel::Resize(_)) {
-            (Vec::new(), None)
-        } else {
+        let base = (!matches!(op.kernel, Kernel::Resize(_))).then(|| {
             let mut w = CommandWriter::default();
             let (cmd, _) = op_commands(&mut w, op, block, None, at, NO_TABLE);
-            (w.commands, Some(cmd))
-        };
+            (target.registers_after(&w.commands), cmd)
+        });
         Costing {
             target,
             op,
             at,
             base,
-            cmd,
             scratch: RefCell::default(),
         }
+    }
+
+    /// The writer with `block`'s own registers (streams as `streams`) and the kernel command
+    /// written, after the base's; `None` for a RESIZE.
+    fn candidate(
+        &self,
+        block: &BlockConfig,
+        streams: Option<(&Layout, u8, u64)>,
+    ) -> Option<(std::cell::RefMut<'_, CommandWriter>, &Registers)> {
+        let (regs, cmd) = self.base.as_ref()?;
+        let mut w = self.scratch.borrow_mut();
+        w.restart_from(&[]);
+        block_commands(&mut w, self.op, block, streams);
+        w.op(*cmd);
+        Some((w, regs.as_ref()))
     }
 
     /// [`estimate_traffic`] of the operation with `block`, its streams laid out as `layout`
@@ -136,14 +148,10 @@ impl<'a> Costing<'a> {
         layout: Option<&Layout>,
         region: u8,
     ) -> (u64, u64) {
-        let Some(cmd) = self.cmd else {
-            return estimate_traffic(self.target, self.op, block, layout, region, self.at);
-        };
-        let mut w = self.scratch.borrow_mut();
-        w.restart_from(&self.base);
-        block_commands(&mut w, self.op, block, layout.map(|e| (e, region, 0)));
-        w.op(cmd);
-        self.target.estimate_traffic(&w.commands)
+        match self.candidate(block, layout.map(|e| (e, region, 0))) {
+            Some((w, regs)) => self.target.estimate_traffic_after(regs, &w.commands),
+            None => estimate_traffic(self.target, self.op, block, layout, region, self.at),
+        }
     }
 
     /// [`Costing::traffic`] with the streams read in place (region 0), and with them read
@@ -154,38 +162,25 @@ impl<'a> Costing<'a> {
         layout: Option<&Layout>,
         to: u8,
     ) -> [(u64, u64); 2] {
-        let Some(cmd) = self.cmd else {
-            return [REGION_READ_ONLY, to].map(|region| self.traffic(block, layout, region));
-        };
-        let mut w = self.scratch.borrow_mut();
-        w.restart_from(&self.base);
-        block_commands(
-            &mut w,
-            self.op,
-            block,
-            layout.map(|e| (e, REGION_READ_ONLY, 0)),
-        );
-        w.op(cmd);
-        self.target.estimate_traffic_restreamed(&w.commands, to)
+        match self.candidate(block, layout.map(|e| (e, REGION_READ_ONLY, 0))) {
+            Some((w, regs)) => self
+                .target
+                .estimate_traffic_restreamed_after(regs, &w.commands, to),
+            None => [REGION_READ_ONLY, to].map(|region| self.traffic(block, layout, region)),
+        }
     }
 
     /// The compute cycles ([`Target::estimate_compute`]) of the operation with `block`, its
     /// streams laid out as `layout` in `region`: the figure its full commands give.
     pub(super) fn compute(&self, block: &BlockConfig, layout: Option<&Layout>, region: u8) -> u64 {
-        let mut w = self.scratch.borrow_mut();
         let streams = layout.map(|e| (e, region, 0));
-        match self.cmd {
-            Some(cmd) => {
-                w.restart_from(&self.base);
-                block_commands(&mut w, self.op, block, streams);
-                w.op(cmd);
-            }
-            None => {
-                w.restart_from(&[]);
-                let (cmd, _) = op_commands(&mut w, self.op, block, streams, self.at, NO_TABLE);
-                w.op(cmd);
-            }
+        if let Some((w, regs)) = self.candidate(block, streams) {
+            return self.target.estimate_compute_after(regs, &w.commands);
         }
+        let mut w = self.scratch.borrow_mut();
+        w.restart_from(&[]);
+        let (cmd, _) = op_commands(&mut w, self.op, block, streams, self.at, NO_TABLE);
+        w.op(cmd);
         self.target.estimate_compute(&w.commands)
     }
 }

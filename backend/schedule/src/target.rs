@@ -24,7 +24,7 @@ use npuc_target::arch_interface::Optimise;
 use npuc_target::arch_interface::{
     BlockConfig, BlockNames, CommandCounts, Commands, Decided, Decisions, DisasmCommand,
     Disassembly, EncodedWeights, InvalidStream, KernelKind, LoweredView, OpEstimate, OpGeometry,
-    RegionTraffic, StreamError, StreamEstimate, Target, TargetDescription, TargetError,
+    RegionTraffic, Registers, StreamError, StreamEstimate, Target, TargetDescription, TargetError,
     WeightStreams, WorkCommand, Written,
 };
 use npuc_target::payload::TargetPayload;
@@ -237,6 +237,27 @@ impl EncodeCache {
 }
 
 impl U85Target {
+    /// [`Target::estimate_traffic`] of an operation at its register state.
+    fn traffic_of(&self, state: Option<(RegisterFile, Command)>) -> (u64, u64) {
+        state
+            .and_then(|(regs, c)| op_cost(&self.arch, &regs, &c))
+            .map_or((0, 0), |cost| self.traffic(cost))
+    }
+
+    /// [`Target::estimate_compute`] of an operation at its register state.
+    fn compute_of(&self, state: Option<(RegisterFile, Command)>) -> u64 {
+        let Some((regs, c)) = state else {
+            return 0;
+        };
+        let Some(cost) = op_compute_cost(&self.arch, &regs, &c) else {
+            return 0;
+        };
+        // A DMA's cycles are its memories': its whole cost, timed.
+        self.perf.npu_cycles(&cost).unwrap_or_else(|| {
+            op_cost(&self.arch, &regs, &c).map_or(0, |cost| self.perf.op(0, "", cost).npu_cycles)
+        })
+    }
+
     /// The cycles and off-chip (DRAM, flash) bytes of an operation's cost, timed.
     fn traffic(&self, cost: OpCost) -> (u64, u64) {
         let p = self.perf.op(0, "", cost);
@@ -382,11 +403,25 @@ fn round_up(v: u32, m: u32) -> u32 {
 /// command that is not a register write: what the cost model costs. `None` for another
 /// target's commands (a programming error) or without such a command.
 fn final_state(commands: &Commands) -> Option<(RegisterFile, Command)> {
+    replay(RegisterFile::default(), commands)
+}
+
+/// [`final_state`] of `commands` written after the commands that left `base` (a
+/// [`RegisterFile`] of [`Target::registers_after`]).
+fn final_state_after(base: &Registers, commands: &Commands) -> Option<(RegisterFile, Command)> {
+    let Some(base) = base.downcast_ref::<RegisterFile>() else {
+        debug_assert!(false, "registers of another target");
+        return None;
+    };
+    replay(base.clone(), commands)
+}
+
+/// `regs` after `commands`, and the last command that is not a register write.
+fn replay(mut regs: RegisterFile, commands: &Commands) -> Option<(RegisterFile, Command)> {
     let Some(commands) = commands.downcast_ref::<Vec<Command>>() else {
         debug_assert!(false, "commands of another target's writer");
         return None;
     };
-    let mut regs = RegisterFile::default();
     let mut last = None;
     for c in commands {
         if !regs.apply(c) {
@@ -661,13 +696,33 @@ impl Target for U85Target {
     }
 
     fn estimate_traffic(&self, commands: &Commands) -> (u64, u64) {
-        final_state(commands)
-            .and_then(|(regs, c)| op_cost(&self.arch, &regs, &c))
-            .map_or((0, 0), |cost| self.traffic(cost))
+        self.traffic_of(final_state(commands))
     }
 
-    fn estimate_traffic_restreamed(&self, commands: &Commands, to: u8) -> [(u64, u64); 2] {
-        let Some((regs, c)) = final_state(commands) else {
+    fn registers_after(&self, commands: &Commands) -> Box<Registers> {
+        let mut regs = RegisterFile::default();
+        match commands.downcast_ref::<Vec<Command>>() {
+            Some(commands) => {
+                for c in commands {
+                    regs.apply(c);
+                }
+            }
+            None => debug_assert!(false, "commands of another target's writer"),
+        }
+        Box::new(regs)
+    }
+
+    fn estimate_traffic_after(&self, base: &Registers, commands: &Commands) -> (u64, u64) {
+        self.traffic_of(final_state_after(base, commands))
+    }
+
+    fn estimate_traffic_restreamed_after(
+        &self,
+        base: &Registers,
+        commands: &Commands,
+        to: u8,
+    ) -> [(u64, u64); 2] {
+        let Some((regs, c)) = final_state_after(base, commands) else {
             return [(0, 0); 2];
         };
         if let Some((here, there)) = op_cost_restreamed(&self.arch, &regs, &c, to) {
@@ -682,16 +737,11 @@ impl Target for U85Target {
     }
 
     fn estimate_compute(&self, commands: &Commands) -> u64 {
-        let Some((regs, c)) = final_state(commands) else {
-            return 0;
-        };
-        let Some(cost) = op_compute_cost(&self.arch, &regs, &c) else {
-            return 0;
-        };
-        // A DMA's cycles are its memories': its whole cost, timed.
-        self.perf.npu_cycles(&cost).unwrap_or_else(|| {
-            op_cost(&self.arch, &regs, &c).map_or(0, |cost| self.perf.op(0, "", cost).npu_cycles)
-        })
+        self.compute_of(final_state(commands))
+    }
+
+    fn estimate_compute_after(&self, base: &Registers, commands: &Commands) -> u64 {
+        self.compute_of(final_state_after(base, commands))
     }
 
     /// Kernel commands are NPU_OP_CONV, _DEPTHWISE, _POOL, _ELEMENTWISE and _RESIZE, DMA

@@ -107,6 +107,9 @@ pub struct BlockNames {
 /// the passes: they take it from the writer and hand it back to the same target's cost model.
 pub type Commands = dyn std::any::Any;
 
+/// A register state of a target's own type ([`Target::registers_after`]): opaque to the driver.
+pub type Registers = dyn std::any::Any + Send + Sync;
+
 /// Encoded weights of one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodedWeights {
@@ -770,10 +773,25 @@ pub trait Target: Sync {
     /// other than SRAM (DRAM, flash): the off-chip traffic `npuc report` counts. Commands of
     /// another target's writer cost nothing (a programming error, caught by a debug assertion).
     fn estimate_traffic(&self, commands: &Commands) -> (u64, u64);
-    /// [`Target::estimate_traffic`] of `commands`, and of the same commands with the
-    /// operation's weight and scale streams read from region `to` at the same addresses (a
-    /// copy of them in a staging memory): what a planner compares for each candidate.
-    fn estimate_traffic_restreamed(&self, commands: &Commands, to: u8) -> [(u64, u64); 2];
+    /// The register state `commands` (this target's writer's) leave from reset: what a
+    /// planner writes many candidates of one operation after ([`Target::estimate_traffic_after`]).
+    fn registers_after(&self, commands: &Commands) -> Box<Registers>;
+    /// [`Target::estimate_traffic`] of the operation that ends `commands`, written after the
+    /// commands that left `base` ([`Target::registers_after`]): the figures of the whole
+    /// sequence, without replaying the commands before.
+    fn estimate_traffic_after(&self, base: &Registers, commands: &Commands) -> (u64, u64);
+    /// [`Target::estimate_traffic_after`], and the same with the operation's weight and scale
+    /// streams read from region `to` at the same addresses (a copy of them in a staging
+    /// memory): what a planner compares for each candidate.
+    fn estimate_traffic_restreamed_after(
+        &self,
+        base: &Registers,
+        commands: &Commands,
+        to: u8,
+    ) -> [(u64, u64); 2];
+    /// [`Target::estimate_compute`] of the operation that ends `commands`, written after the
+    /// commands that left `base`.
+    fn estimate_compute_after(&self, base: &Registers, commands: &Commands) -> u64;
     /// The compute cycles of the operation that ends `commands`, memories aside: the cost
     /// model's cycles of the NPU's units and block pipeline (U85: P17, the MAC and AO stages
     /// per block, the CC issuing the blocks, the first block's IFM read and the last one's
