@@ -22,7 +22,8 @@
 //! Vela's compile time for the same network, configuration and memory system (the wall time
 //! of the `vela` process, Python start-up included); without one it is not measured.
 //! The networks too large for the per-model test sweeps (`corpus.json` `"large"`, files in
-//! `models/large/`) follow as rows of their own, outside the total.
+//! `models/large/`) follow as rows of their own, outside the total. `VS_VELA_RUNS=N` times
+//! each compile N times (both compilers) and reports the medians (default 1).
 
 use npuc::artifact::Artifact;
 use npuc::compile::Options;
@@ -87,8 +88,37 @@ fn find_vela() -> Option<PathBuf> {
     ok.then_some(exe)
 }
 
-/// Wall time in milliseconds of Vela compiling `model` for `acc` in `sys` / `mode`.
+/// How many times each compile is timed (`VS_VELA_RUNS`, default 1; the median is reported).
+fn runs() -> usize {
+    std::env::var("VS_VELA_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1usize)
+        .max(1)
+}
+
+/// The median of `times` (not empty).
+fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    let n = times.len();
+    if n % 2 == 1 {
+        times[n / 2]
+    } else {
+        (times[n / 2 - 1] + times[n / 2]) / 2.0
+    }
+}
+
+/// Median wall time in milliseconds of Vela compiling `model` for `acc` in `sys` / `mode`
+/// ([`runs`] times).
 fn vela_ms(vela: &Path, model: &Path, acc: Accelerator, sys: &str, mode: &str) -> Option<f64> {
+    let times = (0..runs())
+        .map(|_| vela_once(vela, model, acc, sys, mode))
+        .collect::<Option<Vec<f64>>>()?;
+    Some(median(times))
+}
+
+/// Wall time in milliseconds of Vela compiling `model` for `acc` in `sys` / `mode`.
+fn vela_once(vela: &Path, model: &Path, acc: Accelerator, sys: &str, mode: &str) -> Option<f64> {
     let out = std::env::temp_dir().join(format!("npuc-vs-vela-{}", std::process::id()));
     let t = Instant::now();
     let status = Command::new(vela)
@@ -203,8 +233,9 @@ fn main() {
     println!("Rows with npuc CPU operators exclude those operators from npuc's figures (Vela runs them on the NPU).");
     match vela {
         Some(v) => println!(
-            "Compile time over all rows: npuc {npuc_ms:.0} ms, Vela {vela_total_ms:.0} ms ({}, wall time of each process).",
-            v.display()
+            "Compile time over all rows: npuc {npuc_ms:.0} ms, Vela {vela_total_ms:.0} ms ({}, wall time of each process, median of {} runs).",
+            v.display(),
+            runs()
         ),
         None => println!(
             "Compile time over all rows: npuc {npuc_ms:.0} ms; Vela's is not measured (no `vela` on PATH and no $VELA)."
@@ -275,7 +306,13 @@ fn compare(
     };
     let t = Instant::now();
     let out = npuc::tflite_out::compile_tflite(bytes, &options, &mut |_| {});
-    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut times = vec![t.elapsed().as_secs_f64() * 1e3];
+    for _ in 1..runs() {
+        let t = Instant::now();
+        let _ = npuc::tflite_out::compile_tflite(bytes, &options, &mut |_| {});
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let ms = median(times);
     let out = match out {
         Ok(o) => o,
         Err(e) => {
