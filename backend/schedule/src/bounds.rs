@@ -5,18 +5,13 @@
 use super::decide::{self, U85Decisions};
 use super::geometry;
 use super::plan::par_map_heaviest_first;
-use super::plan::Costing;
-use super::regs::{locs, op_commands};
+use super::plan::{estimate_compute, Costing};
+use super::regs::locs;
 use super::weights::{Encoded, Layout};
-use npuc_backend::isa::ActivationFunction;
-use npuc_backend::writer::CommandWriter;
 use npuc_backend_lower::{Kernel, NpuOp};
 use npuc_target::arch_interface::REGION_READ_ONLY;
 use npuc_target::arch_interface::{BlockConfig, Decisions, LoweredView, Target, WeightStreams};
 use std::collections::BTreeMap;
-
-/// No activation table: the bound takes the operation without its LUT.
-const NO_TABLE: (ActivationFunction, u8) = (ActivationFunction::LutNone, 0);
 
 /// The attainable compute bound of `d`'s operations: for each operation, the fewest compute
 /// cycles ([`Target::estimate_compute`]: its NPU cycles, memories aside) of any
@@ -74,13 +69,7 @@ fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
         let costing = shared.then(|| Costing::new(target, op, &plan.block, &at));
         let compute = |block: &BlockConfig, layout: Option<&Layout>| match &costing {
             Some(costing) => costing.compute(block, layout, streams_in),
-            None => {
-                let mut w = CommandWriter::default();
-                let streams = layout.map(|e| (e, streams_in, 0));
-                let cmd = op_commands(&mut w, op, block, streams, &at, NO_TABLE).0;
-                w.op(cmd);
-                target.estimate_compute(&w.commands)
-            }
+            None => estimate_compute(target, op, block, layout, streams_in, &at),
         };
         let taken = plan.enc.as_ref().map(Encoded::layout);
         let mut best = compute(&plan.block, taken.as_ref());

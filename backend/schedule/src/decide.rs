@@ -229,23 +229,27 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
             )
         })
     };
-    // The greedy, the program, and where the program's schedule copies the constants the same
-    // program without the copy, whose bytes the streams may then take (S14). The greedy and
-    // the program are independent: each on a thread of its own.
+    // The program, and where its schedule copies the constants the same program without the
+    // copy, whose bytes the streams may then take (S14).
+    let programs = |opts: &Option<optimise::Options>| {
+        let with_consts = lp(opts, true);
+        let without = with_consts
+            .as_ref()
+            .filter(|(s, _, _, _)| s.consts.is_some())
+            .and_then(|_| lp(opts, false));
+        (with_consts, without)
+    };
+    // The greedy and the programs are independent: the greedy on a thread of its own.
     let choose = |opts: &Option<optimise::Options>, sliced: &[staging::SliceCands]| {
-        let (stage, with_consts) = std::thread::scope(|s| {
+        let (stage, (with_consts, without)) = std::thread::scope(|s| {
             let stage = s.spawn(|| {
                 staging::stage(
                     target, &lowered, &plans, &placement, &chains, &cascades, sliced,
                 )
             });
-            let with_consts = lp(opts, true);
-            (joined(stage), with_consts)
+            let programs = programs(opts);
+            (joined(stage), programs)
         });
-        let without = with_consts
-            .as_ref()
-            .filter(|(s, _, _, _)| s.consts.is_some())
-            .and_then(|_| lp(opts, false));
         (stage, with_consts, without)
     };
     if sliced.iter().any(|c| !c.is_empty()) {
@@ -268,11 +272,7 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
                 let counted = staging::count_slices(target, &lowered, &sliced, &taken);
                 (counted, taken)
             });
-            let with_consts = lp(&opts, true);
-            let without = with_consts
-                .as_ref()
-                .filter(|(s, _, _, _)| s.consts.is_some())
-                .and_then(|_| lp(&opts, false));
+            let (with_consts, without) = programs(&opts);
             let by_program: BTreeSet<(usize, usize)> = with_consts
                 .iter()
                 .chain(&without)

@@ -60,10 +60,7 @@ pub(crate) fn geometry(op: &NpuOp) -> OpGeometry {
             AccFormat::I48 => 8,
         },
         weights: op.weights.is_some(),
-        sparse_2_4: op
-            .weights
-            .as_ref()
-            .is_some_and(npuc_target::arch_interface::is_sparse_2_4),
+        sparse_2_4: op.weights.as_ref().is_some_and(|w| w.is_sparse_2_4()),
     }
 }
 

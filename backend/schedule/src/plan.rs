@@ -74,6 +74,32 @@ pub(super) fn estimate_traffic(
     region: u8,
     at: &Locs,
 ) -> (u64, u64) {
+    target.estimate_traffic(&full_commands(op, block, layout, region, at))
+}
+
+/// The compute cycles ([`Target::estimate_compute`]) of `op` with `block`, its streams laid
+/// out as `layout` in `region`.
+pub(super) fn estimate_compute(
+    target: &dyn Target,
+    op: &NpuOp,
+    block: &BlockConfig,
+    layout: Option<&Layout>,
+    region: u8,
+    at: &Locs,
+) -> u64 {
+    target.estimate_compute(&full_commands(op, block, layout, region, at))
+}
+
+/// `op`'s complete commands with `block`, its streams laid out as `layout` in `region` and its
+/// feature maps at `at`, ending with the kernel command (without the activation table:
+/// [`NO_TABLE`]).
+fn full_commands(
+    op: &NpuOp,
+    block: &BlockConfig,
+    layout: Option<&Layout>,
+    region: u8,
+    at: &Locs,
+) -> Vec<Command> {
     let mut w = CommandWriter::default();
     let (cmd, _) = op_commands(
         &mut w,
@@ -84,7 +110,7 @@ pub(super) fn estimate_traffic(
         NO_TABLE,
     );
     w.op(cmd);
-    target.estimate_traffic(&w.commands)
+    w.commands
 }
 
 /// The cost model of one operation's block candidates ([`estimate_traffic`]'s figures), with
@@ -173,15 +199,10 @@ impl<'a> Costing<'a> {
     /// The compute cycles ([`Target::estimate_compute`]) of the operation with `block`, its
     /// streams laid out as `layout` in `region`: the figure its full commands give.
     pub(super) fn compute(&self, block: &BlockConfig, layout: Option<&Layout>, region: u8) -> u64 {
-        let streams = layout.map(|e| (e, region, 0));
-        if let Some((w, regs)) = self.candidate(block, streams) {
-            return self.target.estimate_compute_after(regs, &w.commands);
+        match self.candidate(block, layout.map(|e| (e, region, 0))) {
+            Some((w, regs)) => self.target.estimate_compute_after(regs, &w.commands),
+            None => estimate_compute(self.target, self.op, block, layout, region, self.at),
         }
-        let mut w = self.scratch.borrow_mut();
-        w.restart_from(&[]);
-        let (cmd, _) = op_commands(&mut w, self.op, block, streams, self.at, NO_TABLE);
-        w.op(cmd);
-        self.target.estimate_compute(&w.commands)
     }
 }
 

@@ -282,18 +282,6 @@ pub(super) fn keep_counted(sliced: &mut [SliceCands], counted: Counted) {
     }
 }
 
-/// [`count_slices`] of `taken` and [`keep_counted`].
-#[cfg(test)]
-pub(super) fn count_taken(
-    target: &dyn Target,
-    l: &Lowered,
-    sliced: &mut [SliceCands],
-    taken: &std::collections::BTreeSet<(usize, usize)>,
-) {
-    let counted = count_slices(target, l, sliced, taken);
-    keep_counted(sliced, counted);
-}
-
 /// The feature maps in the staging `region` as placed items, and what buffers may fill
 /// ([`stage`]'s high-water mark). Staging is for speed (`--optimise performance`; nothing
 /// is staged optimising for size): buffers may use the whole staging memory, above the
@@ -766,7 +754,7 @@ fn input_ring(
 
 #[cfg(test)]
 mod tests {
-    use super::{count_taken, slice_all, Staged};
+    use super::{count_slices, keep_counted, slice_all, Staged};
     use crate::decide::{decide, u85};
     use crate::plan::{self, OpPlan};
     use crate::slice::{self, Lengths};
@@ -806,7 +794,8 @@ mod tests {
             .iter()
             .map(|&(k, i)| (k, depth(&sliced[k][i].1)))
             .collect();
-        count_taken(target, &l, &mut sliced, &taken);
+        let counted = count_slices(target, &l, &sliced, &taken);
+        keep_counted(&mut sliced, counted);
         let mut estimates_differ = false;
         for (k, cands) in sliced.iter().enumerate() {
             for (i, (block, c)) in cands.iter().enumerate() {

@@ -397,8 +397,6 @@ fn round_up(v: u32, m: u32) -> u32 {
     v.div_ceil(m) * m
 }
 
-/// [`stream_lengths`], with the SWD encoder's plans of the streams (FWD: none), from which
-/// `encode_weights` makes them.
 /// The register state `commands` (this target's writer's) leave from reset, and the last
 /// command that is not a register write: what the cost model costs. `None` for another
 /// target's commands (a programming error) or without such a command.
@@ -418,6 +416,13 @@ fn final_state_after(base: &Registers, commands: &Commands) -> Option<(RegisterF
 
 /// `regs` after `commands`, and the last command that is not a register write.
 fn replay(mut regs: RegisterFile, commands: &Commands) -> Option<(RegisterFile, Command)> {
+    let last = apply_all(&mut regs, commands)?;
+    last.map(|c| (regs, c))
+}
+
+/// Applies `commands` (this target's writer's) to `regs`: the last command that is not a
+/// register write, if any; `None` for another target's commands (a programming error).
+fn apply_all(regs: &mut RegisterFile, commands: &Commands) -> Option<Option<Command>> {
     let Some(commands) = commands.downcast_ref::<Vec<Command>>() else {
         debug_assert!(false, "commands of another target's writer");
         return None;
@@ -428,9 +433,11 @@ fn replay(mut regs: RegisterFile, commands: &Commands) -> Option<(RegisterFile, 
             last = Some(*c);
         }
     }
-    last.map(|c| (regs, c))
+    Some(last)
 }
 
+/// [`stream_lengths`], with the SWD encoder's plans of the streams (FWD: none), from which
+/// `encode_weights` makes them.
 fn planned_lengths(
     ordering: &WeightOrdering,
     format: WeightFormat,
@@ -701,14 +708,7 @@ impl Target for U85Target {
 
     fn registers_after(&self, commands: &Commands) -> Box<Registers> {
         let mut regs = RegisterFile::default();
-        match commands.downcast_ref::<Vec<Command>>() {
-            Some(commands) => {
-                for c in commands {
-                    regs.apply(c);
-                }
-            }
-            None => debug_assert!(false, "commands of another target's writer"),
-        }
+        apply_all(&mut regs, commands);
         Box::new(regs)
     }
 

@@ -360,15 +360,7 @@ pub fn op_cost_restreamed(
     command: &Command,
     to: u8,
 ) -> Option<(OpCost, OpCost)> {
-    let (kind, flags) = match *command {
-        Command::OpConv(c) => (OpKind::Conv, (c.weights_ifm2 == 1, false)),
-        Command::OpDepthwise(_) => (OpKind::Depthwise, (false, false)),
-        Command::OpPool(p) => (
-            OpKind::Pool,
-            (false, p.pooling_mode == PoolingMode::ReduceSum),
-        ),
-        _ => return None,
-    };
+    let (kind, flags) = kernel_kind(command)?;
     let (mut c, reads) = kernel_without_streams(arch, r, kind, flags, Walk::Traffic);
     let mut moved = c.clone();
     reads.apply(&mut c, (r.weight_region.region, r.scale_region.region));
@@ -397,25 +389,27 @@ fn op_cost_with(
     command: &Command,
     walk: Walk,
 ) -> Option<OpCost> {
+    if let Some((kind, flags)) = kernel_kind(command) {
+        return Some(kernel(arch, r, kind, flags, walk));
+    }
     match *command {
-        Command::OpConv(c) => Some(kernel(
-            arch,
-            r,
-            OpKind::Conv,
-            (c.weights_ifm2 == 1, false),
-            walk,
-        )),
-        Command::OpDepthwise(_) => Some(kernel(arch, r, OpKind::Depthwise, (false, false), walk)),
-        Command::OpPool(p) => Some(kernel(
-            arch,
-            r,
-            OpKind::Pool,
-            (false, p.pooling_mode == PoolingMode::ReduceSum),
-            walk,
-        )),
         Command::OpElementwise(e) => Some(elementwise(arch, r, e.elementwise_mode)),
         Command::OpResize(_) => Some(resize(arch, r)),
         Command::OpDmaStart(_) => Some(dma(r)),
+        _ => None,
+    }
+}
+
+/// What [`kernel`] costs of a CONV, DEPTHWISE or POOL command: its kind and
+/// `(weights_ifm2, reduce_sum)`; `None` for any other command.
+fn kernel_kind(command: &Command) -> Option<(OpKind, (bool, bool))> {
+    match *command {
+        Command::OpConv(c) => Some((OpKind::Conv, (c.weights_ifm2 == 1, false))),
+        Command::OpDepthwise(_) => Some((OpKind::Depthwise, (false, false))),
+        Command::OpPool(p) => Some((
+            OpKind::Pool,
+            (false, p.pooling_mode == PoolingMode::ReduceSum),
+        )),
         _ => None,
     }
 }

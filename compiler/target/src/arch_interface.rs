@@ -53,16 +53,10 @@ pub struct OpGeometry {
     pub acc_bytes: u32,
     /// The operation has a weight stream (a CONV taking its weights from IFM2 has none).
     pub weights: bool,
-    /// Its weights are 2:4 sparse (TRM 3.10.63: in -127..127, at most two non-zero in every
-    /// group of four consecutive input channels), so a convolution may run sparse.
+    /// Its weights are 2:4 sparse ([`OhwiWeights::is_sparse_2_4`], TRM 3.10.63: in -127..127,
+    /// at most two non-zero in every group of four consecutive input channels), so a
+    /// convolution may run sparse.
     pub sparse_2_4: bool,
-}
-
-/// Whether OHWI weights satisfy TRM 3.10.63 `sparse_2_4` ([`OhwiWeights::is_sparse_2_4`]:
-/// every value in -127..=127 and at most two non-zero values in every group of four
-/// consecutive input channels).
-pub fn is_sparse_2_4(weights: &OhwiWeights) -> bool {
-    weights.is_sparse_2_4()
 }
 
 /// How an operation's weights are streamed to the weight decoders.
