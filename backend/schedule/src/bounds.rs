@@ -4,13 +4,13 @@
 
 use super::decide::{self, U85Decisions};
 use super::geometry;
-use super::plan::par_map_heaviest_first;
 use super::plan::{estimate_compute, Costing};
 use super::regs::locs;
 use super::weights::{Encoded, Layout};
 use npuc_backend_lower::{Kernel, NpuOp};
 use npuc_target::arch_interface::REGION_READ_ONLY;
 use npuc_target::arch_interface::{BlockConfig, Decisions, LoweredView, Target, WeightStreams};
+use npuc_target::parallel;
 use std::collections::BTreeMap;
 
 /// The attainable compute bound of `d`'s operations: for each operation, the fewest compute
@@ -46,7 +46,7 @@ fn bounds(target: &dyn Target, d: &U85Decisions, shared: bool) -> Vec<u64> {
     let none = BTreeMap::new();
     let sram = (0u8..8).find(|&r| target.region_memory(r) == "Sram");
     // Each operation on its own, on every thread available (the output in order).
-    par_map_heaviest_first(&l.ops, candidates_work, |k, op| {
+    parallel::map_heaviest_first(&l.ops, candidates_work, |k, op| {
         let chained = k > 0 && d.ops[k - 1].chain.is_some();
         if chained || matches!(op.kernel, Kernel::Dma(_)) {
             return 0;

@@ -24,7 +24,7 @@
 //! estimates as placed; the set of non-overlapping cascades with the largest saving is taken.
 
 use super::chain;
-use super::plan::{estimate_traffic, par_map, Costing, OpPlan};
+use super::plan::{estimate_traffic, Costing, OpPlan};
 use super::regs::{locs_with, Consts, Locs, Wrap};
 use super::weights::{self, Layout};
 use npuc_backend::isa::{ActivationReverse, ActivationTranspose, IfmUpscaleMode};
@@ -35,6 +35,7 @@ use npuc_target::alloc::Placement;
 use npuc_target::arch_interface::{BlockConfig, Target, WeightStreams};
 use npuc_target::arch_interface::{REGION_ARENA, REGION_FAST, REGION_READ_ONLY};
 use npuc_target::objective;
+use npuc_target::parallel;
 use std::collections::{BTreeMap, HashMap};
 
 /// Band heights (rows of the last operation's OFM) tried.
@@ -603,7 +604,7 @@ pub(super) fn member_plans(
         .collect();
     let chosen = {
         let plans: &[OpPlan] = plans;
-        par_map(&members, |_, &(c, j)| {
+        parallel::map(&members, |_, &(c, j)| {
             member_plan(target, l, p, c, j, &plans[j])
         })
     };
@@ -779,7 +780,7 @@ fn ring_plan(
     // registers and figures), their sums in order.
     let cands = target.block_candidates(&super::geometry(op));
     let runs: Vec<&[BlockConfig]> = cands.chunks(cands.len().div_ceil(8).max(1)).collect();
-    let sums = par_map(&runs, |_, run| {
+    let sums = parallel::map(&runs, |_, run| {
         let mut costing = MemberCosting::new(target, &pieces, &plan.block, region);
         let mut out = Vec::new();
         for cand in run.iter() {

@@ -10,12 +10,13 @@ use super::optimise::{self, Choice};
 use super::plan::{self, OpPlan};
 use super::staging::{self, ConstCopy, IfmCopy, Staged, Staging};
 use super::weights::{encode_counted, Encoded};
-use npuc_backend_lower::Lowered;
+use npuc_backend_lower::{Lowered, NpuOp};
 use npuc_target::alloc::{self, Placement};
 use npuc_target::arch_interface::{
     self as arch, Alternative, Decided, Decisions, LoweredView, Target, TargetError,
 };
 use npuc_target::arch_interface::{REGION_ARENA, REGION_FAST};
+use npuc_target::parallel;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
@@ -463,29 +464,48 @@ fn neutral(ops: Vec<OpDecision>, cascades: &[Cascade]) -> Vec<arch::OpDecision> 
 
 /// The candidates were costed by their streams' lengths: makes the streams of the ones
 /// chosen, each operation's plan or, for one staged in slices, its slices' (the plan's are
-/// not written then). On every thread available: the operations are independent.
+/// not written then). On every thread available, the largest weight sets first: the
+/// operations and slices are independent, and a large one taken last would keep one thread
+/// busy alone.
 fn encode_chosen(
     target: &dyn Target,
     l: &Lowered,
     ops: &mut [OpDecision],
 ) -> Result<(), TargetError> {
-    let made = plan::par_map(ops, |k, o| -> Result<Option<Encoded>, TargetError> {
+    // Every encoding to make: (operation, its slice or `None` for its own streams, the
+    // operation or slice, its counted streams).
+    let mut work: Vec<(usize, Option<usize>, &NpuOp, &Encoded)> = Vec::new();
+    for (k, o) in ops.iter().enumerate() {
         match (&o.staged, &o.plan.enc) {
-            (Staged::Sliced { .. }, _) | (_, None) => Ok(None),
-            (_, Some(e)) if e.streams.len() == e.stream_lens.len() => Ok(None),
-            (_, Some(e)) => {
-                let mut e = e.clone();
-                encode_counted(target, &l.ops[k], &mut e)?;
-                Ok(Some(e))
+            (Staged::Sliced { slices, .. }, _) => work.extend(
+                (slices.iter().enumerate())
+                    .filter(|(_, s)| s.op.weights.is_some())
+                    .map(|(j, s)| (k, Some(j), &s.op, &s.enc)),
+            ),
+            (_, Some(e)) if e.streams.len() != e.stream_lens.len() => {
+                work.push((k, None, &l.ops[k], e));
             }
+            _ => {}
         }
+    }
+    let weight = |w: &(usize, Option<usize>, &NpuOp, &Encoded)| {
+        w.2.weights
+            .as_ref()
+            .map_or(0, |wt| wt.values().len() as u64)
+    };
+    let made = parallel::map_heaviest_first(&work, weight, |_, &(_, _, op, enc)| {
+        let mut e = enc.clone();
+        encode_counted(target, op, &mut e).map(|()| e)
     });
-    for (o, e) in ops.iter_mut().zip(made) {
-        if let Some(e) = e? {
-            o.plan.enc = Some(e);
-        }
-        if let Staged::Sliced { slices, .. } = &mut o.staged {
-            super::slice::encode_streams(target, slices)?;
+    let keys: Vec<(usize, Option<usize>)> = work.iter().map(|&(k, j, _, _)| (k, j)).collect();
+    for ((k, j), e) in keys.into_iter().zip(made) {
+        let e = e?;
+        match (j, &mut ops[k].staged) {
+            (Some(j), Staged::Sliced { slices, .. }) => {
+                slices[j].enc = e;
+                slices[j].op.weights = None;
+            }
+            _ => ops[k].plan.enc = Some(e),
         }
     }
     Ok(())

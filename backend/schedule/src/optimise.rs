@@ -21,7 +21,7 @@
 //! option that fits. `emit` keeps this schedule only when its whole stream's estimate beats
 //! the greedy's.
 
-use super::plan::{estimate_traffic, par_map, par_map_heaviest_first, OpPlan};
+use super::plan::{estimate_traffic, OpPlan};
 use super::regs::locs;
 use super::staging::{self, ConstCopy, IfmCopy, SliceCands, Staged, Staging, StagingSpan};
 use super::{cascade, chain, weights};
@@ -32,6 +32,7 @@ use npuc_target::alloc::{self, Item, Placement};
 use npuc_target::arch_interface::{Target, WeightStreams};
 use npuc_target::arch_interface::{REGION_FAST, REGION_READ_ONLY};
 use npuc_target::objective;
+use npuc_target::parallel;
 use std::collections::BTreeMap;
 
 /// Branch-and-bound nodes the solver may explore: the deterministic time budget.
@@ -127,7 +128,7 @@ pub(super) fn options<'s>(
         target.estimate_traffic(&w.commands)
     };
     let copy_traffic = staging::copy_traffic(target, region);
-    let ops: Vec<Vec<Opt>> = par_map(&l.ops, |k, op| {
+    let ops: Vec<Vec<Opt>> = parallel::map(&l.ops, |k, op| {
         if in_cascade[k] {
             return Vec::new();
         }
@@ -889,20 +890,21 @@ pub(super) fn cascades(
             .map(|j| u64::from(l.ops[j].ofm.shape.0))
             .sum::<u64>()
     };
-    let per_window: Vec<Vec<cascade::Band>> = par_map_heaviest_first(&windows, rows, |_, &w| {
-        let bands = cascade::bands(target, l, p, plans, w, fast);
-        let cheapest = (0..bands.len()).min_by_key(|&i| {
-            let b = &bands[i];
-            (objective::cost((b.cycles + b.dma, b.offchip)), b.bytes, i)
+    let per_window: Vec<Vec<cascade::Band>> =
+        parallel::map_heaviest_first(&windows, rows, |_, &w| {
+            let bands = cascade::bands(target, l, p, plans, w, fast);
+            let cheapest = (0..bands.len()).min_by_key(|&i| {
+                let b = &bands[i];
+                (objective::cost((b.cycles + b.dma, b.offchip)), b.bytes, i)
+            });
+            let smallest = (0..bands.len()).min_by_key(|&i| (bands[i].bytes, i));
+            let mut keep: Vec<usize> = cheapest.into_iter().chain(smallest).collect();
+            keep.sort_unstable();
+            keep.dedup();
+            keep.into_iter()
+                .map(|i| bands[i].clone())
+                .collect::<Vec<_>>()
         });
-        let smallest = (0..bands.len()).min_by_key(|&i| (bands[i].bytes, i));
-        let mut keep: Vec<usize> = cheapest.into_iter().chain(smallest).collect();
-        keep.sort_unstable();
-        keep.dedup();
-        keep.into_iter()
-            .map(|i| bands[i].clone())
-            .collect::<Vec<_>>()
-    });
     let bands: Vec<cascade::Band> = per_window.into_iter().flatten().collect();
     if bands.is_empty() {
         return None;

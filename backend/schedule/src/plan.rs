@@ -23,6 +23,7 @@ use npuc_target::alloc::Placement;
 use npuc_target::arch_interface::{BlockConfig, Registers, Target, WeightStreams};
 use npuc_target::arch_interface::{TargetError, REGION_READ_ONLY};
 use npuc_target::objective;
+use npuc_target::parallel;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -220,7 +221,7 @@ pub(super) fn plan(
 ) -> Result<Vec<OpPlan>, TargetError> {
     let none = BTreeMap::new();
     // Operations are planned independently: on every thread available, the heaviest first.
-    par_map_heaviest_first(&l.ops, plan_weight, |k, op| {
+    parallel::map_heaviest_first(&l.ops, plan_weight, |k, op| {
         if let Some(e) = earlier {
             if let (Some((op0, at0)), Some(plan0)) = (e.keys.get(k), e.plans.get(k)) {
                 if op0 == op && *at0 == locs(op, p, l, &none) {
@@ -257,54 +258,6 @@ impl Planned {
     pub(super) fn into_plans(self) -> Vec<OpPlan> {
         self.plans
     }
-}
-
-/// `f(i, &items[i])` for every item, in order, computed on up to `available_parallelism`
-/// threads that take the next item as they finish one. The results do not depend on which
-/// thread computes what, so the output is the sequential one.
-pub(super) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
-    par_map_heaviest_first(items, |_| 0, f)
-}
-
-/// [`par_map`] with the items taken heaviest first by `weight` (an estimate of their work;
-/// ties in order), so that the threads finish close together: a heavy item taken last
-/// would leave the other threads idle. The output is in the items' order, as [`par_map`]'s.
-pub(super) fn par_map_heaviest_first<T: Sync, R: Send>(
-    items: &[T],
-    weight: impl Fn(&T) -> u64,
-    f: impl Fn(usize, &T) -> R + Sync,
-) -> Vec<R> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .min(items.len());
-    if threads <= 1 {
-        return items.iter().enumerate().map(|(i, t)| f(i, t)).collect();
-    }
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(weight(&items[i])), i));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let work = || {
-        let mut out = Vec::new();
-        loop {
-            let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let Some(&i) = order.get(n) else {
-                return out;
-            };
-            out.push((i, f(i, &items[i])));
-        }
-    };
-    let parts: Vec<Vec<(usize, R)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
-    for (i, r) in parts.into_iter().flatten() {
-        slots[i] = Some(r);
-    }
-    slots.into_iter().flatten().collect()
 }
 
 /// The work of planning `op` ([`plan_op`]), roughly: its weights, which every block

@@ -8,17 +8,15 @@
 
 use super::geometry;
 use super::plan::estimate_traffic;
-use super::plan::par_map;
 use super::regs::Locs;
-use super::weights::{counted, encode_counted, estimated, Encoded, Layout};
+use super::weights::{counted, estimated, Encoded, Layout};
 use npuc_backend_lower::{Fm, Kernel, NpuOp, Requant};
 use npuc_codecs::ordering::{OhwiWeights, WeightShape};
-use npuc_target::arch_interface::TargetError;
 use npuc_target::arch_interface::{BlockConfig, Target, WeightStreams};
 use std::sync::OnceLock;
 
 /// One slice: the operation restricted to its channels and its streams. A candidate
-/// ([`slices`]) keeps its weights and knows only its streams' lengths; [`encode_streams`]
+/// ([`slices`]) keeps its weights and knows only its streams' lengths; `decide::encode_chosen`
 /// makes the streams of the chosen ones and drops the weights.
 #[derive(Clone)]
 pub(super) struct Slice {
@@ -175,26 +173,6 @@ pub(super) fn slices(
             })
             .collect(),
     )
-}
-
-/// Encodes the streams of chosen slices (from [`slices`]), exactly as long as counted, and
-/// drops their weights. On every thread available: the slices are independent.
-pub(super) fn encode_streams(target: &dyn Target, slices: &mut [Slice]) -> Result<(), TargetError> {
-    let made = par_map(slices, |_, s| -> Result<Option<Encoded>, TargetError> {
-        if s.op.weights.is_none() {
-            return Ok(None);
-        }
-        let mut enc = s.enc.clone();
-        encode_counted(target, &s.op, &mut enc)?;
-        Ok(Some(enc))
-    });
-    for (s, enc) in slices.iter_mut().zip(made) {
-        if let Some(enc) = enc? {
-            s.enc = enc;
-            s.op.weights = None;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

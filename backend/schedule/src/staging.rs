@@ -19,7 +19,7 @@
 //! peak memory use above the feature maps' within the region's capacity when the memory mode
 //! gives one (`arena_cache_size`); without one they stay below the feature maps' peak.
 
-use super::plan::{estimate_traffic, par_map_heaviest_first, OpPlan};
+use super::plan::{estimate_traffic, OpPlan};
 use super::regs::{locs, Consts};
 use super::{cascade, chain, const_operands, lut, slice, weights};
 use npuc_backend::writer::CommandWriter;
@@ -28,6 +28,7 @@ use npuc_target::alloc::{self, Item, Placement};
 use npuc_target::arch_interface::REGION_READ_ONLY;
 use npuc_target::arch_interface::{BlockConfig, Target};
 use npuc_target::objective;
+use npuc_target::parallel;
 use std::collections::BTreeMap;
 
 /// How an operation's streams are read.
@@ -199,7 +200,7 @@ pub(super) fn slice_all(
         })
         .collect();
     let weight = |&(k, _, _): &(usize, u32, BlockConfig)| weight_count(&l.ops[k]);
-    let done = par_map_heaviest_first(&jobs, weight, |_, &(k, depth, block)| {
+    let done = parallel::map_heaviest_first(&jobs, weight, |_, &(k, depth, block)| {
         let lengths = match &plans[k].enc {
             Some(whole) => slice::Lengths::Estimated(whole),
             None => slice::Lengths::Counted,
@@ -260,7 +261,7 @@ pub(super) fn count_slices(
         })
         .collect();
     let weight = |&(k, _, _, _): &(usize, usize, BlockConfig, u32)| weight_count(&l.ops[k]);
-    let counted = par_map_heaviest_first(&jobs, weight, |_, &(k, _, block, depth)| {
+    let counted = parallel::map_heaviest_first(&jobs, weight, |_, &(k, _, block, depth)| {
         slice::slices(target, &l.ops[k], &block, depth, slice::Lengths::Counted)
     });
     jobs.iter()

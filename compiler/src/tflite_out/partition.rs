@@ -141,8 +141,8 @@ fn compile_segment(
 }
 
 /// Partitions the main subgraph and compiles its NPU segments. `progress` is called with
-/// (operators checked, total) during the per-operator check and with the segment index
-/// while compiling.
+/// the number of operators before the per-operator check (of 32 or more) and with the
+/// segment index while compiling.
 pub fn partition(
     model: &TfliteModel,
     options: &Options,
@@ -150,13 +150,12 @@ pub fn partition(
 ) -> Partition {
     let sg = model.main_subgraph();
     let n = sg.operators.len();
-    let mut reasons: Vec<Option<String>> = Vec::with_capacity(n);
-    for (k, op) in sg.operators.iter().enumerate() {
-        if n >= 32 && k % 16 == 0 {
-            progress(&format!("checking operator {k}/{n}"));
-        }
-        reasons.push(check_op(model, op.id).err());
+    if n >= 32 {
+        progress(&format!("checking {n} operators"));
     }
+    // Each operator alone, on every thread available.
+    let mut reasons: Vec<Option<String>> =
+        npuc_target::parallel::map(&sg.operators, |_, op| check_op(model, op.id).err());
     let mut done: BTreeMap<Vec<OpId>, Segment> = BTreeMap::new();
     let segments = loop {
         let mut runs: Vec<Vec<OpId>> = Vec::new();

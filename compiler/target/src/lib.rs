@@ -11,4 +11,5 @@
 pub mod alloc;
 pub mod arch_interface;
 pub mod objective;
+pub mod parallel;
 pub mod payload;
