@@ -436,18 +436,18 @@ fn apply_all(regs: &mut RegisterFile, commands: &Commands) -> Option<Option<Comm
     Some(last)
 }
 
-/// [`stream_lengths`], with the SWD encoder's plans of the streams (FWD: none), from which
-/// `encode_weights` makes them.
+/// [`stream_lengths`] of `weights` in `params`' order, with the SWD encoder's plans of the
+/// streams (FWD: none), from which `encode_weights` makes them.
 fn planned_lengths(
-    ordering: &WeightOrdering,
+    params: &OrderingParams,
     format: WeightFormat,
     weights: &OhwiWeights,
 ) -> Result<(Vec<u64>, Option<Vec<Planned>>), TargetError> {
     if format == WeightFormat::Fwd {
-        return Ok((stream_lengths(ordering, format, weights)?, None));
+        let ordering = WeightOrdering::new(params, weights.shape())?;
+        return Ok((stream_lengths(&ordering, format, weights)?, None));
     }
-    let plans = ordering
-        .order(weights)?
+    let plans = WeightOrdering::ordered(params, weights)?
         .iter()
         .map(|s| npuc_codecs::swd::encode::plan(s))
         .collect::<Result<Vec<Planned>, _>>()
@@ -631,14 +631,13 @@ impl Target for U85Target {
         let (params, format) =
             self.ordering_params(kind, ifm_precision, stride, dilation, block)?;
         let streams = self.cache.get_or_encode(weights, &params, format, || {
-            let ordering = WeightOrdering::new(&params, weights.shape())?;
             if format == WeightFormat::Fwd {
-                let merged = ordering.order_fwd(weights)?;
+                let merged = WeightOrdering::new(&params, weights.shape())?.order_fwd(weights)?;
                 let stream = npuc_codecs::fwd::encode_fwd(&merged)
                     .map_err(|e| TargetError::Swd(format!("FWD: {e}")))?;
                 return Ok(vec![stream]);
             }
-            let streams = ordering.order(weights)?;
+            let streams = WeightOrdering::ordered(&params, weights)?;
             npuc_codecs::swd::encode::encode_streams(&streams)
                 .map_err(|e| TargetError::Swd(e.to_string()))
         })?;
@@ -662,9 +661,9 @@ impl Target for U85Target {
         if let [w] = weights {
             // One weight set (a block candidate's): kept with its streams, which the
             // candidate chosen encodes later.
-            let lens = self.cache.get_or_count(w, &params, format, || {
-                planned_lengths(&WeightOrdering::new(&params, w.shape())?, format, w)
-            })?;
+            let lens = self
+                .cache
+                .get_or_count(w, &params, format, || planned_lengths(&params, format, w))?;
             return Ok(vec![lens]);
         }
         // Several (an operation's slices, made for this call): not kept.

@@ -112,6 +112,37 @@ impl WeightOrdering {
     /// # Errors
     /// [`OrderingError`] if the parameters or shape are invalid.
     pub fn new(params: &OrderingParams, shape: WeightShape) -> Result<Self, OrderingError> {
+        let blocks = Self::blocks_of(params, shape)?;
+        let streams = plan::build(params, &blocks, shape);
+        Ok(Self {
+            params: *params,
+            blocks,
+            shape,
+            streams,
+        })
+    }
+
+    /// `weights` in the stream order of `params`: what [`Self::order`] of
+    /// [`Self::new`]`(params, weights.shape())` gives, made in one walk of the loop nest
+    /// without the table of source indices (for weights ordered once).
+    ///
+    /// # Errors
+    /// As [`Self::new`].
+    pub fn ordered(
+        params: &OrderingParams,
+        weights: &OhwiWeights,
+    ) -> Result<Vec<Vec<i16>>, OrderingError> {
+        let shape = weights.shape();
+        let blocks = Self::blocks_of(params, shape)?;
+        let v = weights.values();
+        Ok(plan::build_with(params, &blocks, shape, 0, |i| v[i]))
+    }
+
+    /// The derived block sizes of `params` for `shape`, or why they cannot order it.
+    fn blocks_of(
+        params: &OrderingParams,
+        shape: WeightShape,
+    ) -> Result<DerivedBlocks, OrderingError> {
         if shape.is_empty() {
             return Err(OrderingError::EmptyShape);
         }
@@ -123,14 +154,7 @@ impl WeightOrdering {
                 ifm_depth: shape.ifm_depth,
             });
         }
-        let blocks = params.derive(shape.kernel_height, shape.kernel_width)?;
-        let streams = plan::build(params, &blocks, shape);
-        Ok(Self {
-            params: *params,
-            blocks,
-            shape,
-            streams,
-        })
+        params.derive(shape.kernel_height, shape.kernel_width)
     }
 
     /// The parameters.

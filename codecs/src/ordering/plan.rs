@@ -13,10 +13,23 @@ pub(super) fn build(
     d: &DerivedBlocks,
     shape: WeightShape,
 ) -> Vec<Vec<u32>> {
+    // (An OHWI index of a valid shape is below `PAD`: `WeightOrdering::new` checks.)
+    build_with(params, d, shape, PAD, |i| i as u32)
+}
+
+/// The loop nest of [`build`] with every entry made by `entry` from its OHWI index, and
+/// padding `pad`: the source indices, or the weights themselves in stream order.
+pub(super) fn build_with<T: Copy>(
+    params: &OrderingParams,
+    d: &DerivedBlocks,
+    shape: WeightShape,
+    pad: T,
+    entry: impl Fn(usize) -> T,
+) -> Vec<Vec<T>> {
     let num_wd = d.num_wd as usize;
     // Room for every weight and half as much padding: most plans never grow.
     let cap = (shape.len() + shape.len() / 2) / num_wd + 64;
-    let mut streams: Vec<Vec<u32>> = (0..num_wd).map(|_| Vec::with_capacity(cap)).collect();
+    let mut streams: Vec<Vec<T>> = (0..num_wd).map(|_| Vec::with_capacity(cap)).collect();
     let ofm_depth = shape.ofm_depth;
     let ifm_depth = shape.ifm_depth;
     let (kw, kh) = (shape.kernel_width, shape.kernel_height);
@@ -37,9 +50,9 @@ pub(super) fn build(
     let ifm_loop_end = if d.depthwise { 1 } else { ifm_depth };
     let ifm_blocks: Vec<usize> = (0..ifm_loop_end).step_by(ifm_blk).collect();
 
-    let pad_all = |streams: &mut Vec<Vec<u32>>, n: usize| {
+    let pad_all = |streams: &mut Vec<Vec<T>>, n: usize| {
         for s in streams.iter_mut() {
-            s.resize(s.len() + n / num_wd, PAD);
+            s.resize(s.len() + n / num_wd, pad);
         }
     };
 
@@ -79,7 +92,7 @@ pub(super) fn build(
                                                     let s = &mut streams[(o >> 2) & (num_wd - 1)];
                                                     push_entries(
                                                         s,
-                                                        shape,
+                                                        (shape, pad, &entry),
                                                         ob + ub + o,
                                                         (wy, wx),
                                                         if d.depthwise {
@@ -114,28 +127,28 @@ pub(super) fn build(
 /// `ic0..ic0 + i_sz` (`None`: depthwise, channel 0 every time), padding for channels past
 /// the IFM depth or an OFM channel past the OFM depth.
 #[inline(always)]
-fn push_entries(
-    s: &mut Vec<u32>,
-    shape: WeightShape,
+fn push_entries<T: Copy>(
+    s: &mut Vec<T>,
+    (shape, pad, entry): (WeightShape, T, &impl Fn(usize) -> T),
     oc: usize,
     (wy, wx): (usize, usize),
     ic0: Option<usize>,
     i_sz: usize,
 ) {
     if oc >= shape.ofm_depth {
-        s.extend(std::iter::repeat_n(PAD, i_sz));
+        s.extend(std::iter::repeat_n(pad, i_sz));
         return;
     }
     match ic0 {
         None => {
-            let at = shape.index(oc, wy, wx, 0) as u32;
+            let at = entry(shape.index(oc, wy, wx, 0));
             s.extend(std::iter::repeat_n(at, i_sz));
         }
         Some(ic0) => {
             let valid = shape.ifm_depth.saturating_sub(ic0).min(i_sz);
-            let at = shape.index(oc, wy, wx, ic0) as u32;
-            s.extend((0..valid as u32).map(|k| at + k));
-            s.extend(std::iter::repeat_n(PAD, i_sz - valid));
+            let at = shape.index(oc, wy, wx, ic0);
+            s.extend((at..at + valid).map(entry));
+            s.extend(std::iter::repeat_n(pad, i_sz - valid));
         }
     }
 }
@@ -323,6 +336,14 @@ mod tests {
                 return Ok(());
             };
             prop_assert_eq!(build(&params, &d, shape), build_reference(&params, &d, shape));
+            // The weights ordered in one walk are the table's order of them.
+            let values = (0..shape.len()).map(|k| ((k * 37) % 509) as i16 - 254).collect();
+            let weights = crate::ordering::OhwiWeights::new(shape, values).unwrap();
+            let table = crate::ordering::WeightOrdering::new(&params, shape).unwrap();
+            prop_assert_eq!(
+                crate::ordering::WeightOrdering::ordered(&params, &weights).unwrap(),
+                table.order(&weights).unwrap()
+            );
         }
     }
 }

@@ -21,9 +21,9 @@ struct Share {
     bad: u8,
 }
 
-/// The [`Share`] of every weight index under `wdiv` and `trunc` with
+/// The [`Share`] of every weight index (512 entries) under `wdiv` and `trunc` with
 /// translation `t`.
-fn shares(t: &[u16; 512], wdiv: u8, trunc: bool) -> Box<[Share; 512]> {
+fn shares(t: &[u16; 512], wdiv: u8, trunc: bool) -> Box<[Share]> {
     let q_max = if trunc { WQ_MAX_TRUNCATED } else { WQ_MAX };
     let codable = |x: u16| x <= WEIGHT_INDEX_MAX && u32::from(x) >> wdiv <= q_max;
     let share = |x: u16| {
@@ -34,7 +34,8 @@ fn shares(t: &[u16; 512], wdiv: u8, trunc: bool) -> Box<[Share; 512]> {
             q | (q >> 1) << 32
         }
     };
-    let mut out = Box::new([Share::default(); 512]);
+    // Made on the heap (a `Box::new` of an array builds it on the stack and copies it).
+    let mut out = vec![Share::default(); 512].into_boxed_slice();
     for (i, (s, &x)) in out.iter_mut().zip(t).enumerate() {
         let i = i as u16;
         *s = if codable(i) && codable(x) {
@@ -67,7 +68,7 @@ fn index_bits_exact(
     new_ubits: u32,
 ) -> Option<(u64, u64)> {
     const LOW: u64 = 0xFFFF_FFFF;
-    let mut tables: [Option<Box<[Share; 512]>>; 12] = Default::default();
+    let mut tables: [Option<Box<[Share]>>; 12] = Default::default();
     let (mut old, mut new) = (0u64, 0u64);
     for s in &plan.slices {
         for part in plan.sym.idx[s.start..s.end].chunks(SLICELEN_MAX as usize) {
