@@ -219,3 +219,45 @@ fn streams_mutated_before_elementwise_pool_or_resize_get_the_full_simulations_ve
         "{compared} compared, {refused} refused, {accepted} accepted check-only"
     );
 }
+
+/// Weight and scale streams with bytes overwritten: a check-only run (which walks dense SWD
+/// weight streams without making their values) accepts only what the full simulation
+/// accepts, and `validate` then names the full simulation's error; some are refused.
+#[test]
+fn corrupted_streams_get_the_verdict_and_error_of_the_full_simulation() {
+    let mut rng = Rng(0x5eed_f00d);
+    let (mut compared, mut refused) = (0, 0);
+    for (name, g) in corpus_graphs().into_iter().step_by(4) {
+        let accel = Accelerator::U85_256;
+        let Ok(m) = compile(&g, &options(accel)) else {
+            continue;
+        };
+        if m.read_only.len() < 64 {
+            continue;
+        }
+        let words = m.payload.command_words().unwrap();
+        let regions = region_sizes(&m);
+        for _ in 0..4 {
+            let mut read_only = m.read_only.clone();
+            let at = (rng.next() % (read_only.len() as u64 - 16)) as usize;
+            read_only[at..at + 16].fill(0xff);
+            let constants = Some(read_only.as_slice());
+            let fast = validate_check_only(accel, &words, &regions, constants);
+            let full = validate_full(accel, &words, &regions, constants);
+            if let Ok(fast) = &fast {
+                let full = full
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("{name}: check-only accepts, full refuses: {e}"));
+                assert_eq!(fast.macs, full.macs, "{name}");
+            }
+            refused += usize::from(fast.is_err());
+            let got = validate(accel, &words, &regions, constants)
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            assert_eq!(got, full.map(|_| ()).map_err(|e| e.to_string()), "{name}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 40, "{compared} streams compared");
+    assert!(refused > 0, "no corrupted stream refused");
+}

@@ -139,11 +139,12 @@ pub fn read_weights(
     values: bool,
 ) -> Result<Weights, Fault> {
     let params = ordering_params(arch, regs, depthwise)?;
-    let ordering =
-        WeightOrdering::new(&params, shape).map_err(|e| Fault::Weights(e.to_string()))?;
+    let ordering_fault = |e: npuc_codecs::ordering::OrderingError| Fault::Weights(e.to_string());
+    // The streams' lengths; the order itself only where the values are made.
+    let stream_lens = WeightOrdering::stream_lens(&params, shape).map_err(ordering_fault)?;
     let region = regs.weight_region.region;
     let fwd = regs.weight_format.weight_format == isa::WeightFormat::Fwd;
-    let n = ordering.num_streams();
+    let n = stream_lens.len();
     let streams_meta = [
         (
             addr40(regs.weight_base.addr_hi, regs.weight_base.addr_lo),
@@ -183,7 +184,7 @@ pub fn read_weights(
         for (k, &(base, len)) in streams_meta.iter().enumerate().take(n) {
             let bytes = mem.read_stream_bytes(region, base, u64::from(len))?;
             bytes_read += u64::from(len);
-            let want = ordering.stream_len(k);
+            let want = stream_lens[k];
             let count = swd::decode::decoded_len(bytes, want)
                 .map_err(|e| Fault::Weights(format!("stream {k}: {e}")))?;
             if count != want {
@@ -198,6 +199,7 @@ pub fn read_weights(
             bytes: bytes_read,
         });
     }
+    let ordering = WeightOrdering::new(&params, shape).map_err(ordering_fault)?;
     let streams: Vec<Vec<i16>> = if fwd {
         let (base, len) = streams_meta[0];
         let bytes = mem.read_stream_bytes(region, base, u64::from(len))?;

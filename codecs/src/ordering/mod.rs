@@ -138,6 +138,22 @@ impl WeightOrdering {
         Ok(plan::build_with(params, &blocks, shape, 0, |i| v[i]))
     }
 
+    /// The number of entries (weights and padding) of each stream of weights of `shape` in
+    /// `params`' order: [`Self::stream_len`] of every stream of [`Self::new`]`(params, shape)`,
+    /// counted in a walk of the loop nest without the table.
+    ///
+    /// # Errors
+    /// As [`Self::new`].
+    pub fn stream_lens(
+        params: &OrderingParams,
+        shape: WeightShape,
+    ) -> Result<Vec<usize>, OrderingError> {
+        let blocks = Self::blocks_of(params, shape)?;
+        // Entries of a zero-sized type: the streams' lengths without their contents.
+        let streams = plan::build_with(params, &blocks, shape, (), |_| ());
+        Ok(streams.iter().map(Vec::len).collect())
+    }
+
     /// The derived block sizes of `params` for `shape`, or why they cannot order it.
     fn blocks_of(
         params: &OrderingParams,

@@ -344,6 +344,11 @@ mod tests {
                 crate::ordering::WeightOrdering::ordered(&params, &weights).unwrap(),
                 table.order(&weights).unwrap()
             );
+            let lens: Vec<usize> = (0..table.num_streams()).map(|k| table.stream_len(k)).collect();
+            prop_assert_eq!(
+                crate::ordering::WeightOrdering::stream_lens(&params, shape).unwrap(),
+                lens
+            );
         }
     }
 }
