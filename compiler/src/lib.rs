@@ -149,17 +149,23 @@ pub fn error_message(e: &(dyn std::error::Error + 'static)) -> String {
 /// `.tflite` already compiled by Vela (or npuc) for the NPU (naming its first `ethos-u`
 /// operator).
 pub fn check_source(bytes: &[u8]) -> Result<(), Error> {
-    if bytes.starts_with(&container::MAGIC) {
-        return Err(Error::NotAModel(
-            "this is an npuc container (a compiled output), not a model: compile the .tflite or .tosa it came from, or run, report or disassemble it",
-        ));
-    }
+    check_not_container(bytes)?;
     if bytes.get(4..8) == Some(b"TFL3") {
         if let Ok(m) = npuc_frontend_tflite::TfliteModel::parse(bytes) {
             if let Some(op) = tflite_out::already_compiled(&m) {
                 return Err(tflite_out::TfliteOutError::AlreadyCompiled(op).into());
             }
         }
+    }
+    Ok(())
+}
+
+/// [`check_source`]'s refusal of an npuc container.
+fn check_not_container(bytes: &[u8]) -> Result<(), Error> {
+    if bytes.starts_with(&container::MAGIC) {
+        return Err(Error::NotAModel(
+            "this is an npuc container (a compiled output), not a model: compile the .tflite or .tosa it came from, or run, report or disassemble it",
+        ));
     }
     Ok(())
 }
@@ -465,9 +471,10 @@ pub fn compile_artifact(
     options: &Options,
     progress: &mut dyn FnMut(&str),
 ) -> Result<CompiledArtifact, Error> {
-    check_source(bytes)?;
     match format {
         OutputFormat::Tflite if !reference::is_tosa(bytes) => {
+            // (`compile_tflite` refuses a compiled model itself, from the one parse it makes.)
+            check_not_container(bytes)?;
             let o = tflite_out::compile_tflite(bytes, options, progress)?;
             let mut segment_of = std::collections::BTreeMap::new();
             for (k, s) in o.partition.segments.iter().enumerate() {
@@ -497,6 +504,7 @@ pub fn compile_artifact(
             })
         }
         OutputFormat::Tflite | OutputFormat::Container | OutputFormat::Raw => {
+            check_source(bytes)?;
             progress("compiling the whole graph for the NPU");
             let m = compile_file(bytes, options)?;
             let operators = source_operators(bytes)?
