@@ -244,9 +244,15 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
     let choose = |opts: &Option<optimise::Options>, sliced: &[staging::SliceCands]| {
         let (stage, (with_consts, without)) = std::thread::scope(|s| {
             let stage = s.spawn(|| {
-                staging::stage(
+                let stage = staging::stage(
                     target, &lowered, &plans, &placement, &chains, &cascades, sliced,
-                )
+                );
+                // The greedy's streams, which are written whichever schedule is kept, made
+                // while the program solves (the target keeps them; an error is the final
+                // encoding's to report).
+                let how = stage.how.iter().zip(plans.iter().map(|p| p.enc.as_ref()));
+                make_streams(target, &to_encode(&lowered, how));
+                stage
             });
             let programs = programs(opts);
             (joined(stage), programs)
@@ -462,21 +468,20 @@ fn neutral(ops: Vec<OpDecision>, cascades: &[Cascade]) -> Vec<arch::OpDecision> 
         .collect()
 }
 
-/// The candidates were costed by their streams' lengths: makes the streams of the ones
-/// chosen, each operation's plan or, for one staged in slices, its slices' (the plan's are
-/// not written then). On every thread available, the largest weight sets first: the
-/// operations and slices are independent, and a large one taken last would keep one thread
-/// busy alone.
-fn encode_chosen(
-    target: &dyn Target,
-    l: &Lowered,
-    ops: &mut [OpDecision],
-) -> Result<(), TargetError> {
-    // Every encoding to make: (operation, its slice or `None` for its own streams, the
-    // operation or slice, its counted streams).
-    let mut work: Vec<(usize, Option<usize>, &NpuOp, &Encoded)> = Vec::new();
-    for (k, o) in ops.iter().enumerate() {
-        match (&o.staged, &o.plan.enc) {
+/// One encoding to make: the operation, its slice (`None`: the operation's own streams), the
+/// operation or slice, and its counted streams.
+type ToEncode<'a> = (usize, Option<usize>, &'a NpuOp, &'a Encoded);
+
+/// The streams a schedule needs made, from each operation's staging and plan: an operation
+/// staged in slices its slices' (the plan's are not written then), another its plan's if
+/// only counted.
+fn to_encode<'a>(
+    l: &'a Lowered,
+    ops: impl Iterator<Item = (&'a Staged, Option<&'a Encoded>)>,
+) -> Vec<ToEncode<'a>> {
+    let mut work = Vec::new();
+    for (k, (staged, enc)) in ops.enumerate() {
+        match (staged, enc) {
             (Staged::Sliced { slices, .. }, _) => work.extend(
                 (slices.iter().enumerate())
                     .filter(|(_, s)| s.op.weights.is_some())
@@ -488,15 +493,33 @@ fn encode_chosen(
             _ => {}
         }
     }
-    let weight = |w: &(usize, Option<usize>, &NpuOp, &Encoded)| {
+    work
+}
+
+/// Makes the streams of `work` on every thread available, the largest weight sets first: the
+/// operations and slices are independent, and a large one taken last would keep one thread
+/// busy alone. (The target keeps what it makes: making them again costs a copy.)
+fn make_streams(target: &dyn Target, work: &[ToEncode<'_>]) -> Vec<Result<Encoded, TargetError>> {
+    let weight = |w: &ToEncode<'_>| {
         w.2.weights
             .as_ref()
             .map_or(0, |wt| wt.values().len() as u64)
     };
-    let made = parallel::map_heaviest_first(&work, weight, |_, &(_, _, op, enc)| {
+    parallel::map_heaviest_first(work, weight, |_, &(_, _, op, enc)| {
         let mut e = enc.clone();
         encode_counted(target, op, &mut e).map(|()| e)
-    });
+    })
+}
+
+/// The candidates were costed by their streams' lengths: makes the streams of the ones
+/// chosen ([`to_encode`], [`make_streams`]).
+fn encode_chosen(
+    target: &dyn Target,
+    l: &Lowered,
+    ops: &mut [OpDecision],
+) -> Result<(), TargetError> {
+    let work = to_encode(l, ops.iter().map(|o| (&o.staged, o.plan.enc.as_ref())));
+    let made = make_streams(target, &work);
     let keys: Vec<(usize, Option<usize>)> = work.iter().map(|&(k, j, _, _)| (k, j)).collect();
     for ((k, j), e) in keys.into_iter().zip(made) {
         let e = e?;
