@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """CPU seconds (user + system, from the child's rusage) and wall seconds of `npuc compile` for
 two or more binaries, run alternately RUNS times per network so that a machine whose speed
-drifts affects them alike; prints the minimum and median CPU and the median wall time of each. u85-256, Ethos_U85_SYS_DRAM_Mid,
-Dedicated_Sram_384KB, as tools/compile_cpu_time.py.
+drifts affects them alike; prints the minimum and median CPU and the median wall time of each.
+u85-256, Ethos_U85_SYS_DRAM_Mid, Dedicated_Sram_384KB, as tools/compile_cpu_time.py. The output
+is an npuc container unless OUTPUT is `tflite`: a Vela-format .tflite (the partitioning path,
+whose time `vs_vela`'s compile column measures).
 
-    tools/compile_cpu_ab.py NPUC_A,NPUC_B NET[,NET...] RUNS
+    tools/compile_cpu_ab.py NPUC_A,NPUC_B NET[,NET...] RUNS [tflite]
 
 NET is a corpus network name (models/tflite/NET.tflite; mobilenet_v2_100_224 from models/large).
 """
@@ -17,6 +19,7 @@ os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 bins = sys.argv[1].split(",")
 nets = sys.argv[2].split(",")
 runs = int(sys.argv[3])
+output = "/tmp/compile_cpu_ab.tflite" if sys.argv[4:] == ["tflite"] else os.devnull
 
 
 def path(net):
@@ -35,7 +38,7 @@ def cpu(binary, net):
         os.dup2(null, 2)
         os.execv(binary, ["npuc", "compile", path(net), "--accel", "ethos-u85-256",
                           "--system-config", "Ethos_U85_SYS_DRAM_Mid",
-                          "--memory-mode", "Dedicated_Sram_384KB", "-o", os.devnull])
+                          "--memory-mode", "Dedicated_Sram_384KB", "-o", output])
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     if status != 0:
