@@ -140,11 +140,8 @@ pub fn read_weights(
 ) -> Result<Weights, Fault> {
     let params = ordering_params(arch, regs, depthwise)?;
     let ordering_fault = |e: npuc_codecs::ordering::OrderingError| Fault::Weights(e.to_string());
-    // The streams' lengths; the order itself only where the values are made.
-    let stream_lens = WeightOrdering::stream_lens(&params, shape).map_err(ordering_fault)?;
     let region = regs.weight_region.region;
     let fwd = regs.weight_format.weight_format == isa::WeightFormat::Fwd;
-    let n = stream_lens.len();
     let streams_meta = [
         (
             addr40(regs.weight_base.addr_hi, regs.weight_base.addr_lo),
@@ -164,42 +161,15 @@ pub fn read_weights(
         ),
     ];
     let mut bytes_read = 0u64;
-    if mem.constants_unknown() {
-        let lengths = if fwd {
-            &streams_meta[..1]
-        } else {
-            &streams_meta[..n.min(4)]
-        };
-        for &(base, len) in lengths {
-            mem.read_stream_bytes(region, base, u64::from(len))?;
-            bytes_read += u64::from(len);
-        }
-        return Ok(Weights {
-            shape,
-            values: vec![0; shape.len()],
-            bytes: bytes_read,
-        });
-    }
-    if !values && !fwd && regs.weight_format.weight_sparsity != isa::WeightSparsity::Sparse24 {
-        for (k, &(base, len)) in streams_meta.iter().enumerate().take(n) {
-            let bytes = mem.read_stream_bytes(region, base, u64::from(len))?;
-            bytes_read += u64::from(len);
-            let want = stream_lens[k];
-            let count = swd::decode::decoded_len(bytes, want)
-                .map_err(|e| Fault::Weights(format!("stream {k}: {e}")))?;
-            if count != want {
-                return Err(Fault::Weights(format!(
-                    "stream {k} decodes to {count} weights, the ordering needs {want}"
-                )));
-            }
-        }
-        return Ok(Weights {
-            shape,
-            values: Vec::new(),
-            bytes: bytes_read,
-        });
+    let walk_only =
+        !values && !fwd && regs.weight_format.weight_sparsity != isa::WeightSparsity::Sparse24;
+    if mem.constants_unknown() || walk_only {
+        // Without the values, the streams' lengths are all the order gives (without its table).
+        let stream_lens = WeightOrdering::stream_lens(&params, shape).map_err(ordering_fault)?;
+        return read_lengths_only(mem, region, fwd, &streams_meta, &stream_lens, shape);
     }
     let ordering = WeightOrdering::new(&params, shape).map_err(ordering_fault)?;
+    let n = ordering.num_streams();
     let streams: Vec<Vec<i16>> = if fwd {
         let (base, len) = streams_meta[0];
         let bytes = mem.read_stream_bytes(region, base, u64::from(len))?;
@@ -249,6 +219,56 @@ pub fn read_weights(
     Ok(Weights {
         shape,
         values,
+        bytes: bytes_read,
+    })
+}
+
+/// [`read_weights`] where no value is made: with the constants unknown, the streams' bytes are
+/// read and the weights are zeros; else (a check-only operation's dense SWD streams) each
+/// stream is walked as [`swd::decode::decode`] walks it, with the same checks and errors,
+/// counting its weights ([`swd::decode::decoded_len`]), and the values are left empty.
+/// `stream_lens`: the weights (and padding) the ordering puts in each stream.
+fn read_lengths_only(
+    mem: &mut Memory,
+    region: u8,
+    fwd: bool,
+    streams_meta: &[(u64, u32); 4],
+    stream_lens: &[usize],
+    shape: WeightShape,
+) -> Result<Weights, Fault> {
+    let n = stream_lens.len();
+    let mut bytes_read = 0u64;
+    if mem.constants_unknown() {
+        let lengths = if fwd {
+            &streams_meta[..1]
+        } else {
+            &streams_meta[..n.min(4)]
+        };
+        for &(base, len) in lengths {
+            mem.read_stream_bytes(region, base, u64::from(len))?;
+            bytes_read += u64::from(len);
+        }
+        return Ok(Weights {
+            shape,
+            values: vec![0; shape.len()],
+            bytes: bytes_read,
+        });
+    }
+    for (k, &(base, len)) in streams_meta.iter().enumerate().take(n) {
+        let bytes = mem.read_stream_bytes(region, base, u64::from(len))?;
+        bytes_read += u64::from(len);
+        let want = stream_lens[k];
+        let count = swd::decode::decoded_len(bytes, want)
+            .map_err(|e| Fault::Weights(format!("stream {k}: {e}")))?;
+        if count != want {
+            return Err(Fault::Weights(format!(
+                "stream {k} decodes to {count} weights, the ordering needs {want}"
+            )));
+        }
+    }
+    Ok(Weights {
+        shape,
+        values: Vec::new(),
         bytes: bytes_read,
     })
 }
