@@ -644,9 +644,8 @@ impl Target for U85Target {
         Ok(EncodedWeights { streams })
     }
 
-    /// Weights of the same shape (an operation's slices of one depth but the last) share one
-    /// ordering: it depends on the parameters and the shape only. The lengths of one weight
-    /// set are kept ([`EncodeCache`]).
+    /// The lengths of each weight set are kept with the SWD encoder's plans
+    /// ([`EncodeCache`]): `encode_weights` makes the streams of the ones chosen from them.
     fn weight_stream_lengths(
         &self,
         kind: KernelKind,
@@ -658,26 +657,16 @@ impl Target for U85Target {
     ) -> Result<Vec<Vec<u64>>, TargetError> {
         let (params, format) =
             self.ordering_params(kind, ifm_precision, stride, dilation, block)?;
-        if let [w] = weights {
-            // One weight set (a block candidate's): kept with its streams, which the
-            // candidate chosen encodes later.
-            let lens = self
-                .cache
-                .get_or_count(w, &params, format, || planned_lengths(&params, format, w))?;
-            return Ok(vec![lens]);
-        }
-        // Several (an operation's slices, made for this call): not kept.
-        let mut last: Option<WeightOrdering> = None;
-        let mut out = Vec::with_capacity(weights.len());
-        for w in weights {
-            let ordering = match last.take() {
-                Some(o) if o.shape() == w.shape() => o,
-                _ => WeightOrdering::new(&params, w.shape())?,
-            };
-            out.push(stream_lengths(&ordering, format, w)?);
-            last = Some(ordering);
-        }
-        Ok(out)
+        // Each weight set (a block candidate's, or an operation's OFM-depth slice's) is kept
+        // with its plans, from which the streams are made if it is chosen (a slice's entry
+        // goes in the cache's next sweep once nothing holds its weights).
+        weights
+            .iter()
+            .map(|w| {
+                self.cache
+                    .get_or_count(w, &params, format, || planned_lengths(&params, format, w))
+            })
+            .collect()
     }
 
     fn encode_scales(
@@ -1112,9 +1101,11 @@ mod tests {
         OhwiWeights::new(shape, values).unwrap()
     }
 
-    /// Property: the lengths counted for several weights at once (slices of one depth
-    /// sharing an ordering, then a shorter last one) are the lengths of the streams
-    /// `encode_weights` makes of each, for SWD and FWD, every configuration and block depth.
+    /// Property: the lengths counted for several weights at once (slices of one depth, then
+    /// a shorter last one) are the lengths of the streams `encode_weights` makes of each, for
+    /// SWD and FWD, every configuration and block depth; and the target that counted them
+    /// then makes (from the plans it kept) exactly the streams of a target with nothing
+    /// cached.
     #[test]
     fn stream_lengths_of_slices_are_the_encoded_lengths() {
         let mut oks = [0usize; 2];
@@ -1154,24 +1145,30 @@ mod tests {
                     )
                     .map_err(|e| e.to_string());
                 // Encoded one at a time by a target with nothing cached; the first error.
-                let fresh = U85Target::new(acc);
-                let encoded: Result<Vec<Vec<u64>>, String> = slices
-                    .iter()
-                    .map(|w| {
-                        let enc = fresh
-                            .encode_weights(
-                                KernelKind::Conv,
-                                w,
-                                IfmPrecision::B8,
-                                (1, 1),
-                                (1, 1),
-                                &block,
-                            )
-                            .map_err(|e| e.to_string())?;
-                        Ok(enc.streams.iter().map(|s| s.len() as u64).collect())
-                    })
-                    .collect();
+                let encode = |target: &U85Target| -> Result<Vec<Vec<Vec<u8>>>, String> {
+                    slices
+                        .iter()
+                        .map(|w| {
+                            let enc = target
+                                .encode_weights(
+                                    KernelKind::Conv,
+                                    w,
+                                    IfmPrecision::B8,
+                                    (1, 1),
+                                    (1, 1),
+                                    &block,
+                                )
+                                .map_err(|e| e.to_string())?;
+                            Ok(enc.streams)
+                        })
+                        .collect()
+                };
+                let fresh = encode(&U85Target::new(acc));
+                let lens = |s: &Vec<Vec<u8>>| s.iter().map(|s| s.len() as u64).collect();
+                let encoded: Result<Vec<Vec<u64>>, String> =
+                    fresh.clone().map(|f| f.iter().map(lens).collect());
                 assert_eq!(counted, encoded, "seed {seed}, {streams:?}");
+                assert_eq!(encode(&t), fresh, "seed {seed}, {streams:?}");
                 oks[usize::from(streams == WeightStreams::Single)] += usize::from(counted.is_ok());
             }
         }

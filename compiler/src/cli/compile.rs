@@ -140,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         refuse_overwriting(model, output)?;
     }
     let bytes = std::fs::read(model).with_context(|| format!("reading {}", model.display()))?;
-    npuc::check_source(&bytes).with_context(|| format!("{}", model.display()))?;
+    // (`compile_artifact` refuses a container or a compiled model, from the parse it makes.)
     let options = args.target.options()?;
     let show = args.progress;
     let mut progress = |msg: &str| {
