@@ -135,7 +135,7 @@ impl WeightOrdering {
         let shape = weights.shape();
         let blocks = Self::blocks_of(params, shape)?;
         let v = weights.values();
-        Ok(plan::build_with(params, &blocks, shape, 0, |i| v[i]))
+        Ok(plan::build_with(params, &blocks, shape, &plan::Values(v)))
     }
 
     /// The number of entries (weights and padding) of each stream of weights of `shape` in
@@ -150,7 +150,7 @@ impl WeightOrdering {
     ) -> Result<Vec<usize>, OrderingError> {
         let blocks = Self::blocks_of(params, shape)?;
         // Entries of a zero-sized type: the streams' lengths without their contents.
-        let streams = plan::build_with(params, &blocks, shape, (), |_| ());
+        let streams = plan::build_with(params, &blocks, shape, &plan::Lengths);
         Ok(streams.iter().map(Vec::len).collect())
     }
 

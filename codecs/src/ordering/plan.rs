@@ -7,24 +7,73 @@ use super::{OrderingParams, WeightShape};
 /// Marks a padding (zero) entry in a plan.
 pub(super) const PAD: u32 = u32::MAX;
 
+/// What the loop nest writes at each stream position: made from the OHWI index there (a run
+/// of consecutive indices at a time), or the padding.
+pub(super) trait Entries<T: Copy> {
+    /// The padding entry.
+    const PAD: T;
+    /// Appends the entries of the OHWI indices `at..at + len`.
+    fn run(&self, s: &mut Vec<T>, at: usize, len: usize);
+    /// The entry of the OHWI index `at`.
+    fn one(&self, at: usize) -> T;
+}
+
+/// The OHWI indices themselves ([`PAD`] for padding): the table.
+pub(super) struct Indices;
+
+impl Entries<u32> for Indices {
+    const PAD: u32 = PAD;
+    fn run(&self, s: &mut Vec<u32>, at: usize, len: usize) {
+        // (An OHWI index of a valid shape is below `PAD`: `WeightOrdering::new` checks.)
+        s.extend((at..at + len).map(|i| i as u32));
+    }
+    fn one(&self, at: usize) -> u32 {
+        at as u32
+    }
+}
+
+/// The weights at the indices (zero for padding): the weights in stream order, a run copied
+/// as a slice.
+pub(super) struct Values<'a>(pub &'a [i16]);
+
+impl Entries<i16> for Values<'_> {
+    const PAD: i16 = 0;
+    fn run(&self, s: &mut Vec<i16>, at: usize, len: usize) {
+        s.extend_from_slice(&self.0[at..at + len]);
+    }
+    fn one(&self, at: usize) -> i16 {
+        self.0[at]
+    }
+}
+
+/// No contents (a zero-sized entry): the streams' lengths.
+pub(super) struct Lengths;
+
+impl Entries<()> for Lengths {
+    const PAD: () = ();
+    fn run(&self, s: &mut Vec<()>, _: usize, len: usize) {
+        s.extend(std::iter::repeat_n((), len));
+    }
+    fn one(&self, _: usize) {}
+}
+
 /// Builds the per-stream source indices. `shape` and `params` are validated.
 pub(super) fn build(
     params: &OrderingParams,
     d: &DerivedBlocks,
     shape: WeightShape,
 ) -> Vec<Vec<u32>> {
-    // (An OHWI index of a valid shape is below `PAD`: `WeightOrdering::new` checks.)
-    build_with(params, d, shape, PAD, |i| i as u32)
+    build_with(params, d, shape, &Indices)
 }
 
-/// The loop nest of [`build`] with every entry made by `entry` from its OHWI index, and
-/// padding `pad`: the source indices, or the weights themselves in stream order.
-pub(super) fn build_with<T: Copy>(
+/// The loop nest of [`build`] with every entry made by `entries` from its OHWI index, and
+/// its padding: the source indices, the weights themselves in stream order, or the streams'
+/// lengths.
+pub(super) fn build_with<T: Copy, E: Entries<T>>(
     params: &OrderingParams,
     d: &DerivedBlocks,
     shape: WeightShape,
-    pad: T,
-    entry: impl Fn(usize) -> T,
+    entries: &E,
 ) -> Vec<Vec<T>> {
     let num_wd = d.num_wd as usize;
     // Room for every weight and half as much padding: most plans never grow.
@@ -52,7 +101,7 @@ pub(super) fn build_with<T: Copy>(
 
     let pad_all = |streams: &mut Vec<Vec<T>>, n: usize| {
         for s in streams.iter_mut() {
-            s.resize(s.len() + n / num_wd, pad);
+            s.resize(s.len() + n / num_wd, E::PAD);
         }
     };
 
@@ -92,7 +141,7 @@ pub(super) fn build_with<T: Copy>(
                                                     let s = &mut streams[(o >> 2) & (num_wd - 1)];
                                                     push_entries(
                                                         s,
-                                                        (shape, pad, &entry),
+                                                        (shape, entries),
                                                         ob + ub + o,
                                                         (wy, wx),
                                                         if d.depthwise {
@@ -127,28 +176,29 @@ pub(super) fn build_with<T: Copy>(
 /// `ic0..ic0 + i_sz` (`None`: depthwise, channel 0 every time), padding for channels past
 /// the IFM depth or an OFM channel past the OFM depth.
 #[inline(always)]
-fn push_entries<T: Copy>(
+fn push_entries<T: Copy, E: Entries<T>>(
     s: &mut Vec<T>,
-    (shape, pad, entry): (WeightShape, T, &impl Fn(usize) -> T),
+    (shape, entries): (WeightShape, &E),
     oc: usize,
     (wy, wx): (usize, usize),
     ic0: Option<usize>,
     i_sz: usize,
 ) {
     if oc >= shape.ofm_depth {
-        s.extend(std::iter::repeat_n(pad, i_sz));
+        s.extend(std::iter::repeat_n(E::PAD, i_sz));
         return;
     }
     match ic0 {
         None => {
-            let at = entry(shape.index(oc, wy, wx, 0));
+            let at = entries.one(shape.index(oc, wy, wx, 0));
             s.extend(std::iter::repeat_n(at, i_sz));
         }
         Some(ic0) => {
             let valid = shape.ifm_depth.saturating_sub(ic0).min(i_sz);
-            let at = shape.index(oc, wy, wx, ic0);
-            s.extend((at..at + valid).map(entry));
-            s.extend(std::iter::repeat_n(pad, i_sz - valid));
+            if valid > 0 {
+                entries.run(s, shape.index(oc, wy, wx, ic0), valid);
+            }
+            s.extend(std::iter::repeat_n(E::PAD, i_sz - valid));
         }
     }
 }
