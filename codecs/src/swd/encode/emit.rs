@@ -151,21 +151,43 @@ fn emit_slice<S: BitSink>(
         write_fields(w, idx.iter().map(|&i| u32::from(i)), bits);
         return;
     }
+    let remainder_bits = palette.uncompressed_bits();
+    let unc_per_chunk = palette.uncompressed_per_chunk();
+    let args = (idx, zruns, zdiv, remainder_bits, unc_per_chunk);
+    // The chunk walk with the slice's modes as constants (its branches on them removed).
+    match (alternating, wparam) {
+        (false, WParam::Gr { wdiv, trunc: false }) => {
+            chunks::<S, false, false, false>(w, wdiv, args)
+        }
+        (false, WParam::Gr { wdiv, trunc: true }) => chunks::<S, false, true, false>(w, wdiv, args),
+        (false, WParam::Unc) => chunks::<S, false, false, true>(w, 0, args),
+        (true, WParam::Gr { wdiv, trunc: false }) => chunks::<S, true, false, false>(w, wdiv, args),
+        (true, WParam::Gr { wdiv, trunc: true }) => chunks::<S, true, true, false>(w, wdiv, args),
+        (true, WParam::Unc) => chunks::<S, true, false, true>(w, 0, args),
+    }
+}
+
+/// The chunks of a slice (TRM §3.9.10) after its header: in alternating mode (`ALT`) with the
+/// zero runs, the weight indices Golomb-Rice coded with `wdiv` (`TRUNC`: `wtrunc`) or
+/// uncompressed (`UNC`), `remainder_bits` each; `args`: the indices, the zero runs, `zdiv`,
+/// the uncompressed index width and the indices an uncompressed chunk holds.
+fn chunks<S: BitSink, const ALT: bool, const TRUNC: bool, const UNC: bool>(
+    w: &mut S,
+    wdiv: u8,
+    (idx, zruns, zdiv, remainder_bits, unc_per_chunk): (&[u16], &[u32], u8, u32, usize),
+) {
+    let alternating = ALT;
+    let zrm = if ALT {
+        ZeroRunMode::Alternating { zdiv }
+    } else {
+        ZeroRunMode::NoZeroRuns
+    };
     let w_cnt = idx.len();
     let z_cnt = if alternating { zruns.len() } else { 0 };
     let zdiv = u32::from(zdiv);
     let zlen = zrm.zunary_len();
-    let (unc, wdiv) = match wparam {
-        WParam::Gr { wdiv, .. } => (false, u32::from(wdiv)),
-        WParam::Unc => (true, 0),
-    };
-    let trunc = wparam.trunc();
-    let wremain_bits = if unc {
-        palette.uncompressed_bits()
-    } else {
-        wdiv
-    };
-    let unc_per_chunk = palette.uncompressed_per_chunk();
+    let (unc, trunc, wdiv) = (UNC, TRUNC, u32::from(wdiv));
+    let wremain_bits = if unc { remainder_bits } else { wdiv };
     let wmask = (1u32 << wremain_bits) - 1;
     let zmask = (1u32 << zdiv) - 1;
 
