@@ -321,7 +321,23 @@ fn first_distinct(weights: &[i16], limit: usize) -> Vec<i16> {
     out
 }
 
-fn check_range(weights: &[i16]) -> Result<(), FwdError> {
+/// The smallest and largest weight (0 and 0 for none): one fold without early exit, which
+/// vectorises.
+fn extremes(weights: &[i16]) -> (i16, i16) {
+    match weights.first() {
+        Some(&w0) => weights
+            .iter()
+            .fold((w0, w0), |(lo, hi), &w| (lo.min(w), hi.max(w))),
+        None => (0, 0),
+    }
+}
+
+/// [`FwdError::WeightOutOfRange`] for the first weight outside -255..=255, the weights'
+/// extremes being `(lo, hi)` ([`extremes`]).
+fn check_range(weights: &[i16], (lo, hi): (i16, i16)) -> Result<(), FwdError> {
+    if lo >= -255 && hi <= 255 {
+        return Ok(());
+    }
     match weights.iter().position(|w| !(-255..=255).contains(w)) {
         Some(index) => Err(FwdError::WeightOutOfRange {
             index,
@@ -333,22 +349,21 @@ fn check_range(weights: &[i16]) -> Result<(), FwdError> {
 
 /// The smallest mode that represents `weights` exactly, or an error.
 pub fn choose_fwd_mode(weights: &[i16]) -> Result<FwdMode, FwdError> {
-    check_range(weights)?;
+    let range = extremes(weights);
+    check_range(weights, range)?;
     let distinct = first_distinct(weights, 16).len();
     if distinct <= 4 {
         Ok(FwdMode::Lut2)
     } else if distinct <= 16 {
         Ok(FwdMode::Lut4)
     } else {
-        raw_zero_point(weights).map(|_| FwdMode::Raw)
+        raw_zero_point(range).map(|_| FwdMode::Raw)
     }
 }
 
-/// The raw-mode zero point closest to 0 such that every `w + zero_point`
-/// fits in SINT8.
-fn raw_zero_point(weights: &[i16]) -> Result<i8, FwdError> {
-    let min = weights.iter().copied().min().unwrap_or(0);
-    let max = weights.iter().copied().max().unwrap_or(0);
+/// The raw-mode zero point closest to 0 such that every weight plus it fits in SINT8, the
+/// weights' extremes being `(min, max)` ([`extremes`]; 0 and 0 for no weights).
+fn raw_zero_point((min, max): (i16, i16)) -> Result<i8, FwdError> {
     // w + zp in -128..=127  <=>  zp in [-128 - min, 127 - max].
     let lo = (-128 - min).max(-128);
     let hi = (127 - max).min(127);
@@ -367,14 +382,15 @@ pub fn encode_fwd(weights: &[i16]) -> Result<Vec<u8>, FwdError> {
 /// Encodes `weights` in a given mode (errors if the mode cannot represent
 /// them exactly).
 pub fn encode_fwd_with_mode(weights: &[i16], mode: FwdMode) -> Result<Vec<u8>, FwdError> {
-    check_range(weights)?;
+    let range = extremes(weights);
+    check_range(weights, range)?;
     let distinct = first_distinct(weights, 16);
     let mut lut = [FwdLutEntry::default(); FWD_LUT_ENTRIES];
     for (e, &v) in lut.iter_mut().zip(&distinct) {
         *e = FwdLutEntry::from_value(v);
     }
     let zero_point = match mode {
-        FwdMode::Raw => raw_zero_point(weights)?,
+        FwdMode::Raw => raw_zero_point(range)?,
         _ => 0,
     };
     let lut_len = match mode {
