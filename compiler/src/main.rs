@@ -4,6 +4,14 @@ mod cli;
 
 use std::process::ExitCode;
 
+/// mimalloc as the process's allocator: the passes' many short-lived vectors (the cost
+/// model's per-candidate spans and runs, the encoder's symbols) are freed and made again on
+/// every thread, and the feature-size buffers are reused instead of being mapped and faulted
+/// in afresh (glibc's malloc maps each large buffer and returns it on free). The library
+/// leaves the choice of allocator to its users.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     cli::main()
 }
