@@ -23,7 +23,13 @@
 //! of the `vela` process, Python start-up included); without one it is not measured.
 //! The networks too large for the per-model test sweeps (`corpus.json` `"large"`, files in
 //! `models/large/`) follow as rows of their own, outside the total. `VS_VELA_RUNS=N` times
-//! each compile N times (both compilers) and reports the medians (default 1).
+//! each compile N times (both compilers) and reports the medians (default 1). npuc's compile
+//! runs with the `npuc` binary's allocator (mimalloc), as `npuc compile` does.
+
+/// The `npuc` binary's allocator (compiler/src/main.rs), so that the in-process compile is
+/// timed as `npuc compile` runs it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use npuc::artifact::Artifact;
 use npuc::compile::Options;
