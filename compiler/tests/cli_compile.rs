@@ -19,8 +19,10 @@ fn npuc(args: &[&std::ffi::OsStr]) -> Output {
 }
 
 fn compile(model: &str, out: &std::path::Path, extra: &[&str]) -> Output {
+    // (The made model's directory lives until npuc has read it.)
+    let made = npuc_test_support::Scratch::new("cli-compile-model");
     let m = if model == "conv_custom_conv" {
-        let p = tmp("conv_custom_conv.tflite");
+        let p = made.join("conv_custom_conv.tflite");
         std::fs::write(&p, conv_custom_conv()).unwrap();
         p
     } else {

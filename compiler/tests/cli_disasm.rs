@@ -65,8 +65,7 @@ fn json_disassembly_is_a_versioned_object_of_streams_and_raw_fields() {
 
 #[test]
 fn a_raw_stream_file_disassembles() {
-    let dir = std::env::temp_dir().join(format!("npuc-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = npuc_test_support::Scratch::new("cli-disasm-stream");
     let path = dir.join("stream.bin");
     // NPU_SET_IFM_PAD_TOP 3; NPU_SET_OFM_BASE0 0x1234; NPU_OP_STOP.
     let words: [u32; 4] = [0x0003_0100, 0x0000_4010, 0x1234, 0xffff_0000];
@@ -88,8 +87,7 @@ fn a_raw_stream_file_disassembles() {
 
 #[test]
 fn bad_input_gives_a_clear_error_and_exit_status_1() {
-    let dir = std::env::temp_dir().join(format!("npuc-cli-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = npuc_test_support::Scratch::new("cli-disasm-bad");
     let truncated = dir.join("truncated.tflite");
     let full = std::fs::read(model("vela/u85_256/conv2d_3x3_relu_vela.tflite")).unwrap();
     std::fs::write(&truncated, &full[..full.len() / 2]).unwrap();
@@ -134,8 +132,7 @@ fn a_plain_tflite_model_is_not_an_npu_artifact() {
 
 #[test]
 fn npuc_compile_output_disassembles() {
-    let dir = std::env::temp_dir().join(format!("npuc-cli-container-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = npuc_test_support::Scratch::new("cli-disasm-container");
     let bin = dir.join("conv.bin");
     let out = npuc()
         .arg("compile")

@@ -2,6 +2,7 @@
 //! input, says each cause of an error once, never exits 0 without having done what it claims,
 //! and leaves no partial output behind.
 
+use npuc_test_support::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -9,12 +10,9 @@ fn models() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models")
 }
 
-/// A fresh, empty scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("npuc-cli-hostile-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// A fresh, empty scratch directory for one test, removed when it ends.
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("cli-hostile-{name}"))
 }
 
 fn npuc<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {

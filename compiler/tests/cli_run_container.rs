@@ -3,6 +3,7 @@
 //! clear error, not a panic.
 
 use npuc::run::npy;
+use npuc_test_support::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -17,12 +18,13 @@ fn npuc(args: &[&std::ffi::OsStr]) -> std::process::Output {
         .unwrap()
 }
 
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("npuc-run-container-{}-{name}", std::process::id()))
+/// A test's scratch directory, removed when it ends.
+fn scratch(tag: &str) -> Scratch {
+    Scratch::new(&format!("run-container-{tag}"))
 }
 
-fn compile(model: &str, tag: &str) -> PathBuf {
-    let bin = temp(&format!("{tag}-{model}.bin"));
+fn compile(model: &str, dir: &Path) -> PathBuf {
+    let bin = dir.join(format!("{model}.bin"));
     let src = models().join(format!("tflite/{model}.tflite"));
     let out = npuc(&[
         "compile".as_ref(),
@@ -38,8 +40,8 @@ fn compile(model: &str, tag: &str) -> PathBuf {
     bin
 }
 
-fn run(bin: &Path, golden: &Path, sample: usize, tag: &str) -> (std::process::Output, PathBuf) {
-    let dir = temp(&format!("{tag}-out-{sample}"));
+fn run(bin: &Path, golden: &Path, sample: usize, dir: &Path) -> (std::process::Output, PathBuf) {
+    let dir = dir.join(format!("out-{sample}"));
     let input = golden.join(format!("input0_{sample}.npy"));
     let out = npuc(&[
         "run".as_ref(),
@@ -54,10 +56,11 @@ fn run(bin: &Path, golden: &Path, sample: usize, tag: &str) -> (std::process::Ou
 
 #[test]
 fn a_compiled_container_reproduces_the_tflite_goldens() {
-    let bin = compile("conv2d_3x3_relu", "golden");
+    let tmp = scratch("golden");
+    let bin = compile("conv2d_3x3_relu", &tmp);
     let golden = models().join("golden/conv2d_3x3_relu");
     for sample in 0..3 {
-        let (out, dir) = run(&bin, &golden, sample, "golden");
+        let (out, dir) = run(&bin, &golden, sample, &tmp);
         assert!(
             out.status.success(),
             "{}",
@@ -76,16 +79,12 @@ fn a_compiled_container_reproduces_the_tflite_goldens() {
 
 #[test]
 fn a_truncated_container_is_a_clear_error() {
-    let bin = compile("conv2d_3x3_relu", "truncated");
+    let tmp = scratch("truncated");
+    let bin = compile("conv2d_3x3_relu", &tmp);
     let bytes = std::fs::read(&bin).unwrap();
-    let cut = temp("truncated.bin");
+    let cut = tmp.join("truncated.bin");
     std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
-    let (out, _) = run(
-        &cut,
-        &models().join("golden/conv2d_3x3_relu"),
-        0,
-        "truncated",
-    );
+    let (out, _) = run(&cut, &models().join("golden/conv2d_3x3_relu"), 0, &tmp);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("truncated container"), "{err}");
@@ -93,9 +92,10 @@ fn a_truncated_container_is_a_clear_error() {
 
 #[test]
 fn a_wrong_input_shape_names_the_input() {
-    let bin = compile("conv2d_3x3_relu", "shape");
+    let tmp = scratch("shape");
+    let bin = compile("conv2d_3x3_relu", &tmp);
     // add_broadcast's first input has another shape than conv2d_3x3_relu's.
-    let (out, _) = run(&bin, &models().join("golden/add_broadcast"), 0, "shape");
+    let (out, _) = run(&bin, &models().join("golden/add_broadcast"), 0, &tmp);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("input 0"), "{err}");

@@ -25,12 +25,11 @@ fn check(model: &Path, golden: &Path, k: usize) {
         i += 1;
     }
     assert!(i > 0, "{}: no inputs", golden.display());
-    let out_dir = std::env::temp_dir().join(format!(
-        "npuc-run-ref-{}-{}-{k}",
-        std::process::id(),
+    let out_dir = npuc_test_support::Scratch::new(&format!(
+        "run-ref-{}-{k}",
         model.file_stem().unwrap().to_string_lossy()
     ));
-    let out = cmd.arg("--output-dir").arg(&out_dir).output().unwrap();
+    let out = cmd.arg("--output-dir").arg(&*out_dir).output().unwrap();
     assert!(
         out.status.success(),
         "{}: {}",
