@@ -144,32 +144,30 @@ fn emit_slice<S: BitSink>(
             w.write(u64::from(e), u32::from(p.palette_bits));
         }
     }
-    if !alternating && wparam == WParam::Unc {
-        // No zero runs and no unary parts: the chunks carry the indices
-        // in order, uncompressed_bits each.
-        let bits = palette.uncompressed_bits();
-        write_fields(w, idx.iter().map(|&i| u32::from(i)), bits);
-        return;
-    }
     let remainder_bits = palette.uncompressed_bits();
     let unc_per_chunk = palette.uncompressed_per_chunk();
     let args = (idx, zruns, zdiv, remainder_bits, unc_per_chunk);
     // The chunk walk with the slice's modes as constants (its branches on them removed).
     match (alternating, wparam) {
+        // No zero runs and no unary parts: the chunks carry the indices in order,
+        // uncompressed_bits each.
+        (false, WParam::Unc) => {
+            write_fields(w, idx.iter().map(|&i| u32::from(i)), remainder_bits);
+        }
         (false, WParam::Gr { wdiv, trunc: false }) => {
             chunks::<S, false, false, false>(w, wdiv, args)
         }
         (false, WParam::Gr { wdiv, trunc: true }) => chunks::<S, false, true, false>(w, wdiv, args),
-        (false, WParam::Unc) => chunks::<S, false, false, true>(w, 0, args),
         (true, WParam::Gr { wdiv, trunc: false }) => chunks::<S, true, false, false>(w, wdiv, args),
         (true, WParam::Gr { wdiv, trunc: true }) => chunks::<S, true, true, false>(w, wdiv, args),
         (true, WParam::Unc) => chunks::<S, true, false, true>(w, 0, args),
     }
 }
 
-/// The chunks of a slice (TRM §3.9.10) after its header: in alternating mode (`ALT`) with the
-/// zero runs, the weight indices Golomb-Rice coded with `wdiv` (`TRUNC`: `wtrunc`) or
-/// uncompressed (`UNC`), `remainder_bits` each; `args`: the indices, the zero runs, `zdiv`,
+/// The chunks of a slice (TRM §3.9.10) after its header, but for a non-alternating
+/// uncompressed one: in alternating mode (`ALT`) with the zero runs, the weight indices
+/// Golomb-Rice coded with `wdiv` (`TRUNC`: `wtrunc`) or uncompressed (`UNC`, alternating
+/// only), `remainder_bits` each; `args`: the indices, the zero runs, `zdiv`,
 /// the uncompressed index width and the indices an uncompressed chunk holds.
 fn chunks<S: BitSink, const ALT: bool, const TRUNC: bool, const UNC: bool>(
     w: &mut S,
