@@ -321,36 +321,31 @@ fn first_distinct(weights: &[i16], limit: usize) -> Vec<i16> {
     out
 }
 
-/// The smallest and largest weight (0 and 0 for none): one fold without early exit, which
-/// vectorises.
-fn extremes(weights: &[i16]) -> (i16, i16) {
-    match weights.first() {
+/// The smallest and largest weight (0 and 0 for none), or [`FwdError::WeightOutOfRange`] for
+/// the first weight outside -255..=255: the extremes from one fold without early exit, which
+/// vectorises, the position searched only when one is out of range.
+fn checked_range(weights: &[i16]) -> Result<(i16, i16), FwdError> {
+    let (lo, hi) = match weights.first() {
         Some(&w0) => weights
             .iter()
             .fold((w0, w0), |(lo, hi), &w| (lo.min(w), hi.max(w))),
         None => (0, 0),
-    }
-}
-
-/// [`FwdError::WeightOutOfRange`] for the first weight outside -255..=255, the weights'
-/// extremes being `(lo, hi)` ([`extremes`]).
-fn check_range(weights: &[i16], (lo, hi): (i16, i16)) -> Result<(), FwdError> {
+    };
     if lo >= -255 && hi <= 255 {
-        return Ok(());
+        return Ok((lo, hi));
     }
     match weights.iter().position(|w| !(-255..=255).contains(w)) {
         Some(index) => Err(FwdError::WeightOutOfRange {
             index,
             value: i32::from(weights[index]),
         }),
-        None => Ok(()),
+        None => Ok((lo, hi)),
     }
 }
 
 /// The smallest mode that represents `weights` exactly, or an error.
 pub fn choose_fwd_mode(weights: &[i16]) -> Result<FwdMode, FwdError> {
-    let range = extremes(weights);
-    check_range(weights, range)?;
+    let range = checked_range(weights)?;
     let distinct = first_distinct(weights, 16).len();
     if distinct <= 4 {
         Ok(FwdMode::Lut2)
@@ -362,7 +357,7 @@ pub fn choose_fwd_mode(weights: &[i16]) -> Result<FwdMode, FwdError> {
 }
 
 /// The raw-mode zero point closest to 0 such that every weight plus it fits in SINT8, the
-/// weights' extremes being `(min, max)` ([`extremes`]; 0 and 0 for no weights).
+/// weights' extremes being `(min, max)` ([`checked_range`]).
 fn raw_zero_point((min, max): (i16, i16)) -> Result<i8, FwdError> {
     // w + zp in -128..=127  <=>  zp in [-128 - min, 127 - max].
     let lo = (-128 - min).max(-128);
@@ -382,8 +377,7 @@ pub fn encode_fwd(weights: &[i16]) -> Result<Vec<u8>, FwdError> {
 /// Encodes `weights` in a given mode (errors if the mode cannot represent
 /// them exactly).
 pub fn encode_fwd_with_mode(weights: &[i16], mode: FwdMode) -> Result<Vec<u8>, FwdError> {
-    let range = extremes(weights);
-    check_range(weights, range)?;
+    let range = checked_range(weights)?;
     let distinct = first_distinct(weights, 16);
     let mut lut = [FwdLutEntry::default(); FWD_LUT_ENTRIES];
     for (e, &v) in lut.iter_mut().zip(&distinct) {

@@ -19,14 +19,16 @@ fn npuc(args: &[&std::ffi::OsStr]) -> Output {
 }
 
 fn compile(model: &str, out: &std::path::Path, extra: &[&str]) -> Output {
-    // (The made model's directory lives until npuc has read it.)
-    let made = npuc_test_support::Scratch::new("cli-compile-model");
-    let m = if model == "conv_custom_conv" {
-        let p = made.join("conv_custom_conv.tflite");
-        std::fs::write(&p, conv_custom_conv()).unwrap();
-        p
-    } else {
-        models().join(format!("tflite/{model}.tflite"))
+    // (A made model's directory lives until npuc has read it.)
+    let made =
+        (model == "conv_custom_conv").then(|| npuc_test_support::Scratch::new("cli-compile-model"));
+    let m = match &made {
+        Some(dir) => {
+            let p = dir.join("conv_custom_conv.tflite");
+            std::fs::write(&p, conv_custom_conv()).unwrap();
+            p
+        }
+        None => models().join(format!("tflite/{model}.tflite")),
     };
     let mut a: Vec<&std::ffi::OsStr> = vec!["compile".as_ref(), m.as_os_str(), "-o".as_ref()];
     a.push(out.as_os_str());
