@@ -223,10 +223,12 @@ pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, Target
     // best one if close to its best option, are counted exactly, the others dropped, and
     // both choose again among exact figures only (decision S24).
     let mut sliced = staging::slice_all(target, &lowered, &plan_refs, &chains, &cascades);
+    // The probe's programs and the final ones are often the same program: each solved once.
+    let solved = optimise::Solved::default();
     let lp = |opts: &Option<optimise::Options>, consts: bool| {
         opts.as_ref().and_then(|o| {
             optimise::optimise(
-                target, &lowered, &plans, &placement, &chains, &cascades, o, consts,
+                target, &lowered, &plans, &placement, &chains, &cascades, o, consts, &solved,
             )
         })
     };

@@ -346,8 +346,72 @@ pub(super) fn solve(
     occupied: &[(Item, u64)],
     cap: u64,
     after_chain: &[bool],
+    solved: &Solved,
 ) -> Option<Vec<Option<usize>>> {
-    solve_program(&opts.ops, &[], occupied, cap, after_chain).map(|(pick, _)| pick)
+    solve_program(&opts.ops, &[], occupied, cap, after_chain, solved).map(|(pick, _)| pick)
+}
+
+/// What a program's solution takes: each operation's option (`None`: in a group, or no
+/// options) and each group.
+type Taken = (Vec<Option<usize>>, Vec<bool>);
+
+/// The programs solved so far, each with its answer: the same program (the same numbers in
+/// its objective and constraints, the same variables) is solved once. The probe and the
+/// final choice, and the schedules with and without the constant copy, often build the
+/// same program (the copy leaves the capacity constraints slack, the counted slices leave
+/// the options as they were); the solver's answer is a function of the program alone
+/// (a node limit, never a clock).
+#[derive(Debug, Default)]
+pub(super) struct Solved(std::sync::Mutex<Vec<(Vec<u64>, Option<Taken>)>>);
+
+impl Solved {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Vec<u64>, Option<Taken>)>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Every number [`solve_program`] builds its program from, in the order it reads them: the
+/// options kept per operation (their indices and figures, whether they are variables), the
+/// groups, which operations' buffers live from two operations before, and the steps whose
+/// capacity is a constraint with the room left there. Equal keys build equal programs.
+fn program_key(
+    ops: &[Vec<Opt>],
+    keep: &[Vec<usize>],
+    free: &dyn Fn(usize) -> bool,
+    groups: &[Group],
+    after_chain: &[bool],
+    rows: &[(usize, f64)],
+) -> Vec<u64> {
+    let mut key = vec![ops.len() as u64];
+    for (k, kk) in keep.iter().enumerate() {
+        key.extend([kk.len() as u64, u64::from(free(k))]);
+        for &o in kk {
+            let opt = &ops[k][o];
+            let (before, at) = opt.memory();
+            key.extend([
+                o as u64,
+                opt.alt as u64,
+                opt.run,
+                opt.bytes,
+                opt.dma,
+                opt.last,
+            ]);
+            key.extend([before, at]);
+        }
+    }
+    key.push(groups.len() as u64);
+    for g in groups {
+        key.extend([g.first as u64, g.last as u64, g.cost, g.dma]);
+        key.extend(g.memory.iter().map(|&m| m as u64));
+    }
+    key.extend(after_chain.iter().map(|&a| u64::from(a)));
+    key.push(rows.len() as u64);
+    for &(t, room) in rows {
+        key.extend([t as u64, room.to_bits()]);
+    }
+    key
 }
 
 /// [`solve`] with `groups`: each operation takes one of its options or one group covering
@@ -358,7 +422,8 @@ fn solve_program(
     occupied: &[(Item, u64)],
     cap: u64,
     after_chain: &[bool],
-) -> Option<(Vec<Option<usize>>, Vec<bool>)> {
+    solved: &Solved,
+) -> Option<Taken> {
     let n = ops.len();
     let keep: Vec<Vec<usize>> = ops.iter().map(|o| undominated(o)).collect();
     let mut covered = vec![false; n];
@@ -466,6 +531,7 @@ fn solve_program(
         constraints.push(Expression::from(e).geq(rhs));
     }
     // The staging buffers and the groups at each step, beside what the allocator placed.
+    let mut rows = Vec::new();
     for t in 0..n {
         let used: u64 = occupied
             .iter()
@@ -503,37 +569,46 @@ fn solve_program(
         }
         if worst + grouped > room {
             constraints.push(e.leq(room));
+            rows.push((t, room));
         }
     }
-    let mut model = vars.minimise(objective).using(good_lp::microlp);
-    for c in constraints {
-        model = model.with(c);
+    let key = program_key(ops, &keep, &free, groups, after_chain, &rows);
+    if let Some((_, taken)) = solved.lock().iter().find(|(k, _)| *k == key) {
+        return taken.clone();
     }
-    let mut solve = microlp::SolveOptions::default();
-    solve.node_limit = Some(NODE_LIMIT);
-    let solution = model
-        .as_inner()
-        .solve_with(solve)
-        .ok()?
-        .into_solution()
-        .ok()?;
-    let values: Vec<f64> = solution.iter().map(|(_, v)| v).collect();
-    let on = |i: usize| values.get(i).is_some_and(|&a| a > 0.5);
-    let taken: Vec<bool> = y_at.iter().map(|&i| on(i)).collect();
-    let mut out = Vec::with_capacity(n);
-    for k in 0..n {
-        let grouped = groups
-            .iter()
-            .zip(&taken)
-            .any(|(g, &t)| t && (g.first..=g.last).contains(&k));
-        if keep[k].is_empty() || grouped {
-            out.push(None);
-            continue;
+    let taken = (|| {
+        let mut model = vars.minimise(objective).using(good_lp::microlp);
+        for c in constraints {
+            model = model.with(c);
         }
-        let j = (0..keep[k].len()).find(|&j| x[k][j].is_none() || on(index[k][j]))?;
-        out.push(Some(keep[k][j]));
-    }
-    Some((out, taken))
+        let mut solve = microlp::SolveOptions::default();
+        solve.node_limit = Some(NODE_LIMIT);
+        let solution = model
+            .as_inner()
+            .solve_with(solve)
+            .ok()?
+            .into_solution()
+            .ok()?;
+        let values: Vec<f64> = solution.iter().map(|(_, v)| v).collect();
+        let on = |i: usize| values.get(i).is_some_and(|&a| a > 0.5);
+        let taken: Vec<bool> = y_at.iter().map(|&i| on(i)).collect();
+        let mut out = Vec::with_capacity(n);
+        for k in 0..n {
+            let grouped = groups
+                .iter()
+                .zip(&taken)
+                .any(|(g, &t)| t && (g.first..=g.last).contains(&k));
+            if keep[k].is_empty() || grouped {
+                out.push(None);
+                continue;
+            }
+            let j = (0..keep[k].len()).find(|&j| x[k][j].is_none() || on(index[k][j]))?;
+            out.push(Some(keep[k][j]));
+        }
+        Some((out, taken))
+    })();
+    solved.lock().push((key, taken.clone()));
+    taken
 }
 
 /// What [`place`] starts from: the staging region, the high-water mark its buffers may fill,
@@ -817,6 +892,7 @@ pub(super) fn optimise(
     cascades: &[cascade::Cascade],
     opts: &Options,
     consts: bool,
+    solved: &Solved,
 ) -> Option<Placed> {
     let (region, capacity) = target.staging()?;
     let (mut occupied, hwm) = staging::occupancy(l, p, region, capacity);
@@ -838,7 +914,7 @@ pub(super) fn optimise(
     };
     let n = l.ops.len();
     let after_chain: Vec<bool> = (0..n).map(|k| k >= 2 && chains[k - 2].is_some()).collect();
-    let pick = solve(opts, &occupied, hwm, &after_chain)?;
+    let pick = solve(opts, &occupied, hwm, &after_chain, solved)?;
     let start = Start {
         region,
         hwm,
@@ -911,7 +987,14 @@ pub(super) fn cascades(
     }
     let groups: Vec<Group> = bands.iter().map(|b| group(l, p, b)).collect();
     let after_chain: Vec<bool> = (0..n).map(|k| k >= 2 && chains[k - 2].is_some()).collect();
-    let (_, taken) = solve_program(&opts.ops, &groups, &occupied, hwm, &after_chain)?;
+    let (_, taken) = solve_program(
+        &opts.ops,
+        &groups,
+        &occupied,
+        hwm,
+        &after_chain,
+        &Solved::default(),
+    )?;
     // For `explain`: per taken cascade, the cheapest other way to run its operations (another
     // band, or each operation on its own cheapest option, after nothing hidden).
     let label = |b: &cascade::Band| {
@@ -1007,7 +1090,7 @@ fn group(l: &Lowered, p: &Placement, b: &cascade::Band) -> Group {
 #[cfg(test)]
 mod tests {
     use super::super::{decide, write};
-    use super::{dominates, solve_program, undominated, Group, Opt, Read};
+    use super::{dominates, solve_program, undominated, Group, Opt, Read, Solved};
     use npuc_backend::arch::Accelerator;
     use npuc_backend_lower as lower;
     use npuc_target::objective::stream_cost;
@@ -1065,8 +1148,17 @@ mod tests {
             dma: 0,
             memory: vec![512, 512],
         };
-        let solve =
-            |cap| solve_program(&ops, std::slice::from_ref(&group), &[], cap, &[false; 3]).unwrap();
+        let solve = |cap| {
+            solve_program(
+                &ops,
+                std::slice::from_ref(&group),
+                &[],
+                cap,
+                &[false; 3],
+                &Solved::default(),
+            )
+            .unwrap()
+        };
         // Room for both: the cascade (saves 300) and the staged streams (save 400).
         assert_eq!(solve(2_048), (vec![None, None, Some(1)], vec![true]));
         // 1,024 bytes: one or the other; the streams save more.
@@ -1085,10 +1177,40 @@ mod tests {
             with(opt(300, 0, 0, 300, 0), 3),
             with(opt(90, 0, 0, 90, 1_024), 3),
         ]];
-        let solve = |cap| solve_program(&ops, &[], &[], cap, &[false]).unwrap().0;
+        let solve = |cap| {
+            solve_program(&ops, &[], &[], cap, &[false], &Solved::default())
+                .unwrap()
+                .0
+        };
         assert_eq!(solve(4_096), vec![Some(3)]);
         // Under a 512-byte cap neither stages: the other microblock, read in place.
         assert_eq!(solve(512), vec![Some(2)]);
+    }
+
+    #[test]
+    fn a_program_built_again_is_answered_from_the_first_solve() {
+        // As above: the plan, 500 cycles in place or 100 staged in 1,024 bytes.
+        let ops = vec![vec![opt(500, 0, 0, 500, 0), opt(100, 0, 0, 100, 1_024)]];
+        let solved = Solved::default();
+        let solve = |cap| {
+            solve_program(&ops, &[], &[], cap, &[false], &solved)
+                .unwrap()
+                .0
+        };
+        assert_eq!(solve(4_096), vec![Some(1)]);
+        assert_eq!(solved.lock().len(), 1);
+        // A larger capacity constrains nothing either: the same program, not solved again.
+        assert_eq!(solve(8_192), vec![Some(1)]);
+        assert_eq!(solved.lock().len(), 1);
+        // A capacity the staged streams exceed is a constraint: another program.
+        assert_eq!(solve(512), vec![Some(0)]);
+        assert_eq!(solved.lock().len(), 2);
+        // Each answer is the one a solve without the others gives.
+        for cap in [512, 4_096, 8_192] {
+            let alone = solve_program(&ops, &[], &[], cap, &[false], &Solved::default());
+            assert_eq!(alone.unwrap().0, solve(cap), "{cap}");
+        }
+        assert_eq!(solved.lock().len(), 2);
     }
 
     #[test]
