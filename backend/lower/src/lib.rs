@@ -254,6 +254,8 @@ pub(crate) struct Ctx<'g> {
     /// The tensors an operator computes from constants alone ([`Ctx::is_constant`]), found
     /// once in graph order.
     computed_constants: BTreeSet<TensorId>,
+    /// The graph's operators in [`Graph::topo_order`], found once.
+    graph_order: Vec<OpId>,
 }
 
 pub(crate) fn unsupported(node: &OpNode, reason: impl Into<String>) -> LowerError {
@@ -613,6 +615,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, LowerError> {
         fused: BTreeSet::new(),
         deferred: BTreeSet::new(),
         computed_constants: BTreeSet::new(),
+        graph_order: Vec::new(),
     };
     for &t in g.inputs() {
         cx.new_buffer(t, None);
@@ -621,6 +624,7 @@ pub fn lower(g: &Graph) -> Result<Lowered, LowerError> {
         .topo_order()
         .map_err(|e| LowerError::Graph(e.to_string()))?;
     cx.computed_constants = common::constant::computed_constants(g, &order);
+    cx.graph_order.clone_from(&order);
     common::float::reject(g, &order)?;
     // A graph whose every output is computed from constants alone folds whole: no operator
     // is lowered, each output is evaluated and copied from a read-only buffer

@@ -53,10 +53,9 @@ impl<'g> Ctx<'g> {
                 stack.extend(self.node(p).inputs().iter().copied());
             }
         }
-        let order = self.g.topo_order().ok()?;
         let mut sub = Graph::new("constant");
         let mut map: BTreeMap<TensorId, TensorId> = BTreeMap::new();
-        for o in order.into_iter().filter(|o| ops.contains(o)) {
+        for o in self.graph_order.iter().copied().filter(|o| ops.contains(o)) {
             let node = self.node(o);
             let mut ins = Vec::new();
             for &x in node.inputs() {
