@@ -35,11 +35,15 @@ pub fn map_heaviest_first<T: Sync, R: Send>(
             out.push((i, f(i, &items[i])));
         }
     };
+    // The calling thread is one of the workers: one thread fewer to start, and its
+    // allocator's memory is reused.
     let parts: Vec<Vec<(usize, R)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+        let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
+        let own = work();
         handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .chain(std::iter::once(own))
             .collect()
     });
     let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
