@@ -105,9 +105,8 @@ pub(crate) struct OpDecision {
 }
 
 /// An operation's best slice candidate is counted exactly, taken or not, when its estimated
-/// objective is within 1/`CLOSE_SLICES` of the operation's best option's (decision S24; 1/32
-/// until stop 30).
-const CLOSE_SLICES: u64 = 512;
+/// objective is within 1/`CLOSE_SLICES` of the operation's best option's (decision S24).
+const CLOSE_SLICES: u64 = 32;
 
 /// Runs the scheduling passes on `l` for `target`.
 pub(crate) fn decide(target: &dyn Target, l: &Lowered) -> Result<Decided, TargetError> {
