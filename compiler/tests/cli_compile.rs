@@ -3,13 +3,9 @@
 
 mod tflite_out_common;
 
-use std::path::PathBuf;
+use npuc_test_support::Scratch;
 use std::process::{Command, Output};
 use tflite_out_common::{conv_custom_conv, models};
-
-fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("npuc-cli-compile-{}-{name}", std::process::id()))
-}
 
 fn npuc(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_npuc"))
@@ -20,8 +16,7 @@ fn npuc(args: &[&std::ffi::OsStr]) -> Output {
 
 fn compile(model: &str, out: &std::path::Path, extra: &[&str]) -> Output {
     // (A made model's directory lives until npuc has read it.)
-    let made =
-        (model == "conv_custom_conv").then(|| npuc_test_support::Scratch::new("cli-compile-model"));
+    let made = (model == "conv_custom_conv").then(|| Scratch::new("cli-compile-model"));
     let m = match &made {
         Some(dir) => {
             let p = dir.join("conv_custom_conv.tflite");
@@ -38,7 +33,8 @@ fn compile(model: &str, out: &std::path::Path, extra: &[&str]) -> Output {
 
 #[test]
 fn a_container_output_fails_listing_each_cpu_operator_and_suggests_tflite() {
-    let out = tmp("two.bin");
+    let dir = Scratch::new("cli-compile-cpu-container");
+    let out = dir.join("two.bin");
     let o = compile("conv_custom_conv", &out, &[]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
@@ -49,7 +45,8 @@ fn a_container_output_fails_listing_each_cpu_operator_and_suggests_tflite() {
 
 #[test]
 fn a_tflite_output_keeps_cpu_operators_and_prints_the_summary() {
-    let out = tmp("two.tflite");
+    let dir = Scratch::new("cli-compile-cpu-tflite");
+    let out = dir.join("two.tflite");
     let o = compile("conv_custom_conv", &out, &["--progress"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
@@ -65,25 +62,25 @@ fn a_tflite_output_keeps_cpu_operators_and_prints_the_summary() {
     }
     let bytes = std::fs::read(&out).unwrap();
     assert_eq!(&bytes[4..8], b"TFL3");
-    std::fs::remove_file(out).unwrap();
 }
 
 #[test]
 fn a_container_output_of_a_supported_model_is_written_with_its_summary() {
-    let out = tmp("conv.bin");
+    let dir = Scratch::new("cli-compile-conv");
+    let out = dir.join("conv.bin");
     let o = compile("conv2d_3x3_relu", &out, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("operators on CPU             0"), "{err}");
     let bytes = std::fs::read(&out).unwrap();
     assert_eq!(&bytes[..4], b"NPUC");
-    std::fs::remove_file(out).unwrap();
 }
 
 #[test]
 fn a_container_summary_counts_the_models_operators_not_the_npu_operations() {
     // One TFLite SOFTMAX becomes several NPU operations.
-    let out = tmp("softmax.bin");
+    let dir = Scratch::new("cli-compile-softmax");
+    let out = dir.join("softmax.bin");
     let o = compile("softmax", &out, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
@@ -94,13 +91,14 @@ fn a_container_summary_counts_the_models_operators_not_the_npu_operations() {
         .and_then(|v| v.split_whitespace().next()?.parse::<usize>().ok())
         .expect("an NPU operation count");
     assert!(kernels > 1, "{err}");
-    std::fs::remove_file(out).unwrap();
+    assert!(out.exists(), "{} was not written", out.display());
 }
 
 #[test]
 fn the_summary_gives_the_weights_before_and_after_encoding() {
     // conv2d_3x3_relu: one CONV_2D with 3x3 weights; raw bytes are the weight count.
-    let out = tmp("weights.bin");
+    let dir = Scratch::new("cli-compile-weights");
+    let out = dir.join("weights.bin");
     let o = compile("conv2d_3x3_relu", &out, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
@@ -126,14 +124,15 @@ fn the_summary_gives_the_weights_before_and_after_encoding() {
         m.weights.scale_stream_bytes >= cout * 10,
         "80-bit records per channel"
     );
-    std::fs::remove_file(out).unwrap();
+    assert!(out.exists(), "{} was not written", out.display());
 }
 
 #[test]
 fn the_summarys_estimated_cycles_are_npuc_reports_total() {
     // Same artifact, same (default) system configuration and memory mode: the compile
     // summary and `npuc report --json` give the same total.
-    let out = tmp("report_agrees.tflite");
+    let dir = Scratch::new("cli-compile-report-agrees");
+    let out = dir.join("report_agrees.tflite");
     let o = compile("mobilenet_tiny", &out, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
@@ -151,16 +150,16 @@ fn the_summarys_estimated_cycles_are_npuc_reports_total() {
     assert!(r.status.success());
     let json: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     assert_eq!(json["total_cycles"].as_u64(), Some(summary));
-    std::fs::remove_file(out).unwrap();
 }
 
 #[test]
 fn compiling_a_compiled_model_again_is_an_error_naming_the_ethos_u_operator() {
+    let dir = Scratch::new("cli-compile-again");
     for (input, output) in [
         ("vela/u85_256/conv2d_3x3_relu_vela.tflite", "again.tflite"),
         ("vela/u85_256/conv2d_3x3_relu_vela.tflite", "again.bin"),
     ] {
-        let out = tmp(output);
+        let out = dir.join(output);
         let m = models().join(input);
         let o = npuc(&[
             "compile".as_ref(),
@@ -180,7 +179,8 @@ fn compiling_a_compiled_model_again_is_an_error_naming_the_ethos_u_operator() {
 
 #[test]
 fn summary_verify_and_report_count_operations_and_commands_alike() {
-    let out = tmp("counts.bin");
+    let dir = Scratch::new("cli-compile-counts");
+    let out = dir.join("counts.bin");
     let o = compile("mobilenet_tiny", &out, &[]);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{err}");
@@ -220,12 +220,12 @@ fn summary_verify_and_report_count_operations_and_commands_alike() {
         .filter_map(|s| s.parse().ok())
         .collect();
     assert_eq!(rows, n[0] + n[1], "{report}");
-    std::fs::remove_file(out).unwrap();
 }
 
 #[test]
 fn json_prints_the_summary_as_data_with_each_operators_placement() {
-    let out = tmp("json.tflite");
+    let dir = Scratch::new("cli-compile-json");
+    let out = dir.join("json.tflite");
     let o = compile("conv_custom_conv", &out, &["--json"]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
@@ -295,12 +295,13 @@ fn json_prints_the_summary_as_data_with_each_operators_placement() {
         format!("{} words", j["command_words"])
     );
     assert!(row("estimated cycles").starts_with(&format!("{} ", j["estimated_cycles"])));
-    std::fs::remove_file(out).unwrap();
+    assert!(out.exists(), "{} was not written", out.display());
 }
 
 #[test]
 fn json_of_a_tosa_container_names_its_configuration_and_tosa_operators() {
-    let out = tmp("json_tosa.bin");
+    let dir = Scratch::new("cli-compile-json-tosa");
+    let out = dir.join("json_tosa.bin");
     let m = models().join("tosa/conv2d_3x3_relu.tosa");
     let o = npuc(&[
         "compile".as_ref(),
@@ -329,14 +330,15 @@ fn json_of_a_tosa_container_names_its_configuration_and_tosa_operators() {
         .all(|o| o["placement"] == "npu" && o["segment"] == 0));
     assert!(ops.iter().all(|o| o["opcode"] != "CONST"), "{j}");
     assert_eq!(j["npu_operators"].as_u64(), Some(ops.len() as u64));
-    std::fs::remove_file(out).unwrap();
+    assert!(out.exists(), "{} was not written", out.display());
 }
 
 #[test]
 fn an_error_says_each_cause_once() {
-    let model = tmp("garbage.tflite");
+    let dir = Scratch::new("cli-compile-garbage");
+    let model = dir.join("garbage.tflite");
     std::fs::write(&model, b"garbage, not a model at all").unwrap();
-    let out = tmp("garbage.bin");
+    let out = dir.join("garbage.bin");
     let o = npuc(&[
         "compile".as_ref(),
         model.as_os_str(),
@@ -348,5 +350,4 @@ fn an_error_says_each_cause_once() {
     assert!(err.starts_with("npuc: error: compiling "), "{err}");
     assert_eq!(err.matches("does not verify").count(), 1, "{err}");
     assert!(!out.exists());
-    std::fs::remove_file(model).unwrap();
 }

@@ -2,6 +2,7 @@
 //! `ofm_block`, `microblock`, `weight_format` and `cycles`, and `total_cycles`), whose total is
 //! `npuc report`'s for the compiled container, and the text form.
 
+use npuc_test_support::Scratch;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -25,8 +26,7 @@ fn json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn explain_total_is_the_reports_total_for_the_container() {
-    let dir = std::env::temp_dir().join(format!("npuc-explain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("explain");
     // A network with staging and chaining (TFLite), and one in a TOSA file; three memory
     // systems.
     for (model, options) in [
@@ -135,7 +135,6 @@ fn explain_total_is_the_reports_total_for_the_container() {
             "{model} {options:?}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `npuc report`: the JSON keys the issue fixes, per-operation sums equal the totals, memory
 //! options change where the bytes go, and bad names or .ini files are clear errors.
 
+use npuc_test_support::Scratch;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -118,8 +119,7 @@ fn unknown_names_and_bad_ini_files_are_clear_errors() {
         "{err}"
     );
 
-    let dir = std::env::temp_dir().join(format!("npuc-cli-report-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-report-ini");
     let ini = dir.join("mine.ini");
     std::fs::write(
         &ini,
@@ -154,13 +154,11 @@ fn unknown_names_and_bad_ini_files_are_clear_errors() {
         MODEL,
     ]);
     assert_eq!(v["system_config"], "Mine");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Compiles conv2d_3x3_relu to a container with `extra` options into a temporary file.
-fn container(name: &str, extra: &[&str]) -> std::path::PathBuf {
-    let out =
-        std::env::temp_dir().join(format!("npuc-cli-report-{}-{name}.bin", std::process::id()));
+/// Compiles conv2d_3x3_relu to a container `NAME.bin` in `dir` with `extra` options.
+fn container(dir: &Path, name: &str, extra: &[&str]) -> std::path::PathBuf {
+    let out = dir.join(format!("{name}.bin"));
     let mut args = vec![
         "compile",
         "models/tflite/conv2d_3x3_relu.tflite",
@@ -181,7 +179,8 @@ fn a_container_is_reported_in_the_configuration_it_records_unless_told_otherwise
         "--memory-mode",
         "Sram_Only",
     ];
-    let bin = container("flash", &flash);
+    let dir = Scratch::new("cli-report-recorded");
+    let bin = container(&dir, "flash", &flash);
     let path = bin.to_str().unwrap();
     let recorded = json(&["report", "--json", path]);
     assert_eq!(recorded["system_config"], "Ethos_U85_SYS_Flash_High");
@@ -200,7 +199,6 @@ fn a_container_is_reported_in_the_configuration_it_records_unless_told_otherwise
     ]);
     assert_eq!(dram["system_config"], "Ethos_U85_SYS_DRAM_Mid");
     assert_ne!(dram["total_cycles"], recorded["total_cycles"]);
-    std::fs::remove_file(bin).ok();
 }
 
 #[test]
@@ -235,7 +233,8 @@ fn every_column_label_of_the_text_table_sits_over_its_values() {
 
 #[test]
 fn the_accelerator_option_has_the_same_spellings_in_every_command() {
-    let raw = std::env::temp_dir().join(format!("npuc-cli-report-{}-raw.bin", std::process::id()));
+    let dir = Scratch::new("cli-report-accelerator");
+    let raw = dir.join("raw.bin");
     // A raw stream names no configuration: NPU_OP_STOP only.
     std::fs::write(&raw, [0x00, 0x00, 0xff, 0xff]).unwrap();
     for opt in ["--accelerator-config", "--accelerator", "--accel"] {
@@ -247,10 +246,9 @@ fn the_accelerator_option_has_the_same_spellings_in_every_command() {
             raw.to_str().unwrap(),
         ]);
         assert_eq!(v["accelerator"], "ethos-u85-512", "{opt}");
-        let bin = container(&format!("acc{opt}"), &[opt, "ethos-u85-512"]);
+        let bin = container(&dir, &format!("acc{opt}"), &[opt, "ethos-u85-512"]);
         let v = json(&["report", "--json", bin.to_str().unwrap()]);
         assert_eq!(v["accelerator"], "ethos-u85-512", "{opt}");
-        std::fs::remove_file(bin).ok();
         let o = npuc(&[
             "verify",
             "models/tflite/conv2d_3x3_relu.tflite",
@@ -265,5 +263,4 @@ fn the_accelerator_option_has_the_same_spellings_in_every_command() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    std::fs::remove_file(raw).ok();
 }

@@ -4,14 +4,11 @@
 
 mod tflite_out_common;
 
+use npuc_test_support::Scratch;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use tflite_out_common::{conv_custom_conv, models};
-
-fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("npuc-per-layer-{}-{name}", std::process::id()))
-}
 
 fn npuc(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_npuc"))
@@ -100,7 +97,8 @@ fn operators(layers: &Value) -> Vec<(Option<u64>, String)> {
 #[test]
 fn a_network_gets_one_row_per_source_operator_in_execution_order() {
     let model = models().join("tflite/ds_cnn.tflite");
-    let (bin, tfl) = (tmp("ds_cnn.bin"), tmp("ds_cnn.tflite"));
+    let dir = Scratch::new("per-layer-network");
+    let (bin, tfl) = (dir.join("ds_cnn.bin"), dir.join("ds_cnn.tflite"));
     compile(&model, &bin, &[]);
     compile(&model, &tfl, &[]);
     let layers = per_layer(&bin);
@@ -146,16 +144,14 @@ fn a_network_gets_one_row_per_source_operator_in_execution_order() {
     let total = text.lines().find(|l| l.contains(" total ")).unwrap();
     let cycles = layers["total_cycles"].as_u64().unwrap().to_string();
     assert!(total.contains(&cycles), "{total}");
-    for p in [bin, tfl] {
-        let _ = std::fs::remove_file(p);
-    }
 }
 
 #[test]
 fn a_fused_activation_gets_a_row_without_cost_after_its_producer() {
     // The TOSA form of a convolution with ReLU: CONV2D, RESCALE and CLAMP fused into one NPU
     // operation; rows by TOSA operator (no index), the cost on the CONV2D.
-    let bin = tmp("tosa.bin");
+    let dir = Scratch::new("per-layer-fused");
+    let bin = dir.join("tosa.bin");
     compile(&models().join("tosa/conv2d_3x3_relu.tosa"), &bin, &[]);
     let layers = per_layer(&bin);
     let rows = layers["layers"].as_array().unwrap();
@@ -169,14 +165,14 @@ fn a_fused_activation_gets_a_row_without_cost_after_its_producer() {
         assert_eq!(r["cycles"], 0);
         assert_eq!(r["commands"], 0);
     }
-    let _ = std::fs::remove_file(bin);
 }
 
 #[test]
 fn cpu_islands_get_no_row_and_a_note() {
-    let model = tmp("conv_custom_conv.tflite");
+    let dir = Scratch::new("per-layer-islands");
+    let model = dir.join("conv_custom_conv.tflite");
     std::fs::write(&model, conv_custom_conv()).unwrap();
-    let out = tmp("islands.tflite");
+    let out = dir.join("islands.tflite");
     compile(&model, &out, &[]);
     let layers = per_layer(&out);
     assert_eq!(layers["attribution"], "source_operators");
@@ -203,9 +199,6 @@ fn cpu_islands_get_no_row_and_a_note() {
         text.contains("1 operators run on the CPU and are not estimated: #1 npuc_test_cpu_only"),
         "{text}"
     );
-    for p in [model, out] {
-        let _ = std::fs::remove_file(p);
-    }
 }
 
 #[test]
@@ -245,7 +238,8 @@ fn the_per_layer_json_keys_in_the_readme_are_all_the_keys() {
     top.remove("source_operators");
     top.remove("command_groups");
     let rows = backticked(&rows["`layers`".len()..]);
-    let bin = tmp("readme.bin");
+    let dir = Scratch::new("per-layer-readme");
+    let bin = dir.join("readme.bin");
     compile(&models().join("tflite/conv2d_3x3_relu.tflite"), &bin, &[]);
     let v = per_layer(&bin);
     let actual: std::collections::BTreeSet<String> =
@@ -258,7 +252,6 @@ fn the_per_layer_json_keys_in_the_readme_are_all_the_keys() {
         .cloned()
         .collect();
     assert_eq!(rows, actual);
-    let _ = std::fs::remove_file(bin);
 }
 
 #[test]
@@ -266,7 +259,8 @@ fn a_container_without_a_layer_map_still_reads_and_is_grouped_by_command() {
     use prost::Message;
     // A container as npuc wrote it before layer maps: the manifest without sources, commands
     // and layers_version (fields an older reader skips, and an older writer never wrote).
-    let bin = tmp("old.bin");
+    let dir = Scratch::new("per-layer-old");
+    let bin = dir.join("old.bin");
     compile(&models().join("tflite/ds_cnn.tflite"), &bin, &[]);
     let mut bytes = std::fs::read(&bin).unwrap();
     let c = npuc::container::from_bytes(&bytes).unwrap();
@@ -290,5 +284,4 @@ fn a_container_without_a_layer_map_still_reads_and_is_grouped_by_command() {
     );
     let layers = per_layer(&bin);
     assert_eq!(layers["attribution"], "command_groups");
-    let _ = std::fs::remove_file(bin);
 }

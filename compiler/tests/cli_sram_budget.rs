@@ -4,6 +4,7 @@
 //! itself is in SRAM (`Sram_Only`) a model whose feature maps need more is refused, naming the
 //! operation that needs the most.
 
+use npuc_test_support::Scratch;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -30,8 +31,7 @@ fn peak_sram(container: &Path) -> u64 {
 
 #[test]
 fn the_fast_memory_stays_within_the_budget_and_the_stream_is_exact() {
-    let dir = std::env::temp_dir().join(format!("npuc-sram-budget-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("sram-budget");
     let free = dir.join("free.bin");
     let out = npuc(&["compile", MODEL, "-o", free.to_str().unwrap()]);
     assert!(
@@ -63,7 +63,6 @@ fn the_fast_memory_stays_within_the_budget_and_the_stream_is_exact() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success() && text.contains("bit-exact"), "{text}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

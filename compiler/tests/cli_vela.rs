@@ -5,17 +5,12 @@
 //! goldens in the simulator. TOSA input gives both formats too.
 
 use npuc::run::npy;
+use npuc_test_support::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn models() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models")
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("npuc-cli-vela-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
 }
 
 fn npuc(args: &[&str], cwd: &Path) -> Output {
@@ -96,8 +91,7 @@ fn npz_members(bytes: &[u8]) -> Vec<(String, String, String)> {
 /// directory and verbose performance.
 #[test]
 fn a_vela_command_line_writes_velas_file_names_and_a_bit_exact_tflite() {
-    let dir = tmp("tflite");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-vela-tflite");
     // A config file as Vela scripts pass one (a copy of the preset's sections).
     let ini = dir.join("my.ini");
     std::fs::write(
@@ -165,13 +159,11 @@ fn a_vela_command_line_writes_velas_file_names_and_a_bit_exact_tflite() {
             "sample {k}"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn without_an_output_option_the_files_go_to_output_as_velas_do() {
-    let dir = tmp("default-dir");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-vela-default-dir");
     let model = models().join("tflite/conv2d_3x3_relu.tflite");
     ok(&npuc(&["compile", model.to_str().unwrap()], &dir));
     assert_eq!(
@@ -181,12 +173,10 @@ fn without_an_output_option_the_files_go_to_output_as_velas_do() {
             "conv2d_3x3_relu_vela.tflite"
         ]
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn raw_matches_velas(model: &str, vela_dir: &str) -> Vec<u8> {
-    let dir = tmp(vela_dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(&format!("cli-vela-{vela_dir}"));
     let o = npuc(
         &[
             "compile",
@@ -220,7 +210,6 @@ fn raw_matches_velas(model: &str, vela_dir: &str) -> Vec<u8> {
             _ => assert_eq!(a, b),
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
     ours
 }
 
@@ -237,8 +226,7 @@ fn raw_output_has_velas_keys_dtypes_and_shapes_for_tflite_and_tosa() {
 
 #[test]
 fn a_tosa_model_compiles_to_a_vela_format_tflite_that_reproduces_its_goldens() {
-    let dir = tmp("tosa");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-vela-tosa");
     for name in ["add_relu", "conv2d_16x8"] {
         let model = models().join(format!("tosa/{name}.tosa"));
         ok(&npuc(
@@ -258,13 +246,11 @@ fn a_tosa_model_compiles_to_a_vela_format_tflite_that_reproduces_its_goldens() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn vela_options_npuc_has_no_use_for_are_accepted_with_a_one_line_note() {
-    let dir = tmp("ignored");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-vela-ignored");
     let model = models().join("tflite/conv2d_3x3_relu.tflite");
     let o = npuc(
         &[
@@ -296,13 +282,11 @@ fn vela_options_npuc_has_no_use_for_are_accepted_with_a_one_line_note() {
         assert!(notes.iter().any(|n| n.contains(opt)), "{err}");
     }
     assert!(dir.join("out/conv2d_3x3_relu_vela.tflite").exists());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn list_configs_lists_a_files_sections_and_velas_bundled_name_lists_the_presets() {
-    let dir = tmp("list");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-vela-list");
     let o = npuc(&["compile", "--list-configs", "Arm/vela.ini"], &dir);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     ok(&o);
@@ -321,13 +305,11 @@ fn list_configs_lists_a_files_sections_and_velas_bundled_name_lists_the_presets(
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     ok(&o);
     assert_eq!(out.lines().nth(1), Some("   Memory_Mode.Mine"), "{out}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn the_per_layer_csv_has_the_rows_of_npuc_report_per_layer() {
-    let dir = tmp("per-layer");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("cli-vela-per-layer");
     let model = models().join("tflite/mobilenet_tiny.tflite");
     ok(&npuc(
         &[
@@ -366,5 +348,4 @@ fn the_per_layer_csv_has_the_rows_of_npuc_report_per_layer() {
     assert_eq!(rows[0][0], "CONV_2D");
     assert_eq!(rows.last().unwrap()[0], "SOFTMAX");
     assert_eq!(cycles, v["total_cycles"].as_u64().unwrap());
-    let _ = std::fs::remove_dir_all(&dir);
 }

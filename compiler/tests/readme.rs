@@ -1,5 +1,6 @@
 //! The README's quick start and key lists against what npuc does.
 
+use npuc_test_support::Scratch;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::process::Command;
@@ -31,7 +32,8 @@ fn the_quick_start_says_where_the_binary_is_and_where_the_summary_goes() {
     let tests = quick.find("cargo test --workspace").unwrap();
     assert!(compile < summary && summary < tests, "{quick}");
     // And stderr is where it goes.
-    let out = std::env::temp_dir().join(format!("npuc-readme-{}.bin", std::process::id()));
+    let dir = Scratch::new("readme");
+    let out = dir.join("quick-start.bin");
     let o = Command::new(env!("CARGO_BIN_EXE_npuc"))
         .args(["compile", "models/tflite/conv2d_3x3_relu.tflite", "-o"])
         .arg(&out)
@@ -41,7 +43,6 @@ fn the_quick_start_says_where_the_binary_is_and_where_the_summary_goes() {
     assert!(o.status.success());
     assert!(o.stdout.is_empty());
     assert!(String::from_utf8_lossy(&o.stderr).contains("npuc compile summary"));
-    std::fs::remove_file(out).ok();
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! estimated by two different models, so they are printed, and only the network's total is
 //! held to a loose band.
 
+use npuc_test_support::Scratch;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -87,7 +88,7 @@ fn kind(op: &str) -> String {
 
 #[test]
 fn per_layer_rows_are_velas_source_operators_in_velas_order() {
-    let dir = std::env::temp_dir().join(format!("npuc-vela-per-layer-{}", std::process::id()));
+    let dir = Scratch::new("vela-per-layer");
     let mut report = String::new();
     for model in ["ds_cnn", "mobilenet_tiny", "resnet8"] {
         let out = Command::new(env!("CARGO_BIN_EXE_npuc"))
@@ -132,7 +133,6 @@ fn per_layer_rows_are_velas_source_operators_in_velas_order() {
         assert!((0.5..=2.0).contains(&ratio), "{model}: {report}");
     }
     println!("{report}");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
