@@ -140,7 +140,7 @@ impl WeightOrdering {
 
     /// The number of entries (weights and padding) of each stream of weights of `shape` in
     /// `params`' order: [`Self::stream_len`] of every stream of [`Self::new`]`(params, shape)`,
-    /// counted in a walk of the loop nest without the table.
+    /// counted per unit of the loop nest (its blocks and kernel parts), not per entry.
     ///
     /// # Errors
     /// As [`Self::new`].
@@ -149,9 +149,7 @@ impl WeightOrdering {
         shape: WeightShape,
     ) -> Result<Vec<usize>, OrderingError> {
         let blocks = Self::blocks_of(params, shape)?;
-        // Entries of a zero-sized type: the streams' lengths without their contents.
-        let streams = plan::build_with(params, &blocks, shape, &plan::Lengths);
-        Ok(streams.iter().map(Vec::len).collect())
+        Ok(plan::lengths(params, &blocks, shape))
     }
 
     /// The derived block sizes of `params` for `shape`, or why they cannot order it.

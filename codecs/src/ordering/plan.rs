@@ -46,9 +46,12 @@ impl Entries<i16> for Values<'_> {
     }
 }
 
-/// No contents (a zero-sized entry): the streams' lengths.
+/// No contents (a zero-sized entry): the streams' lengths, as the loop nest walks them (the
+/// reference [`lengths`] is tested against).
+#[cfg(test)]
 pub(super) struct Lengths;
 
+#[cfg(test)]
 impl Entries<()> for Lengths {
     const PAD: () = ();
     fn run(&self, s: &mut Vec<()>, _: usize, len: usize) {
@@ -67,8 +70,8 @@ pub(super) fn build(
 }
 
 /// The loop nest of [`build`] with every entry made by `entries` from its OHWI index, and
-/// its padding: the source indices, the weights themselves in stream order, or the streams'
-/// lengths.
+/// its padding: the source indices or the weights themselves in stream order ([`lengths`]
+/// counts the entries without the walk).
 pub(super) fn build_with<T: Copy, E: Entries<T>>(
     params: &OrderingParams,
     d: &DerivedBlocks,
@@ -170,6 +173,73 @@ pub(super) fn build_with<T: Copy, E: Entries<T>>(
         }
     }
     streams
+}
+
+/// The number of entries of each stream [`build_with`] makes, counted per unit of its loop
+/// nest (OFM block, IFM block, kernel part, weight block, OFM sub-block) instead of per
+/// entry: a unit of `P` kernel positions gives every one of its `wblk_o` OFM channels
+/// `ceil(wblk_i / i_sz) * i_sz` entries per position in that channel's stream, the padding
+/// after every `wblk_k`-th position of a depthwise part, and the part's tail padding to a
+/// multiple of `wblk_k` positions, exactly as the loop nest adds them.
+pub(super) fn lengths(
+    params: &OrderingParams,
+    d: &DerivedBlocks,
+    shape: WeightShape,
+) -> Vec<usize> {
+    let num_wd = d.num_wd as usize;
+    let mut lens = vec![0usize; num_wd];
+    let ofm_depth = shape.ofm_depth;
+    let ifm_depth = shape.ifm_depth;
+    let (kw, kh) = (shape.kernel_width, shape.kernel_height);
+    let (blk_d, ifm_blk) = (params.ofm_block_depth as usize, d.ifm_block_depth as usize);
+    let (wblk_k, wblk_o, wblk_i, i_sz) = (
+        d.wblk_k as usize,
+        d.wblk_o as usize,
+        d.wblk_i as usize,
+        d.i_sz as usize,
+    );
+    let (decomp_w, decomp_h) = (d.decomp_w as usize, d.decomp_h as usize);
+    let dw_pad_k = if d.depthwise { d.dw_pad_k as usize } else { 0 };
+    let ifm_loop_end = if d.depthwise { 1 } else { ifm_depth };
+    // The OFM channels of a weight block each stream takes (channel `o` goes to stream
+    // `(o >> 2) & (num_wd - 1)`), and the entries of one channel at one position.
+    let mut per_stream = vec![0usize; num_wd];
+    for o in 0..wblk_o {
+        per_stream[(o >> 2) & (num_wd - 1)] += 1;
+    }
+    let per_channel = wblk_i.div_ceil(i_sz) * i_sz;
+    // Entries every stream gets of a unit of `p` kernel positions.
+    let pad_each = |lens: &mut [usize], p: usize, units: usize| {
+        let n0 = p.div_ceil(wblk_k) * wblk_k;
+        let mut pad = 0;
+        if d.depthwise {
+            pad += (p / wblk_k) * (dw_pad_k * wblk_o / num_wd);
+        }
+        if n0 > p {
+            pad += (n0 - p + dw_pad_k) * wblk_i * wblk_o / num_wd;
+        }
+        for (l, &c) in lens.iter_mut().zip(&per_stream) {
+            *l += units * (p * c * per_channel + pad);
+        }
+    };
+    for ob in (0..ofm_depth).step_by(blk_d) {
+        let sub_blocks = blk_d.min(ofm_depth - ob).div_ceil(wblk_o);
+        for ib in (0..ifm_loop_end).step_by(ifm_blk) {
+            let iblk_depth = if d.depthwise {
+                1
+            } else {
+                ifm_blk.min(ifm_depth - ib)
+            };
+            let units = iblk_depth.div_ceil(wblk_i) * sub_blocks;
+            for sx in (0..kw).step_by(decomp_w) {
+                for sy in (0..kh).step_by(decomp_h) {
+                    let p = (kw - sx).min(decomp_w) * (kh - sy).min(decomp_h);
+                    pad_each(&mut lens, p, units);
+                }
+            }
+        }
+    }
+    lens
 }
 
 /// Pushes the `i_sz` entries of OFM channel `oc` at kernel position `(wy, wx)`: IFM channels
@@ -386,6 +456,10 @@ mod tests {
                 return Ok(());
             };
             prop_assert_eq!(build(&params, &d, shape), build_reference(&params, &d, shape));
+            // The lengths counted per unit are the loop nest's.
+            let walked: Vec<usize> =
+                build_with(&params, &d, shape, &Lengths).iter().map(Vec::len).collect();
+            prop_assert_eq!(lengths(&params, &d, shape), walked);
             // The weights ordered in one walk are the table's order of them.
             let values = (0..shape.len()).map(|k| ((k * 37) % 509) as i16 - 254).collect();
             let weights = crate::ordering::OhwiWeights::new(shape, values).unwrap();
