@@ -69,6 +69,50 @@ pub(super) fn build(
     build_with(params, d, shape, &Indices)
 }
 
+/// The loop nest's bounds and steps (from the parameters, their derived blocks and the
+/// shape), as [`build_with`] walks them and [`lengths`] counts them.
+struct Nest {
+    num_wd: usize,
+    ofm_depth: usize,
+    ifm_depth: usize,
+    kw: usize,
+    kh: usize,
+    blk_d: usize,
+    ifm_blk: usize,
+    wblk_k: usize,
+    wblk_o: usize,
+    wblk_i: usize,
+    i_sz: usize,
+    decomp_w: usize,
+    decomp_h: usize,
+    /// Padding positions after each `wblk_k` positions of a depthwise part (0 otherwise).
+    dw_pad_k: usize,
+    /// The IFM depth the IFM blocks cover (1 for depthwise).
+    ifm_loop_end: usize,
+}
+
+impl Nest {
+    fn new(params: &OrderingParams, d: &DerivedBlocks, shape: WeightShape) -> Nest {
+        Nest {
+            num_wd: d.num_wd as usize,
+            ofm_depth: shape.ofm_depth,
+            ifm_depth: shape.ifm_depth,
+            kw: shape.kernel_width,
+            kh: shape.kernel_height,
+            blk_d: params.ofm_block_depth as usize,
+            ifm_blk: d.ifm_block_depth as usize,
+            wblk_k: d.wblk_k as usize,
+            wblk_o: d.wblk_o as usize,
+            wblk_i: d.wblk_i as usize,
+            i_sz: d.i_sz as usize,
+            decomp_w: d.decomp_w as usize,
+            decomp_h: d.decomp_h as usize,
+            dw_pad_k: if d.depthwise { d.dw_pad_k as usize } else { 0 },
+            ifm_loop_end: if d.depthwise { 1 } else { shape.ifm_depth },
+        }
+    }
+}
+
 /// The loop nest of [`build`] with every entry made by `entries` from its OHWI index, and
 /// its padding: the source indices or the weights themselves in stream order ([`lengths`]
 /// counts the entries without the walk).
@@ -78,28 +122,31 @@ pub(super) fn build_with<T: Copy, E: Entries<T>>(
     shape: WeightShape,
     entries: &E,
 ) -> Vec<Vec<T>> {
-    let num_wd = d.num_wd as usize;
+    let Nest {
+        num_wd,
+        ofm_depth,
+        ifm_depth,
+        kw,
+        kh,
+        blk_d,
+        ifm_blk,
+        wblk_k,
+        wblk_o,
+        wblk_i,
+        i_sz,
+        decomp_w,
+        decomp_h,
+        dw_pad_k,
+        ifm_loop_end,
+    } = Nest::new(params, d, shape);
     // Room for every weight and half as much padding: most plans never grow.
     let cap = (shape.len() + shape.len() / 2) / num_wd + 64;
     let mut streams: Vec<Vec<T>> = (0..num_wd).map(|_| Vec::with_capacity(cap)).collect();
-    let ofm_depth = shape.ofm_depth;
-    let ifm_depth = shape.ifm_depth;
-    let (kw, kh) = (shape.kernel_width, shape.kernel_height);
-    let (blk_d, ifm_blk) = (params.ofm_block_depth as usize, d.ifm_block_depth as usize);
-    let (wblk_k, wblk_o, wblk_i, i_sz) = (
-        d.wblk_k as usize,
-        d.wblk_o as usize,
-        d.wblk_i as usize,
-        d.i_sz as usize,
-    );
-    let (decomp_w, decomp_h) = (d.decomp_w as usize, d.decomp_h as usize);
     let (str_x, str_y) = if d.partkernel {
         (params.stride_x as usize, params.stride_y as usize)
     } else {
         (1, 1)
     };
-    let dw_pad_k = if d.depthwise { d.dw_pad_k as usize } else { 0 };
-    let ifm_loop_end = if d.depthwise { 1 } else { ifm_depth };
     let ifm_blocks: Vec<usize> = (0..ifm_loop_end).step_by(ifm_blk).collect();
 
     let pad_all = |streams: &mut Vec<Vec<T>>, n: usize| {
@@ -186,21 +233,24 @@ pub(super) fn lengths(
     d: &DerivedBlocks,
     shape: WeightShape,
 ) -> Vec<usize> {
-    let num_wd = d.num_wd as usize;
+    let Nest {
+        num_wd,
+        ofm_depth,
+        ifm_depth,
+        kw,
+        kh,
+        blk_d,
+        ifm_blk,
+        wblk_k,
+        wblk_o,
+        wblk_i,
+        i_sz,
+        decomp_w,
+        decomp_h,
+        dw_pad_k,
+        ifm_loop_end,
+    } = Nest::new(params, d, shape);
     let mut lens = vec![0usize; num_wd];
-    let ofm_depth = shape.ofm_depth;
-    let ifm_depth = shape.ifm_depth;
-    let (kw, kh) = (shape.kernel_width, shape.kernel_height);
-    let (blk_d, ifm_blk) = (params.ofm_block_depth as usize, d.ifm_block_depth as usize);
-    let (wblk_k, wblk_o, wblk_i, i_sz) = (
-        d.wblk_k as usize,
-        d.wblk_o as usize,
-        d.wblk_i as usize,
-        d.i_sz as usize,
-    );
-    let (decomp_w, decomp_h) = (d.decomp_w as usize, d.decomp_h as usize);
-    let dw_pad_k = if d.depthwise { d.dw_pad_k as usize } else { 0 };
-    let ifm_loop_end = if d.depthwise { 1 } else { ifm_depth };
     // The OFM channels of a weight block each stream takes (channel `o` goes to stream
     // `(o >> 2) & (num_wd - 1)`), and the entries of one channel at one position.
     let mut per_stream = vec![0usize; num_wd];
@@ -208,8 +258,8 @@ pub(super) fn lengths(
         per_stream[(o >> 2) & (num_wd - 1)] += 1;
     }
     let per_channel = wblk_i.div_ceil(i_sz) * i_sz;
-    // Entries every stream gets of a unit of `p` kernel positions.
-    let pad_each = |lens: &mut [usize], p: usize, units: usize| {
+    // Adds to every stream its entries of `units` units of `p` kernel positions each.
+    let add_units = |lens: &mut [usize], p: usize, units: usize| {
         let n0 = p.div_ceil(wblk_k) * wblk_k;
         let mut pad = 0;
         if d.depthwise {
@@ -234,7 +284,7 @@ pub(super) fn lengths(
             for sx in (0..kw).step_by(decomp_w) {
                 for sy in (0..kh).step_by(decomp_h) {
                     let p = (kw - sx).min(decomp_w) * (kh - sy).min(decomp_h);
-                    pad_each(&mut lens, p, units);
+                    add_units(&mut lens, p, units);
                 }
             }
         }
